@@ -1,0 +1,35 @@
+# oz0: the Orchestrator Zero plugin toolchain. `make demo` and `make test` work on a fresh machine.
+GO      ?= go
+BIN     ?= bin/oz0
+BENCH   ?= .
+COUNT   ?= 5
+export CGO_ENABLED := 0
+
+.PHONY: build test test-deps demo bench lint clean
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
+
+# The whole suite: formatting, vet, unit tests, fuzz seeds and the testscript end-to-end scripts
+# (which also run the template's Python tests with unittest and pytest).
+test: test-deps lint
+	$(GO) test -count=1 ./...
+
+# What the tests need and a fresh machine lacks (pytest for the template's tests).
+test-deps:
+	@scripts/test-deps.sh
+
+demo: build
+	@scripts/demo.sh $(BIN)
+
+# Benchmarks; figures go to docs/performance.md with this command.
+bench: build
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

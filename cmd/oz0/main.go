@@ -1,0 +1,22 @@
+// Command oz0 is the Orchestrator Zero plugin toolchain and local dev CLI.
+package main
+
+import (
+	"os"
+
+	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/prompt"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	f := &cmdutil.Factory{
+		IOStreams: iostreams.System(),
+		Version:   buildVersion(),
+		Getwd:     os.Getwd,
+		Prompter:  prompt.Huh{},
+	}
+	return execute(f, args)
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/prompt"
+)
+
+// answerer fills the form's fields by title, as a person would, and records what was asked.
+type answerer struct {
+	answers map[string]string
+	asked   []string
+	err     error
+}
+
+func (a *answerer) Ask(qs []prompt.Question) error {
+	for _, q := range qs {
+		a.asked = append(a.asked, q.Title)
+		v := a.answers[q.Title]
+		if q.Validate != nil {
+			if err := q.Validate(v); err != nil {
+				return err
+			}
+		}
+		*q.Value = v
+	}
+	return a.err
+}
+
+func newTestFactory(t *testing.T, tty bool, p prompt.Prompter) (*cmdutil.Factory, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ios, _, _, _ := iostreams.Test()
+	ios.SetTTY(tty, tty)
+	return &cmdutil.Factory{IOStreams: ios, Version: "test", Getwd: func() (string, error) { return dir, nil }, Prompter: p}, dir
+}
+
+func TestPluginNewAsksForWhatIsMissingOnATerminal(t *testing.T) {
+	a := &answerer{answers: map[string]string{"Plugin name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets"}}
+	f, dir := newTestFactory(t, true, a)
+	if code := execute(f, []string{"plugin", "new"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, f.IOStreams.ErrOut)
+	}
+	if got := strings.Join(a.asked, ","); got != "Plugin name,Template,Description" {
+		t.Errorf("asked %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "acme-triage", "oz0-plugin.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPluginNewAsksOnlyForTheMissingFlag(t *testing.T) {
+	a := &answerer{answers: map[string]string{"Description": "Sorts support tickets"}}
+	f, _ := newTestFactory(t, true, a)
+	if code := execute(f, []string{"plugin", "new", "acme-triage", "--template", "byo-agent"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, f.IOStreams.ErrOut)
+	}
+	if got := strings.Join(a.asked, ","); got != "Description" {
+		t.Errorf("asked %q", got)
+	}
+}
+
+func TestPluginNewCancelledFormWritesNothing(t *testing.T) {
+	a := &answerer{answers: map[string]string{"Description": "x"}, err: prompt.ErrCancel}
+	f, dir := newTestFactory(t, true, a)
+	code := execute(f, []string{"plugin", "new", "acme-triage", "--template", "byo-agent"})
+	if code != cmdutil.ExitUsage {
+		t.Fatalf("exit %d, want %d", code, cmdutil.ExitUsage)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Fatalf("cancel left %v behind", entries)
+	}
+	if !strings.Contains(f.IOStreams.ErrOut.(interface{ String() string }).String(), "nothing was written") {
+		t.Errorf("stderr: %s", f.IOStreams.ErrOut)
+	}
+}
+
+func TestPluginNewRefusesNonEmptyTargetBeforeAsking(t *testing.T) {
+	a := &answerer{}
+	f, dir := newTestFactory(t, true, a)
+	if err := os.MkdirAll(filepath.Join(dir, "acme-triage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "acme-triage", "keep.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := execute(f, []string{"plugin", "new", "acme-triage"})
+	if code != cmdutil.ExitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	if len(a.asked) != 0 {
+		t.Errorf("asked %v before refusing", a.asked)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "acme-triage", "keep.txt")); string(b) != "mine" {
+		t.Error("the existing file was touched")
+	}
+}
+
+func TestPluginNewWithoutTerminalNamesTheMissingFlags(t *testing.T) {
+	f, _ := newTestFactory(t, false, &answerer{})
+	code := execute(f, []string{"plugin", "new", "acme-triage"})
+	if code != cmdutil.ExitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	msg := f.IOStreams.ErrOut.(interface{ String() string }).String()
+	if !strings.Contains(msg, "--template") || !strings.Contains(msg, "--description") || strings.Count(msg, "\n") != 1 {
+		t.Errorf("want one line naming both flags, got %q", msg)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary stand in for the real oz0 binary inside scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"oz0": func() { os.Exit(run(os.Args[1:])) },
+	})
+}
+
+// TestScripts runs testdata/scripts/*.txtar against the oz0 binary, end to end.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/scripts",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       os.Getenv("OZ0_UPDATE_SCRIPTS") == "1",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"tree": cmdTree,
+		},
+		Setup: func(env *testscript.Env) error {
+			// Python writes no bytecode into the scaffolded trees the scripts compare.
+			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+			return nil
+		},
+	})
+}
+
+// cmdTree prints every file under a directory (default: the current one), one slash path a
+// line, sorted, so a script can compare a whole tree with cmp.
+func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! tree")
+	}
+	root := ts.MkAbs(".")
+	if len(args) == 1 {
+		root = ts.MkAbs(args[0])
+	}
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "__pycache__" || d.Name() == ".pytest_cache") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			paths = append(paths, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	ts.Check(err)
+	sort.Strings(paths)
+	if len(paths) > 0 {
+		ts.Stdout().Write([]byte(strings.Join(paths, "\n") + "\n"))
+	}
+}

@@ -1,0 +1,61 @@
+// Package prompt asks a person for missing values with a charmbracelet/huh form. Commands take
+// the Prompter interface so tests can answer without a terminal.
+package prompt
+
+import (
+	"errors"
+
+	"github.com/charmbracelet/huh"
+)
+
+// ErrCancel is returned when a person backs out of a form; nothing was done.
+var ErrCancel = errors.New("cancelled; nothing was written")
+
+// Option is one choice of a select.
+type Option struct {
+	Value       string
+	Description string
+}
+
+// Question is one field of a form. With Options it is a select, otherwise a text input.
+type Question struct {
+	Title    string
+	Help     string
+	Options  []Option
+	Validate func(string) error
+	Value    *string
+}
+
+// Prompter asks all questions in one form. It returns ErrCancel when the person backs
+// out (Ctrl-C, Esc).
+type Prompter interface {
+	Ask(questions []Question) error
+}
+
+// Huh is the terminal Prompter.
+type Huh struct{}
+
+// Ask shows one form with a field per question.
+func (Huh) Ask(questions []Question) error {
+	fields := make([]huh.Field, 0, len(questions))
+	for _, q := range questions {
+		if len(q.Options) > 0 {
+			opts := make([]huh.Option[string], len(q.Options))
+			for i, o := range q.Options {
+				opts[i] = huh.NewOption(o.Value+" — "+o.Description, o.Value)
+			}
+			fields = append(fields, huh.NewSelect[string]().Title(q.Title).Description(q.Help).Options(opts...).Value(q.Value))
+			continue
+		}
+		in := huh.NewInput().Title(q.Title).Description(q.Help).Value(q.Value)
+		if q.Validate != nil {
+			in = in.Validate(q.Validate)
+		}
+		fields = append(fields, in)
+	}
+	err := huh.NewForm(huh.NewGroup(fields...)).Run()
+	if errors.Is(err, huh.ErrUserAborted) {
+		return ErrCancel
+	}
+	return err
+}

@@ -1,0 +1,74 @@
+package scaffold
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxNameLen is the longest plugin name: it must fit a DNS label, as names end up in hosts.
+const MaxNameLen = 63
+
+// MaxDescriptionLen bounds the one-line description.
+const MaxDescriptionLen = 200
+
+// ValidateName checks a plugin name: lowercase letters, digits and hyphens, starting with a
+// letter, at most 63 characters. The error says what is wrong and how to mend it.
+func ValidateName(name string) error {
+	if name == "" {
+		return fmt.Errorf("plugin name is empty; give one like acme-triage (lowercase letters, digits and hyphens)")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxNameLen {
+		return fmt.Errorf("plugin name %q is %d characters; use at most %d", name, n, MaxNameLen)
+	}
+	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return fmt.Errorf("plugin name %q is a path; give a bare name and choose the parent directory with --dir", name)
+	}
+	first, _ := utf8.DecodeRuneInString(name)
+	if first < 'a' || first > 'z' {
+		return fmt.Errorf("plugin name %q must start with a lowercase letter (a-z)", name)
+	}
+	for i, r := range name {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			continue
+		}
+		what := fmt.Sprintf("%q", r)
+		switch {
+		case r >= 'A' && r <= 'Z':
+			return fmt.Errorf("plugin name %q has an uppercase letter; use %q", name, strings.ToLower(name))
+		case unicode.IsSpace(r):
+			what = "a space"
+		}
+		return fmt.Errorf("plugin name %q has %s at position %d; use only lowercase letters, digits and hyphens", name, what, i+1)
+	}
+	if strings.HasSuffix(name, "-") {
+		return fmt.Errorf("plugin name %q ends with a hyphen; end it with a letter or digit", name)
+	}
+	if strings.Contains(name, "--") {
+		return fmt.Errorf("plugin name %q has two hyphens in a row; use one", name)
+	}
+	return nil
+}
+
+// PackageName is the Python package for a plugin name: hyphens become underscores.
+func PackageName(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+// ValidateDescription checks the one-line description that lands in YAML, TOML and Python.
+func ValidateDescription(d string) error {
+	if strings.TrimSpace(d) == "" {
+		return fmt.Errorf("description is empty; say in a few words what the agent does, e.g. --description \"Sorts support tickets\"")
+	}
+	if n := utf8.RuneCountInString(d); n > MaxDescriptionLen {
+		return fmt.Errorf("description is %d characters; keep it to one line of at most %d", n, MaxDescriptionLen)
+	}
+	if !utf8.ValidString(d) {
+		return fmt.Errorf("description is not valid UTF-8; retype it")
+	}
+	for _, r := range d {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("description has a control character or line break; keep it to one line of plain text")
+		}
+	}
+	return nil
+}

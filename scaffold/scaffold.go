@@ -1,0 +1,218 @@
+// Package scaffold writes a new plugin from a template embedded in the binary. A plugin is
+// rendered whole in memory, written into a temporary directory beside the target and renamed
+// into place, so a failure never leaves half a plugin behind.
+package scaffold
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+)
+
+// Template is one entry of the catalogue.
+type Template struct {
+	Name        string
+	Description string
+}
+
+// catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
+// directory of the same name under templates/.
+var catalogue = []Template{
+	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew"},
+}
+
+// Templates returns the catalogue.
+func Templates() []Template { return append([]Template(nil), catalogue...) }
+
+// TemplateNames returns the names of the templates, for messages and completion.
+func TemplateNames() []string {
+	names := make([]string, len(catalogue))
+	for i, t := range catalogue {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// LookupTemplate finds a template by name.
+func LookupTemplate(name string) (Template, error) {
+	for _, t := range catalogue {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return Template{}, fmt.Errorf("unknown template %q; choose one of: %s (see `oz0 plugin templates`)", name, strings.Join(TemplateNames(), ", "))
+}
+
+// Options say what to write.
+type Options struct {
+	Name        string
+	Template    string
+	Description string
+	// Parent is the directory the plugin directory is created in.
+	Parent string
+}
+
+// Target is the plugin's directory.
+func (o Options) Target() string { return filepath.Join(o.Parent, o.Name) }
+
+// File is one rendered file, path relative to the plugin root with forward slashes.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// ErrTargetNotEmpty is returned, wrapped, when the target exists and has something in it.
+var ErrTargetNotEmpty = errors.New("target is not empty")
+
+// CheckTarget refuses a target that exists and is not an empty directory. It is called before
+// anything is asked, and again just before writing.
+func CheckTarget(dir string) error {
+	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot check %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s exists and is a file: %w; choose another name or --dir", dir, ErrTargetNotEmpty)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s already exists and is not empty: %w; choose another name or --dir, or remove it", dir, ErrTargetNotEmpty)
+	}
+	return nil
+}
+
+// Validate checks every option before anything is rendered or written.
+func (o Options) Validate() error {
+	if err := ValidateName(o.Name); err != nil {
+		return err
+	}
+	if _, err := LookupTemplate(o.Template); err != nil {
+		return err
+	}
+	return ValidateDescription(o.Description)
+}
+
+// Render renders the template into memory, sorted by path.
+func Render(o Options) ([]File, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	data := map[string]string{
+		"Name":        o.Name,
+		"Package":     PackageName(o.Name),
+		"Description": o.Description,
+	}
+	root := path.Join("templates", o.Template)
+	var files []File
+	err := fs.WalkDir(templatesFS, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := fs.ReadFile(templatesFS, p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		tmpl, err := template.New(rel).Option("missingkey=error").Funcs(funcs).Parse(string(raw))
+		if err != nil {
+			return fmt.Errorf("template %s is broken: %w", rel, err)
+		}
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, data); err != nil {
+			return fmt.Errorf("template %s is broken: %w", rel, err)
+		}
+		files = append(files, File{Path: renderPath(rel, data), Data: buf.Bytes()})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+// renderPath replaces the placeholder segments of a template path.
+func renderPath(rel string, data map[string]string) string {
+	parts := strings.Split(rel, "/")
+	for i, p := range parts {
+		p = strings.ReplaceAll(p, "__package__", data["Package"])
+		parts[i] = strings.ReplaceAll(p, "__name__", data["Name"])
+	}
+	return strings.Join(parts, "/")
+}
+
+var funcs = template.FuncMap{
+	// quote renders a string as a double-quoted JSON string, which YAML, TOML and Python all
+	// read as the same string.
+	"quote": func(s string) (string, error) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			return "", err
+		}
+		return strings.TrimSuffix(buf.String(), "\n"), nil
+	},
+}
+
+// Create renders the plugin and writes it atomically: into a temporary directory beside the
+// target, then renamed into place. It returns the files written.
+func Create(o Options) ([]File, error) {
+	files, err := Render(o)
+	if err != nil {
+		return nil, err
+	}
+	target := o.Target()
+	if err := CheckTarget(target); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Parent, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create %s: %w", o.Parent, err)
+	}
+	tmp, err := os.MkdirTemp(o.Parent, "."+o.Name+".oz0-new-")
+	if err != nil {
+		return nil, fmt.Errorf("cannot write in %s: %w", o.Parent, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		dst := filepath.Join(tmp, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, fmt.Errorf("cannot write %s: %w", f.Path, err)
+		}
+		if err := os.WriteFile(dst, f.Data, 0o644); err != nil {
+			return nil, fmt.Errorf("cannot write %s: %w", f.Path, err)
+		}
+	}
+	// rename(2) replaces an empty directory, and fails on a non-empty one, so a target that
+	// filled up since the check is never overwritten.
+	if err := os.Rename(tmp, target); err != nil {
+		if CheckTarget(target) != nil {
+			return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)
+		}
+		return nil, fmt.Errorf("cannot move the new plugin into %s: %w", target, err)
+	}
+	ok = true
+	return files, nil
+}

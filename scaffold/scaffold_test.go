@@ -1,0 +1,129 @@
+package scaffold
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func opts(parent string) Options {
+	return Options{Name: "acme-triage", Template: "byo-agent", Description: `Sorts "support" tickets`, Parent: parent}
+}
+
+func TestRenderFillsEveryPlaceholder(t *testing.T) {
+	files, err := Render(opts(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]bool{}
+	for _, f := range files {
+		paths[f.Path] = true
+		if strings.Contains(f.Path, "__package__") || strings.Contains(f.Path, "__name__") {
+			t.Errorf("placeholder left in path %s", f.Path)
+		}
+		if strings.Contains(string(f.Data), "{{") && !strings.HasSuffix(f.Path, ".md") {
+			t.Errorf("%s still holds template braces", f.Path)
+		}
+	}
+	for _, want := range []string{
+		"oz0-plugin.yaml", "agents/acme-triage.yaml", "prompts/acme-triage.md",
+		"src/acme_triage/harness.py", "src/acme_triage/agent.py", "src/acme_triage/legacy.py",
+		"src/acme_triage/adapters.py", "src/acme_triage/__init__.py", "src/acme_triage/__main__.py",
+		"tests/test_harness.py", "AGENTS.md", ".claude/skills/oz0-plugin/SKILL.md",
+		"pyproject.toml", ".gitignore", "README.md", ".github/workflows/ci.yml",
+	} {
+		if !paths[want] {
+			t.Errorf("missing %s", want)
+		}
+	}
+}
+
+func TestRenderQuotesTheDescription(t *testing.T) {
+	files, err := Render(opts(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Path == "oz0-plugin.yaml" && !strings.Contains(string(f.Data), `description: "Sorts \"support\" tickets"`) {
+			t.Errorf("manifest description not quoted:\n%s", f.Data)
+		}
+	}
+}
+
+func TestCreateIntoEmptyDirectory(t *testing.T) {
+	parent := t.TempDir()
+	if err := os.Mkdir(filepath.Join(parent, "acme-triage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(opts(parent)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(parent, "acme-triage", "oz0-plugin.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeftovers(t, parent)
+}
+
+func TestCreateRefusesNonEmptyTarget(t *testing.T) {
+	parent := t.TempDir()
+	target := filepath.Join(parent, "acme-triage")
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "notes.txt"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Create(opts(parent))
+	if !errors.Is(err, ErrTargetNotEmpty) {
+		t.Fatalf("got %v, want ErrTargetNotEmpty", err)
+	}
+	entries, _ := os.ReadDir(target)
+	if len(entries) != 1 {
+		t.Errorf("target changed: %v", entries)
+	}
+	assertNoLeftovers(t, parent)
+}
+
+func TestCreateFailureLeavesNothing(t *testing.T) {
+	base := t.TempDir()
+	parent := filepath.Join(base, "file")
+	if err := os.WriteFile(parent, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(opts(parent)); err == nil {
+		t.Fatal("want an error writing under a file")
+	}
+	entries, _ := os.ReadDir(base)
+	if len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+func TestCreateRejectsBadOptionsBeforeWriting(t *testing.T) {
+	parent := t.TempDir()
+	for _, o := range []Options{
+		{Name: "../x", Template: "byo-agent", Description: "d", Parent: parent},
+		{Name: "ok", Template: "nope", Description: "d", Parent: parent},
+		{Name: "ok", Template: "byo-agent", Description: "", Parent: parent},
+	} {
+		if _, err := Create(o); err == nil {
+			t.Errorf("Create(%+v) = nil error", o)
+		}
+	}
+	entries, _ := os.ReadDir(parent)
+	if len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+func assertNoLeftovers(t *testing.T, parent string) {
+	t.Helper()
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".oz0-new-") {
+			t.Errorf("temporary directory %s left behind", e.Name())
+		}
+	}
+}

@@ -1,0 +1,16 @@
+"""`python -m {{.Package}}`: one session of the harness protocol over stdin and stdout."""
+
+from .harness import main
+
+
+def _run(session):
+    # agent.py is imported here, once main() has taken stdout for the protocol: whatever it and
+    # the libraries it imports print goes to the job's log, and an import error (a framework
+    # missing from the environment, say) ends the session with an error that names it.
+    from .agent import run
+
+    return run(session)
+
+
+if __name__ == "__main__":
+    main(_run)

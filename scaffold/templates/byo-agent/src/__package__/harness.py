@@ -1,0 +1,512 @@
+"""The harness side of the oz0 harness protocol, version 1.
+
+One process per job. The node starts `python -m {{.Package}}`, writes the session request as the
+first line of stdin and reads events from stdout, one JSON object per line:
+
+    node -> harness (stdin)   {"type": "session", "protocol": 1, ...}     the first line
+                              {"type": "permission", "id": "p1", "decision": "allow", ...}
+    harness -> node (stdout)  say, log, permission_request, tool_result, and last of all
+                              exactly one result or error
+
+stdout carries the protocol and nothing else: main() moves file descriptor 1 to stderr before your
+code runs, so a stray print(), a library's progress bar or a C extension's output lands in the
+job's log (stderr) instead of corrupting the protocol. stdin is the node's too: your code reads
+/dev/null from it.
+
+You should not need to edit this file: your agent is run(session) in agent.py.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+PROTOCOLS = (1,)
+"""The protocol versions this harness speaks."""
+
+MAX_LINE = 8 * 1024 * 1024
+"""The longest line the protocol allows, in bytes."""
+
+MODEL_TIMEOUT_S = 600.0
+"""How long one model call may take."""
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+EXIT_GRACE_S = 2.0
+"""How long atexit handlers get after the last line before the process exits regardless."""
+
+__all__ = [
+    "PROTOCOLS",
+    "Model",
+    "ModelError",
+    "ProtocolError",
+    "Refused",
+    "Session",
+    "StepLimitExceeded",
+    "main",
+]
+
+
+class Refused(Exception):
+    """The job refused a tool call: a hook, the default-deny policy or a person said no."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class ModelError(Exception):
+    """A model call failed: the gateway or the provider answered with an error, or no answer."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StepLimitExceeded(ModelError):
+    """The session has made limits.max_steps model calls; the call was not made."""
+
+
+class ProtocolError(Exception):
+    """The node sent something this harness cannot work with."""
+
+
+class Model(str):
+    """The session's model.
+
+    Its string value is what LiteLLM-style clients such as CrewAI's LLM(model=...) expect:
+    "anthropic/<name>" for the anthropic-messages format, "openai/<name>" for openai-chat.
+    Use .name for the bare model name (what Anthropic's and OpenAI's SDKs expect).
+    """
+
+    name: str
+    format: str  # shadows str.format on purpose: the protocol calls the field "format"
+    record: str
+
+    def __new__(cls, name: str = "", format: str = "anthropic-messages", record: str = "") -> Model:
+        prefix = {"anthropic-messages": "anthropic/", "openai-chat": "openai/"}.get(format, "")
+        self = super().__new__(cls, prefix + name if name else "")
+        self.name = name
+        self.format = format
+        self.record = record
+        return self
+
+    def __repr__(self) -> str:
+        return f"Model(name={self.name!r}, format={self.format!r}, record={self.record!r})"
+
+
+def _log(message: str) -> None:
+    """A line for the job's log (stderr): the harness's own diagnostics."""
+    try:
+        sys.stderr.write(f"[oz0 harness] {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _jsonable(value: Any) -> Any:
+    """value if JSON can hold it as it is, else its str()."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+    return value
+
+
+class _Writer:
+    """Writes protocol lines to the node: one compact JSON object per line, flushed, thread-safe."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._finished = False
+
+    def write(self, message: Mapping[str, Any], *, final: bool = False) -> None:
+        line = json.dumps(
+            message, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str
+        )
+        # JSON strings may hold U+2028 and U+2029 raw; escape them so no reader splits the line.
+        line = line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        size = len(line.encode("utf-8", "backslashreplace")) + 1
+        if size > MAX_LINE:
+            raise ProtocolError(
+                f"a {message.get('type')} line of {size} bytes is over the protocol's limit of "
+                f"{MAX_LINE} bytes"
+            )
+        with self._lock:
+            if self._finished:
+                _log(f"dropped a {message.get('type')} line after the session's last line")
+                return
+            self._stream.write(line + "\n")
+            self._stream.flush()
+            if final:
+                self._finished = True
+
+
+_NODE_CLOSED = "the node closed the session before answering"
+
+
+class _Waiter:
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.answer: dict[str, Any] = {}
+
+
+class _Inbox:
+    """Routes the node's permission answers to the call_tool() that waits for each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[str, _Waiter] = {}
+        self._closed = False
+
+    def expect(self, id: str) -> _Waiter:
+        waiter = _Waiter()
+        with self._lock:
+            if self._closed:
+                waiter.answer = {"type": "permission", "id": id, "decision": "deny",
+                                 "reason": _NODE_CLOSED}
+                waiter.event.set()
+            else:
+                self._waiters[id] = waiter
+        return waiter
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        id = message.get("id")
+        with self._lock:
+            waiter = self._waiters.pop(id, None) if isinstance(id, str) else None
+        if waiter is None:
+            _log(f"ignored a permission answer for {id!r}: no request of that id is open")
+            return
+        waiter.answer = message
+        waiter.event.set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            waiters, self._waiters = self._waiters, {}
+        for id, waiter in waiters.items():
+            waiter.answer = {"type": "permission", "id": id, "decision": "deny",
+                             "reason": _NODE_CLOSED}
+            waiter.event.set()
+
+    def read_from(self, stream: Any) -> None:
+        """Reads the node's lines until EOF (run in a daemon thread)."""
+        try:
+            for raw in stream:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line:
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    _log(f"ignored a line on stdin that is not JSON: {line[:200]!r}")
+                    continue
+                if not isinstance(message, dict):
+                    _log(f"ignored a line on stdin that is not a JSON object: {line[:200]!r}")
+                elif message.get("type") == "permission":
+                    self.deliver(message)
+                else:
+                    _log(f"ignored a message of type {message.get('type')!r} on stdin")
+        except (OSError, ValueError) as err:
+            _log(f"stopped reading stdin: {err}")
+        finally:
+            self.close()
+
+
+class Session:
+    """One job's session: the request's fields, and the calls your agent makes back to the job.
+
+    Attributes: job, agent, harness, text, input, instructions, model (a Model), model_name,
+    tools, limits, workdir, state_dir, options (the agent definition's harness: options).
+    """
+
+    def __init__(
+        self,
+        request: Mapping[str, Any],
+        *,
+        writer: _Writer | None = None,
+        inbox: _Inbox | None = None,
+    ) -> None:
+        self.request = dict(request)
+        self.job: str = str(request.get("job") or os.environ.get("OZ0_JOB", ""))
+        self.agent: str = str(request.get("agent") or os.environ.get("OZ0_AGENT", ""))
+        self.harness: str = str(request.get("harness") or "")
+        self.input: Any = request.get("input")
+        text = request.get("text")
+        if text is None:
+            text = self.input if isinstance(self.input, str) or self.input is None else json.dumps(
+                self.input, ensure_ascii=False
+            )
+        self.text: str = text or ""
+        self.instructions: str = str(request.get("instructions") or "")
+        model = request.get("model") if isinstance(request.get("model"), dict) else {}
+        self.model = Model(
+            str(model.get("name") or ""),
+            str(model.get("format") or "anthropic-messages"),
+            str(model.get("record") or ""),
+        )
+        self.model_name: str = self.model.name
+        self.tools: list[str] = list(request.get("tools") or [])
+        self.limits: dict[str, Any] = dict(request.get("limits") or {})
+        self.workdir: str = str(request.get("workdir") or os.getcwd())
+        self.state_dir: str = str(request.get("state_dir") or os.environ.get("HOME", ""))
+        self.options: dict[str, Any] = dict(request.get("options") or {})
+
+        self._writer = writer if writer is not None else _Writer(sys.stderr)
+        self._inbox = inbox if inbox is not None else _Inbox()
+        self._lock = threading.Lock()
+        self._steps = 0
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"Session(job={self.job!r}, agent={self.agent!r}, model={self.model!r})"
+
+    # -- the job's live view and trace -------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        """Streams text to the job's live view."""
+        self._writer.write({"type": "say", "text": str(text)})
+
+    def log(self, message: str, level: str = "info") -> None:
+        """Writes a line to the job's trace (not its live view)."""
+        self._writer.write({"type": "log", "level": str(level), "message": str(message)})
+
+    # -- model calls -------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> int:
+        """The model calls complete() has made so far."""
+        with self._lock:
+            return self._steps
+
+    def _take_step(self) -> None:
+        limit = self.limits.get("max_steps")
+        with self._lock:
+            # A missing or non-positive max_steps is no limit here; the gateway still counts.
+            if isinstance(limit, int) and limit > 0 and self._steps >= limit:
+                raise StepLimitExceeded(
+                    f"limits.max_steps reached: this session may make {limit} model "
+                    f"call{'s' if limit != 1 else ''} and has made {self._steps}",
+                    status=429,
+                )
+            self._steps += 1
+
+    def complete(
+        self,
+        prompt: str | list[dict[str, Any]],
+        *,
+        max_tokens: int = 1024,
+        system: str | None = None,
+    ) -> str:
+        """One model call through the node's LLM proxy (Anthropic's Messages API).
+
+        The system prompt is the agent's instructions unless `system` is given. `prompt` is the
+        user message, or a list of Messages API messages. Returns the text of the answer.
+        Counts toward limits.max_steps: past it, raises StepLimitExceeded without calling.
+        Raises ModelError when the call fails.
+        """
+        base = os.environ.get("ANTHROPIC_BASE_URL", "").rstrip("/")
+        if not base:
+            raise ModelError("ANTHROPIC_BASE_URL is not set: run the harness from a node "
+                             "(oz0 dev, oz0 plugin test) or set it to a model API")
+        self._take_step()
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        }
+        system = self.instructions if system is None else system
+        if system:
+            body["system"] = system
+        request = urllib.request.Request(
+            base + "/v1/messages",
+            data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+            method="POST",
+            headers={
+                "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+                "anthropic-version": ANTHROPIC_VERSION,
+                "content-type": "application/json",
+                "accept": "application/json",
+                "Oz0-Job": self.job,
+                "Oz0-Agent": self.agent,
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=MODEL_TIMEOUT_S) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as err:
+            raise ModelError(
+                f"the model API answered {err.code}: {_error_message(err)}", status=err.code
+            ) from None
+        except urllib.error.URLError as err:
+            raise ModelError(f"cannot reach the model API at {base}: {err.reason}") from None
+        except (TimeoutError, OSError) as err:
+            raise ModelError(f"the model API did not answer: {err}") from None
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise ModelError(f"the model API answered with something that is not JSON: "
+                             f"{raw[:200]!r}") from None
+        content = answer.get("content") if isinstance(answer, dict) else None
+        if not isinstance(content, list):
+            raise ModelError(f"the model API's answer has no content: {str(answer)[:200]}")
+        return "".join(
+            block.get("text", "")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None, fn: Callable[..., Any]
+    ) -> Any:
+        """Asks the job before a tool call, then runs fn(**arguments) with what it allowed.
+
+        Blocks until the job answers (a person's approval may take a while). Raises Refused
+        with the reason when the job says no. The call and its result show in the job.
+        """
+        with self._lock:
+            id = f"p{next(self._ids)}"
+        asked = json.loads(json.dumps(dict(arguments or {}), ensure_ascii=False, default=str))
+        waiter = self._inbox.expect(id)
+        self._writer.write(
+            {"type": "permission_request", "id": id, "tool": name, "arguments": asked}
+        )
+        waiter.event.wait()
+        answer = waiter.answer
+        if answer.get("decision") != "allow":
+            reason = answer.get("reason")
+            raise Refused(str(reason) if reason else f"the job denied {name}")
+        allowed = answer.get("arguments")
+        args = allowed if isinstance(allowed, dict) else asked
+        try:
+            result = fn(**args)
+        except Exception as err:
+            self._writer.write({"type": "tool_result", "id": id, "tool": name,
+                                "error": f"{type(err).__name__}: {err}"})
+            raise
+        self._writer.write({"type": "tool_result", "id": id, "tool": name,
+                            "result": _jsonable(result)})
+        return result
+
+
+def _error_message(err: urllib.error.HTTPError) -> str:
+    """The provider's message from an error answer: Anthropic's shape has error.type, .message."""
+    try:
+        raw = err.read()
+    except (OSError, ValueError):
+        raw = b""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace").strip()[:500] or str(err.reason)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        kind = error.get("type")
+        return f"{kind}: {error['message']}" if kind else str(error["message"])
+    if isinstance(error, str):
+        return error
+    return json.dumps(body, ensure_ascii=False)[:500]
+
+
+def _read_request(stream: Any) -> dict[str, Any]:
+    raw = stream.readline(MAX_LINE + 1)
+    if not raw:
+        raise ProtocolError("stdin closed before the session request")
+    try:
+        request = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        raise ProtocolError("the first line is not a JSON session request") from None
+    if not isinstance(request, dict) or request.get("type") != "session":
+        raise ProtocolError("the first line is not a session request")
+    if request.get("protocol") not in PROTOCOLS:
+        raise ProtocolError(f"the session asks for protocol {request.get('protocol')!r}")
+    return request
+
+
+def _speaks() -> str:
+    return ("this harness speaks protocol "
+            + ", ".join(str(v) for v in PROTOCOLS))
+
+
+def _exit(code: int) -> NoReturn:
+    """Exits promptly, whatever threads are still blocked."""
+    runner = getattr(atexit, "_run_exitfuncs", None)
+    if runner is not None:
+        thread = threading.Thread(target=runner, name="oz0-atexit", daemon=True)
+        thread.start()
+        thread.join(EXIT_GRACE_S)
+    for stream in (sys.stderr, sys.__stderr__, sys.__stdout__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def main(run: Callable[[Session], Any]) -> NoReturn:
+    """Runs one session: reads the request, calls run(session), writes its result, exits."""
+    # stdout is the protocol's alone: keep a private handle on it, then point fd 1 (and so
+    # print(), subprocesses and C extensions) at stderr.
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        sys.stdout.flush()  # anything printed before main() goes to stderr too
+    except (AttributeError, OSError, ValueError):
+        pass
+    sys.stdout = sys.stderr
+    proto_out = os.fdopen(proto_fd, "w", encoding="utf-8", errors="backslashreplace",
+                          newline="\n")
+    writer = _Writer(proto_out)
+    # stdin is the node's too: your code reads /dev/null, the harness reads the real one.
+    proto_in = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # Cancel and timeout are SIGTERM: end at once, whatever a library installed.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    try:
+        request = _read_request(proto_in)
+    except ProtocolError as err:
+        _log(str(err))
+        writer.write({"type": "error", "message": f"{err}: {_speaks()}"}, final=True)
+        _exit(1)
+
+    inbox = _Inbox()
+    reader = threading.Thread(target=inbox.read_from, args=(proto_in,), name="oz0-stdin",
+                              daemon=True)
+    reader.start()
+    session = Session(request, writer=writer, inbox=inbox)
+
+    try:
+        output = run(session)
+        writer.write({"type": "result", "output": _jsonable(output)}, final=True)
+        code = 0
+    except BaseException as err:  # noqa: BLE001 - every failure ends the session with an error
+        traceback.print_exc(file=sys.stderr)
+        message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        try:
+            writer.write({"type": "error", "message": message[:1_000_000]}, final=True)
+        except (OSError, ValueError, ProtocolError) as lost:  # the node is gone: nobody to tell
+            _log(f"cannot write the session's last line: {lost}")
+        code = 1
+    _exit(code)
