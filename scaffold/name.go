@@ -25,6 +25,9 @@ func ValidateName(name string) error {
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return fmt.Errorf("plugin name %q is a path; give a bare name and choose the parent directory with --dir", name)
 	}
+	if lower := strings.ToLower(name); lower != name {
+		return fmt.Errorf("plugin name %q has an uppercase letter; use lowercase, e.g. %q", name, strings.ReplaceAll(lower, " ", "-"))
+	}
 	first, _ := utf8.DecodeRuneInString(name)
 	if first < 'a' || first > 'z' {
 		return fmt.Errorf("plugin name %q must start with a lowercase letter (a-z)", name)
@@ -34,10 +37,7 @@ func ValidateName(name string) error {
 			continue
 		}
 		what := fmt.Sprintf("%q", r)
-		switch {
-		case r >= 'A' && r <= 'Z':
-			return fmt.Errorf("plugin name %q has an uppercase letter; use %q", name, strings.ToLower(name))
-		case unicode.IsSpace(r):
+		if unicode.IsSpace(r) {
 			what = "a space"
 		}
 		return fmt.Errorf("plugin name %q has %s at position %d; use only lowercase letters, digits and hyphens", name, what, i+1)

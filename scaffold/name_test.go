@@ -20,7 +20,7 @@ func TestValidateName(t *testing.T) {
 		"a b":                   "a space",
 		"-x":                    "start with a lowercase letter",
 		"1abc":                  "start with a lowercase letter",
-		"Acme":                  `use "acme"`,
+		"Acme":                  `use lowercase, e.g. "acme"`,
 		"acme_triage":           `'_'`,
 		"acme-":                 "ends with a hyphen",
 		"a--b":                  "two hyphens",

@@ -205,8 +205,11 @@ func Create(o Options) ([]File, error) {
 			return nil, fmt.Errorf("cannot write %s: %w", f.Path, err)
 		}
 	}
-	// rename(2) replaces an empty directory, and fails on a non-empty one, so a target that
-	// filled up since the check is never overwritten.
+	// An empty target directory makes way; os.Remove fails on one that has filled up since the
+	// check, and os.Rename never replaces a directory, so nothing of the user's is overwritten.
+	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)
+	}
 	if err := os.Rename(tmp, target); err != nil {
 		if CheckTarget(target) != nil {
 			return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)

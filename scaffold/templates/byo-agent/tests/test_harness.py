@@ -83,7 +83,7 @@ class FakeModelAPI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
         host, port = self.server.server_address[:2]
         # A base URL with a path and a trailing slash, like the gateway's.
@@ -114,14 +114,13 @@ class Run:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stdout: list[bytes] = []
         self.stderr: list[bytes] = []
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._drain, daemon=True).start()
+        for target in (self._pump, self._drain):
+            threading.Thread(target=target, daemon=True).start()
 
-    @staticmethod
-    def _pump(stream, lines: queue.Queue) -> None:
-        for line in iter(stream.readline, b""):
-            lines.put(line)
-        lines.put(None)
+    def _pump(self) -> None:
+        for line in iter(self.proc.stdout.readline, b""):
+            self.lines.put(line)
+        self.lines.put(None)
 
     def _drain(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):

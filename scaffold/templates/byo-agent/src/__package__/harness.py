@@ -171,14 +171,14 @@ class _Inbox:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[str, _Waiter] = {}
-        self._closed = False
+        self._closed: str | None = None  # why, once closed
 
     def expect(self, id: str) -> _Waiter:
         waiter = _Waiter()
         with self._lock:
-            if self._closed:
+            if self._closed is not None:
                 waiter.answer = {"type": "permission", "id": id, "decision": "deny",
-                                 "reason": _NODE_CLOSED}
+                                 "reason": self._closed}
                 waiter.event.set()
             else:
                 self._waiters[id] = waiter
@@ -194,13 +194,14 @@ class _Inbox:
         waiter.answer = message
         waiter.event.set()
 
-    def close(self) -> None:
+    def close(self, reason: str = _NODE_CLOSED) -> None:
+        """Denies every open and every later request with reason."""
         with self._lock:
-            self._closed = True
+            self._closed = reason
             waiters, self._waiters = self._waiters, {}
         for id, waiter in waiters.items():
             waiter.answer = {"type": "permission", "id": id, "decision": "deny",
-                             "reason": _NODE_CLOSED}
+                             "reason": reason}
             waiter.event.set()
 
     def read_from(self, stream: Any) -> None:
@@ -247,11 +248,11 @@ class Session:
         self.harness: str = str(request.get("harness") or "")
         self.input: Any = request.get("input")
         text = request.get("text")
-        if text is None:
-            text = self.input if isinstance(self.input, str) or self.input is None else json.dumps(
+        if text is None and self.input is not None:
+            text = self.input if isinstance(self.input, str) else json.dumps(
                 self.input, ensure_ascii=False
             )
-        self.text: str = text or ""
+        self.text: str = str(text or "")
         self.instructions: str = str(request.get("instructions") or "")
         model = request.get("model") if isinstance(request.get("model"), dict) else {}
         self.model = Model(
@@ -266,8 +267,13 @@ class Session:
         self.state_dir: str = str(request.get("state_dir") or os.environ.get("HOME", ""))
         self.options: dict[str, Any] = dict(request.get("options") or {})
 
+        # A Session made outside main() (in a unit test of your agent, say) writes its events
+        # to stderr and has no node to ask: its tool calls are refused.
         self._writer = writer if writer is not None else _Writer(sys.stderr)
-        self._inbox = inbox if inbox is not None else _Inbox()
+        if inbox is None:
+            inbox = _Inbox()
+            inbox.close("no node to ask: this session does not run under harness.main()")
+        self._inbox = inbox
         self._lock = threading.Lock()
         self._steps = 0
         self._ids = itertools.count(1)
@@ -355,7 +361,7 @@ class Session:
             ) from None
         except urllib.error.URLError as err:
             raise ModelError(f"cannot reach the model API at {base}: {err.reason}") from None
-        except (TimeoutError, OSError) as err:
+        except OSError as err:  # a timeout included
             raise ModelError(f"the model API did not answer: {err}") from None
         try:
             answer = json.loads(raw)
@@ -441,8 +447,7 @@ def _read_request(stream: Any) -> dict[str, Any]:
 
 
 def _speaks() -> str:
-    return ("this harness speaks protocol "
-            + ", ".join(str(v) for v in PROTOCOLS))
+    return "this harness speaks protocol " + ", ".join(str(v) for v in PROTOCOLS)
 
 
 def _exit(code: int) -> NoReturn:
@@ -488,20 +493,22 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
         request = _read_request(proto_in)
     except ProtocolError as err:
         _log(str(err))
-        writer.write({"type": "error", "message": f"{err}: {_speaks()}"}, final=True)
+        try:
+            writer.write({"type": "error", "message": f"{err}: {_speaks()}"}, final=True)
+        except (OSError, ValueError) as lost:
+            _log(f"cannot write the session's last line: {lost}")
         _exit(1)
 
     inbox = _Inbox()
     reader = threading.Thread(target=inbox.read_from, args=(proto_in,), name="oz0-stdin",
                               daemon=True)
     reader.start()
-    session = Session(request, writer=writer, inbox=inbox)
 
     try:
-        output = run(session)
+        output = run(Session(request, writer=writer, inbox=inbox))
         writer.write({"type": "result", "output": _jsonable(output)}, final=True)
         code = 0
-    except BaseException as err:  # noqa: BLE001 - every failure ends the session with an error
+    except BaseException as err:  # every failure, an interrupt included, ends with an error
         traceback.print_exc(file=sys.stderr)
         message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         try:

@@ -48,9 +48,7 @@ def parse_answer(raw: str) -> dict[str, str]:
         return {"team": FALLBACK_TEAM, "reply": (raw or "").strip()}
     team = normalise_team(found.get("team"))
     reply = found.get("reply")
-    if not isinstance(reply, str) or not reply.strip():
-        reply = (raw or "").strip() if reply is None else str(reply)
-    return {"team": team, "reply": reply.strip()}
+    return {"team": team, "reply": "" if reply is None else str(reply).strip()}
 
 
 def normalise_team(value: Any) -> str:
@@ -69,7 +67,7 @@ def normalise_team(value: Any) -> str:
 def _find_object(raw: str) -> dict[str, Any] | None:
     """The answer's JSON object: the whole text, a fenced block, or the first object in it
     (one with a "team" key preferred)."""
-    candidates = [raw.strip()] + [m.group(1).strip() for m in _FENCE.finditer(raw)]
+    candidates = [raw.strip(), *(m.group(1).strip() for m in _FENCE.finditer(raw))]
     for text in candidates:
         try:
             value = json.loads(text)
