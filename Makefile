@@ -22,9 +22,13 @@ test-deps:
 demo: build
 	@scripts/demo.sh $(BIN)
 
-# Benchmarks; figures go to docs/performance.md with this command.
-bench: build
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./...
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+# Benchmarks, COUNT runs each, summarised by benchstat (medians with their spread); the figures
+# in docs/performance.md come from this command. The raw runs stay in bench.out.
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./... | tee bench.out
+	$(GO) run $(BENCHSTAT) bench.out
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -44,6 +44,13 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 					return cmdutil.Usagef("%s", scaffold.ValidateName(""))
 				}
 			}
+			// An explicit empty value is a bad value, not a missing one: say what is wrong with it.
+			if cmd.Flags().Changed("description") && opts.Description == "" {
+				return cmdutil.Usagef("%s", scaffold.ValidateDescription(""))
+			}
+			if cmd.Flags().Changed("template") && opts.Template == "" {
+				return cmdutil.Usagef("--template is empty; choose one of: %s", strings.Join(scaffold.TemplateNames(), ", "))
+			}
 			if runF != nil {
 				return runF(opts)
 			}

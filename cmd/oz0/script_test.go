@@ -11,6 +11,11 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// scriptCmds are the extra commands scripts may use; other _test files add theirs in init().
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"tree": cmdTree,
+}
+
 // TestMain lets the test binary stand in for the real oz0 binary inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
@@ -25,9 +30,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("OZ0_UPDATE_SCRIPTS") == "1",
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"tree": cmdTree,
-		},
+		Cmds:                scriptCmds,
 		Setup: func(env *testscript.Env) error {
 			// Python writes no bytecode into the scaffolded trees the scripts compare.
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
@@ -37,7 +40,7 @@ func TestScripts(t *testing.T) {
 }
 
 // cmdTree prints every file under a directory (default: the current one), one slash path a
-// line, sorted, so a script can compare a whole tree with cmp.
+// line, sorted, so a script can compare a whole tree with cmp; "(no files)" when empty.
 func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! tree")
@@ -62,7 +65,8 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 	})
 	ts.Check(err)
 	sort.Strings(paths)
-	if len(paths) > 0 {
-		ts.Stdout().Write([]byte(strings.Join(paths, "\n") + "\n"))
+	if len(paths) == 0 {
+		paths = []string{"(no files)"}
 	}
+	ts.Stdout().Write([]byte(strings.Join(paths, "\n") + "\n"))
 }

@@ -1,0 +1,230 @@
+package lint
+
+import (
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/orchestrator-zero/oz0/schemas"
+	"gopkg.in/yaml.v3"
+)
+
+// Formats that a harness may list: the model APIs the gateway serves.
+var modelFormats = []string{"anthropic-messages", "openai-chat"}
+
+func (l *linter) run() error {
+	data, st := l.read(ManifestFile)
+	if l.fatal != nil {
+		return l.fatal
+	}
+	switch st {
+	case fileMissing:
+		where := l.dir
+		if where == "" {
+			where = "this directory"
+		}
+		l.add(ManifestFile, 0, 0, "manifest-missing", "no %s in %s; run `oz0 plugin new` or cd into the plugin", ManifestFile, where)
+		return nil
+	case fileBad:
+		return nil
+	}
+	agentDirs, skillDirs := l.lintManifest(data)
+	if l.fatal != nil {
+		return l.fatal
+	}
+	l.agents = map[string]string{}
+	for _, d := range agentDirs {
+		l.lintAgentDir(d)
+		if l.fatal != nil {
+			return l.fatal
+		}
+	}
+	for _, d := range skillDirs {
+		l.lintSkillDir(d)
+		if l.fatal != nil {
+			return l.fatal
+		}
+	}
+	l.lintPyproject()
+	return l.fatal
+}
+
+// dirEntry is a directory listed in the manifest, with its node.
+type dirEntry struct {
+	path    string // cleaned, relative to the plugin
+	written string // as in the manifest
+	node    *yaml.Node
+}
+
+// lintManifest checks the manifest and returns the agents and skills
+// directories it lists.
+func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
+	const file = ManifestFile
+	root, v := l.loadYAML(file, schemas.Manifest, 0, data)
+	m := asMap(v)
+	if m == nil {
+		return nil, nil
+	}
+
+	// Harnesses.
+	l.harnesses = map[string]*harness{}
+	l.harnessesKnown = true
+	firstLine := map[string]int{}
+	for i, hv := range asList(m["harnesses"]) {
+		hm := asMap(hv)
+		if hm == nil {
+			continue
+		}
+		hp := []string{"harnesses", strconv.Itoa(i)}
+		name, ok := asString(hm["name"])
+		if ok && name != "" {
+			_, nameNode := schemas.Locate(root, append(hp, "name")...)
+			if line, dup := firstLine[name]; dup {
+				l.addAt(file, nameNode, 0, "duplicate-harness", "harness `%s` is declared twice (first on line %d)", name, line)
+			} else {
+				if nameNode != nil {
+					firstLine[name] = nameNode.Line
+				}
+				h := &harness{name: name}
+				h.tools, _ = stringItems(hm["tools"])
+				_, h.hasTools = hm["tools"]
+				l.harnesses[name] = h
+				l.harnessNames = append(l.harnessNames, name)
+			}
+		}
+		label := "harness"
+		if ok {
+			label = "harness `" + name + "`"
+		}
+		l.checkFormats(root, hp, hm, label)
+		l.checkModule(root, hp, hm, label)
+	}
+
+	agentDirs = l.manifestDirs(root, m, "agents")
+	skillDirs = l.manifestDirs(root, m, "skills")
+	return agentDirs, skillDirs
+}
+
+func (l *linter) manifestDirs(root *yaml.Node, m map[string]any, key string) []dirEntry {
+	var out []dirEntry
+	seen := map[string]bool{}
+	items, idx := stringItems(m[key])
+	for j, s := range items {
+		_, n := schemas.Locate(root, key, strconv.Itoa(idx[j]))
+		if s == "" {
+			continue // the schema reports it
+		}
+		p, ok := relPath(s)
+		if !ok {
+			l.addAt(ManifestFile, n, 0, "path-escape", "`%s` entry must be a directory inside the plugin, not `%s`", key, s)
+			continue
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, dirEntry{path: p, written: s, node: n})
+	}
+	return out
+}
+
+func (l *linter) checkFormats(root *yaml.Node, hp []string, hm map[string]any, label string) {
+	fv, present := hm["formats"]
+	if !present {
+		_, n := schemas.Locate(root, hp...)
+		l.addAt(ManifestFile, n, 0, "unknown-format", "%s lists no formats; add the model APIs its code speaks, e.g. formats: [anthropic-messages]", label)
+		return
+	}
+	list := asList(fv)
+	if list == nil {
+		return // not a list: the schema reports it
+	}
+	if len(list) == 0 {
+		_, n := schemas.Locate(root, append(hp, "formats")...)
+		l.addAt(ManifestFile, n, 0, "unknown-format", "%s lists no formats; add the model APIs its code speaks: %s", label, strings.Join(modelFormats, ", "))
+		return
+	}
+	items, idx := stringItems(fv)
+	for j, f := range items {
+		if slices.Contains(modelFormats, f) {
+			continue
+		}
+		_, n := schemas.Locate(root, append(hp, "formats", strconv.Itoa(idx[j]))...)
+		msg := "%s has unknown format `%s`; "
+		if s, ok := schemas.Closest(f, modelFormats); ok {
+			l.addAt(ManifestFile, n, 0, "unknown-format", msg+"did you mean `%s`?", label, f, s)
+		} else {
+			l.addAt(ManifestFile, n, 0, "unknown-format", msg+"the formats are %s", label, f, strings.Join(modelFormats, ", "))
+		}
+	}
+}
+
+var pythonProgram = regexp.MustCompile(`^python[0-9.]*$`)
+var pythonModule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// checkModule checks that python -m MODULE names a module of the plugin.
+func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, label string) {
+	cmd := asList(hm["command"])
+	if len(cmd) < 2 {
+		return
+	}
+	prog, ok := asString(cmd[0])
+	if !ok || !pythonProgram.MatchString(path.Base(prog)) {
+		return
+	}
+	mod, at := "", -1
+	for i := 1; i < len(cmd); i++ {
+		a, ok := asString(cmd[i])
+		if !ok {
+			return
+		}
+		if a == "-m" {
+			if i+1 < len(cmd) {
+				mod, _ = asString(cmd[i+1])
+				at = i + 1
+			}
+			break
+		}
+		if strings.HasPrefix(a, "-m") {
+			mod, at = a[2:], i
+			break
+		}
+		if a == "-c" || a == "-" || !strings.HasPrefix(a, "-") {
+			return // a script, -c code or stdin: no module to check
+		}
+	}
+	if at < 0 {
+		return
+	}
+	_, n := schemas.Locate(root, append(hp, "command", strconv.Itoa(at))...)
+	if !pythonModule.MatchString(mod) {
+		l.addAt(ManifestFile, n, 0, "module-missing", "%s runs python -m `%s`, which is not a Python module name", label, mod)
+		return
+	}
+	rel := strings.ReplaceAll(mod, ".", "/")
+	for _, base := range []string{"src/", ""} {
+		if l.isFile(base+rel+"/__main__.py") || l.isFile(base+rel+".py") {
+			return
+		}
+	}
+	for _, base := range []string{"src/", ""} {
+		if l.isFile(base+rel+"/__init__.py") || l.isDir(base+rel) {
+			l.addAt(ManifestFile, n, 0, "module-missing", "%s runs package `%s` with python -m, but %s%s/__main__.py does not exist; python -m needs it to run a package", label, mod, base, rel)
+			return
+		}
+	}
+	l.addAt(ManifestFile, n, 0, "module-missing", "%s runs module `%s`, but there is no src/%s/__main__.py or src/%s.py", label, mod, rel, rel)
+}
+
+func (l *linter) isFile(name string) bool {
+	st, err := fs.Stat(l.fsys, name)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func (l *linter) isDir(name string) bool {
+	st, err := fs.Stat(l.fsys, name)
+	return err == nil && st.IsDir()
+}

@@ -1,0 +1,272 @@
+package lint
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// Formats are the output formats of Write, the first the default.
+var Formats = []string{"text", "json", "sarif", "github"}
+
+// Write writes rep to w in format (one of Formats); toolVersion is oz0's
+// version, for SARIF ("" means "dev"):
+//
+//   - text: "path:line:col: severity rule message" per finding ("path:
+//     severity rule message" for one about a whole file), then a summary
+//     line: "2 errors, 1 warning", "1 warning", or "no problems".
+//   - json: JSON lines, one object per finding with file, line, col,
+//     severity, rule and message; nothing when there are no findings.
+//   - sarif: one SARIF 2.1.0 log with one run, every rule in
+//     tool.driver.rules and a result per finding.
+//   - github: GitHub Actions workflow commands (::error / ::warning), one
+//     per finding, which GitHub shows as annotations.
+//
+// Paths are Report.Path: the plugin directory joined with the file.
+func Write(w io.Writer, rep *Report, format, toolVersion string) error {
+	bw := bufio.NewWriter(w)
+	var err error
+	switch format {
+	case "text", "":
+		err = writeText(bw, rep)
+	case "json":
+		err = writeJSON(bw, rep)
+	case "sarif":
+		err = writeSARIF(bw, rep, toolVersion)
+	case "github":
+		err = writeGitHub(bw, rep)
+	default:
+		return fmt.Errorf("unknown format %q; use one of %s", format, strings.Join(Formats, ", "))
+	}
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func writeText(w io.Writer, rep *Report) error {
+	for _, f := range rep.Findings {
+		var err error
+		if f.Line > 0 {
+			_, err = fmt.Fprintf(w, "%s:%d:%d: %s %s %s\n", cleanText(rep.Path(f)), f.Line, max(f.Col, 1), f.Severity, f.Rule, cleanText(f.Message))
+		} else {
+			_, err = fmt.Fprintf(w, "%s: %s %s %s\n", cleanText(rep.Path(f)), f.Severity, f.Rule, cleanText(f.Message))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w, Summary(rep))
+	return err
+}
+
+// Summary is the last line of the text format: "2 errors, 1 warning",
+// "1 error", "3 warnings" or "no problems".
+func Summary(rep *Report) string {
+	e, w := rep.Counts()
+	var parts []string
+	if e > 0 {
+		parts = append(parts, plural(e, "error"))
+	}
+	if w > 0 {
+		parts = append(parts, plural(w, "warning"))
+	}
+	if len(parts) == 0 {
+		return "no problems"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func writeJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, f := range rep.Findings {
+		f.File = rep.Path(f)
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// escapeData and escapeProperty follow GitHub's workflow command escaping
+// (@actions/core's command.ts).
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+func writeGitHub(w io.Writer, rep *Report) error {
+	for _, f := range rep.Findings {
+		cmd := "error"
+		if f.Severity == Warning {
+			cmd = "warning"
+		}
+		props := []string{"file=" + escapeProperty(rep.Path(f))}
+		if f.Line > 0 {
+			props = append(props, fmt.Sprintf("line=%d", f.Line), fmt.Sprintf("col=%d", max(f.Col, 1)))
+		}
+		props = append(props, "title="+escapeProperty(f.Rule))
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(f.Message)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SARIF 2.1.0, the parts oz0 writes.
+
+// SARIFSchema is the $schema of the SARIF output.
+const SARIFSchema = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool    sarifTool     `json:"tool"`
+	Results []sarifResult `json:"results"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	InformationURI string      `json:"informationUri"`
+	Version        string      `json:"version"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifText struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+type sarifRule struct {
+	ID                   string        `json:"id"`
+	Name                 string        `json:"name"`
+	ShortDescription     sarifText     `json:"shortDescription"`
+	FullDescription      sarifText     `json:"fullDescription"`
+	Help                 sarifText     `json:"help"`
+	HelpURI              string        `json:"helpUri"`
+	DefaultConfiguration sarifRuleConf `json:"defaultConfiguration"`
+}
+
+type sarifRuleConf struct {
+	Level string `json:"level"`
+}
+
+type sarifResult struct {
+	RuleID    string          `json:"ruleId"`
+	RuleIndex int             `json:"ruleIndex"`
+	Level     string          `json:"level"`
+	Message   sarifText       `json:"message"`
+	Locations []sarifLocation `json:"locations"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation sarifPhysical `json:"physicalLocation"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation sarifArtifact `json:"artifactLocation"`
+	Region           *sarifRegion  `json:"region,omitempty"`
+}
+
+type sarifArtifact struct {
+	URI string `json:"uri"`
+}
+
+type sarifRegion struct {
+	StartLine   int `json:"startLine"`
+	StartColumn int `json:"startColumn,omitempty"`
+}
+
+// InformationURI is the tool's home in SARIF output.
+const InformationURI = "https://github.com/orchestrator-zero/oz0"
+
+func sarifLevel(s Severity) string {
+	if s == Warning {
+		return "warning"
+	}
+	return "error"
+}
+
+func writeSARIF(w io.Writer, rep *Report, version string) error {
+	if version == "" {
+		version = "dev"
+	}
+	driver := sarifDriver{Name: "oz0", InformationURI: InformationURI, Version: version}
+	for _, r := range Rules {
+		driver.Rules = append(driver.Rules, sarifRule{
+			ID:                   r.ID,
+			Name:                 ruleName(r.ID),
+			ShortDescription:     sarifText{Text: r.Short},
+			FullDescription:      sarifText{Text: r.Help},
+			Help:                 sarifText{Text: r.Help + " Fix: " + r.Fix, Markdown: fmt.Sprintf("%s\n\n**Fix:** %s\n\n[%s](%s)", r.Help, r.Fix, r.ID, r.HelpURL())},
+			HelpURI:              r.HelpURL(),
+			DefaultConfiguration: sarifRuleConf{Level: sarifLevel(r.Severity)},
+		})
+	}
+	results := make([]sarifResult, 0, len(rep.Findings))
+	for _, f := range rep.Findings {
+		phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: sarifURI(rep.Path(f))}}
+		if f.Line > 0 {
+			phys.Region = &sarifRegion{StartLine: f.Line, StartColumn: max(f.Col, 1)}
+		}
+		results = append(results, sarifResult{
+			RuleID:    f.Rule,
+			RuleIndex: ruleIndex[f.Rule],
+			Level:     sarifLevel(f.Severity),
+			Message:   sarifText{Text: f.Message},
+			Locations: []sarifLocation{{PhysicalLocation: phys}},
+		})
+	}
+	log := sarifLog{
+		Schema:  SARIFSchema,
+		Version: "2.1.0",
+		Runs:    []sarifRun{{Tool: sarifTool{Driver: driver}, Results: results}},
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(log)
+}
+
+// ruleName makes a SARIF rule name (PascalCase) of a rule ID.
+func ruleName(id string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(id, "-") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+// sarifURI is a relative URI reference for a relative path, a file URI
+// for an absolute one.
+func sarifURI(p string) string {
+	if path.IsAbs(p) {
+		return (&url.URL{Scheme: "file", Path: p}).String()
+	}
+	return (&url.URL{Path: p}).String()
+}

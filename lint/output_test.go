@@ -1,0 +1,194 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func sampleReport() *Report {
+	return &Report{
+		Dir: "acme-triage",
+		Findings: []Finding{
+			{File: "agents/acme-triage.yaml", Line: 14, Col: 3, Severity: Error, Rule: "unknown-key", Message: "unknown key `tool` in `harness`; did you mean `tools`?"},
+			{File: "agents/x.yml", Severity: Warning, Rule: "ignored-file", Message: "agents/x.yml is ignored: agent definitions end in .yaml"},
+			{File: "oz0-plugin.yaml", Line: 2, Col: 7, Severity: Error, Rule: "invalid-value", Message: "100% wrong,\r\nreally: yes"},
+		},
+	}
+}
+
+func write(t *testing.T, rep *Report, format string) string {
+	t.Helper()
+	var b bytes.Buffer
+	version := ""
+	if format == "sarif" && rep.Dir != "" {
+		version = "1.2.3"
+	}
+	if err := Write(&b, rep, format, version); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestWriteText(t *testing.T) {
+	got := write(t, sampleReport(), "text")
+	want := "acme-triage/agents/acme-triage.yaml:14:3: error unknown-key unknown key `tool` in `harness`; did you mean `tools`?\n" +
+		"acme-triage/agents/x.yml: warning ignored-file agents/x.yml is ignored: agent definitions end in .yaml\n" +
+		"acme-triage/oz0-plugin.yaml:2:7: error invalid-value 100% wrong,\\r\\nreally: yes\n" +
+		"2 errors, 1 warning\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := write(t, &Report{Dir: "."}, "text"); got != "no problems\n" {
+		t.Errorf("empty: %q", got)
+	}
+	if got := write(t, &Report{Findings: []Finding{{File: "a", Severity: Warning, Rule: "ignored-file"}}}, ""); !strings.HasSuffix(got, "\n1 warning\n") {
+		t.Errorf("one warning: %q", got)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	got := write(t, sampleReport(), "json")
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines:\n%s", len(lines), got)
+	}
+	var f map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &f); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"file": "acme-triage/agents/acme-triage.yaml", "line": 14.0, "col": 3.0, "severity": "error", "rule": "unknown-key", "message": "unknown key `tool` in `harness`; did you mean `tools`?"}
+	if len(f) != len(want) {
+		t.Errorf("keys: %v", f)
+	}
+	for k, v := range want {
+		if f[k] != v {
+			t.Errorf("%s = %v, want %v", k, f[k], v)
+		}
+	}
+	if !strings.HasPrefix(lines[0], `{"file":`) {
+		t.Errorf("field order: %s", lines[0])
+	}
+	if got := write(t, &Report{}, "json"); got != "" {
+		t.Errorf("empty: %q", got)
+	}
+}
+
+func TestWriteGitHub(t *testing.T) {
+	rep := sampleReport()
+	rep.Dir = "my,dir:x"
+	got := write(t, rep, "github")
+	want := "::error file=my%2Cdir%3Ax/agents/acme-triage.yaml,line=14,col=3,title=unknown-key::unknown key `tool` in `harness`; did you mean `tools`?\n" +
+		"::warning file=my%2Cdir%3Ax/agents/x.yml,title=ignored-file::agents/x.yml is ignored: agent definitions end in .yaml\n" +
+		"::error file=my%2Cdir%3Ax/oz0-plugin.yaml,line=2,col=7,title=invalid-value::100%25 wrong,%0D%0Areally: yes\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestWriteSARIF(t *testing.T) {
+	out := write(t, sampleReport(), "sarif")
+	var log struct {
+		Schema  string `json:"$schema"`
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Name           string `json:"name"`
+					InformationURI string `json:"informationUri"`
+					Version        string `json:"version"`
+					Rules          []struct {
+						ID               string `json:"id"`
+						ShortDescription struct {
+							Text string `json:"text"`
+						} `json:"shortDescription"`
+						FullDescription struct {
+							Text string `json:"text"`
+						} `json:"fullDescription"`
+						HelpURI              string `json:"helpUri"`
+						DefaultConfiguration struct {
+							Level string `json:"level"`
+						} `json:"defaultConfiguration"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				RuleIndex int    `json:"ruleIndex"`
+				Level     string `json:"level"`
+				Message   struct {
+					Text string `json:"text"`
+				} `json:"message"`
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+						Region *struct {
+							StartLine   int `json:"startLine"`
+							StartColumn int `json:"startColumn"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &log); err != nil {
+		t.Fatal(err)
+	}
+	if log.Version != "2.1.0" || !strings.Contains(log.Schema, "sarif-schema-2.1.0.json") || len(log.Runs) != 1 {
+		t.Fatalf("header: %s %s %d runs", log.Version, log.Schema, len(log.Runs))
+	}
+	d := log.Runs[0].Tool.Driver
+	if d.Name != "oz0" || d.Version != "1.2.3" || d.InformationURI == "" {
+		t.Errorf("driver: %+v", d)
+	}
+	if len(d.Rules) != len(Rules) {
+		t.Fatalf("%d rules, want %d", len(d.Rules), len(Rules))
+	}
+	for i, r := range d.Rules {
+		if r.ID != Rules[i].ID || r.ShortDescription.Text == "" || r.FullDescription.Text == "" ||
+			r.HelpURI != DocsURL+"#"+r.ID || (r.DefaultConfiguration.Level != "error" && r.DefaultConfiguration.Level != "warning") {
+			t.Errorf("rule %d: %+v", i, r)
+		}
+	}
+	res := log.Runs[0].Results
+	if len(res) != 3 {
+		t.Fatalf("%d results", len(res))
+	}
+	for i, f := range sampleReport().Findings {
+		r := res[i]
+		if r.RuleID != f.Rule || d.Rules[r.RuleIndex].ID != f.Rule || r.Level != string(f.Severity) || r.Message.Text != f.Message || len(r.Locations) != 1 {
+			t.Errorf("result %d: %+v", i, r)
+			continue
+		}
+		pl := r.Locations[0].PhysicalLocation
+		if pl.ArtifactLocation.URI != "acme-triage/"+f.File {
+			t.Errorf("result %d uri %s", i, pl.ArtifactLocation.URI)
+		}
+		if f.Line == 0 {
+			if pl.Region != nil {
+				t.Errorf("result %d: a region for a whole-file finding", i)
+			}
+		} else if pl.Region == nil || pl.Region.StartLine != f.Line || pl.Region.StartColumn != f.Col {
+			t.Errorf("result %d region %+v", i, pl.Region)
+		}
+	}
+	// No findings: still a valid log with an empty results array.
+	out = write(t, &Report{}, "sarif")
+	if !strings.Contains(out, `"results": []`) || !strings.Contains(out, `"version": "dev"`) {
+		t.Errorf("empty report:\n%s", out)
+	}
+	// An absolute directory gives file URIs.
+	if got := sarifURI("/tmp/a b/oz0-plugin.yaml"); got != "file:///tmp/a%20b/oz0-plugin.yaml" {
+		t.Errorf("sarifURI = %s", got)
+	}
+}
+
+func TestWriteUnknownFormat(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, &Report{}, "xml", ""); err == nil || !strings.Contains(err.Error(), "text, json, sarif, github") {
+		t.Errorf("err = %v", err)
+	}
+}

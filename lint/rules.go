@@ -1,0 +1,252 @@
+package lint
+
+// Severity is how bad a finding is. Errors make oz0 plugin lint fail;
+// warnings are reported and do not.
+type Severity string
+
+// The severities.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// DocsURL is the page that documents every rule, one anchor per rule ID.
+const DocsURL = "https://github.com/orchestrator-zero/oz0/blob/main/docs/lint-rules.md"
+
+// Rule describes a lint rule. Its ID is stable: scripts, SARIF consumers
+// and the docs refer to it.
+type Rule struct {
+	ID       string
+	Severity Severity // the default severity of its findings
+	Short    string   // one line: what it checks
+	Help     string   // what it checks, in full
+	Example  string   // an example message
+	Fix      string   // how to fix a finding
+}
+
+// HelpURL is the rule's section of DocsURL.
+func (r Rule) HelpURL() string { return DocsURL + "#" + r.ID }
+
+// Rules is every rule, in the order of the docs.
+var Rules = []Rule{
+	{
+		ID: "manifest-missing", Severity: Error,
+		Short:   "The directory has no oz0-plugin.yaml.",
+		Help:    "A plugin is a directory with an oz0-plugin.yaml at its top. Without it nothing else is checked.",
+		Example: "no oz0-plugin.yaml in acme-triage; run `oz0 plugin new` or cd into the plugin",
+		Fix:     "Run the linter in (or on) the plugin's directory, or create the plugin with `oz0 plugin new NAME --template byo-agent`.",
+	},
+	{
+		ID: "not-a-file", Severity: Error,
+		Short:   "A file the plugin needs is a directory or another non-regular file.",
+		Help:    "oz0-plugin.yaml, agents/*.yaml, SKILL.md, pyproject.toml and input/output schema files must be regular files (a symbolic link to one is fine). A directory, a pipe or a device in their place is reported and not read.",
+		Example: "oz0-plugin.yaml is a directory, not a file",
+		Fix:     "Replace it with a regular file, or rename the directory.",
+	},
+	{
+		ID: "file-too-large", Severity: Error,
+		Short:   "A file the linter loads is over 1 MiB.",
+		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml and schema files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow.",
+		Example: "agents/big.yaml is 2097152 bytes; files the linter loads must be at most 1 MiB",
+		Fix:     "Shrink the file; move data that is not configuration elsewhere.",
+	},
+	{
+		ID: "not-text", Severity: Error,
+		Short:   "A file is binary, not UTF-8, or holds control characters.",
+		Help:    "YAML, TOML and Markdown files must be UTF-8 text. A NUL byte, an invalid UTF-8 sequence or a control character that YAML forbids is reported at its position, and the file is not parsed further.",
+		Example: "not UTF-8 text: invalid byte 0xff",
+		Fix:     "Save the file as UTF-8 and remove the control characters; check that it is the file you meant.",
+	},
+	{
+		ID: "yaml-syntax", Severity: Error,
+		Short:   "A YAML file does not parse, repeats a key or holds more than one document.",
+		Help:    "Reported at the line the YAML parser names (column 1 when it names none). A key defined twice in one mapping and a second document after --- are reported too: oz0 reads one document, and a repeated key would silently lose one of its values.",
+		Example: "duplicate key `name` (first on line 2)",
+		Fix:     "Fix the YAML at that line: indentation, a missing colon, an unclosed quote or bracket, a tab used for indentation.",
+	},
+	{
+		ID: "yaml-limits", Severity: Error,
+		Short:   "A YAML file expands to too many nodes or nests too deep.",
+		Help:    "Aliases are expanded with a budget of 100,000 nodes (a \"billion laughs\" document stops here), nesting is limited to 64 levels, and an alias that refers to a node containing itself is refused. The file is not validated further.",
+		Example: "too many aliases: the document expands to more than 100000 nodes",
+		Fix:     "Write the values out instead of nesting aliases; flatten the structure.",
+	},
+	{
+		ID: "unknown-key", Severity: Error,
+		Short:   "A key the schema does not allow.",
+		Help:    "The manifest, agent and skill front-matter schemas are strict: a misspelt key would otherwise be ignored silently. Reported at the key, with the closest allowed key when one is close, else the allowed keys.",
+		Example: "unknown key `tool` in `harness`; did you mean `tools`?",
+		Fix:     "Correct the spelling, or remove the key. The schemas are in schemas/ and at https://oz0.dev/schemas/v1/.",
+	},
+	{
+		ID: "missing-key", Severity: Error,
+		Short:   "A required key is absent.",
+		Help:    "Reported at the mapping that lacks it (the first key of the mapping, or line 1 for the document). The manifest requires apiVersion, name, version, runtime, harnesses and agents; a harness requires name and command; an agent requires name, runtime and instructions; a skill's front matter requires name and description.",
+		Example: "missing required key `runtime`",
+		Fix:     "Add the key.",
+	},
+	{
+		ID: "invalid-value", Severity: Error,
+		Short:   "A value of the wrong type, not among the allowed ones, or not matching its pattern.",
+		Help:    "Reported at the value. Covers types (a string where a list is expected, a number where a string is expected), constants (apiVersion must be oz0/v1), enumerations (runtime), patterns (names, versions, tool names), lengths and item counts, repeated list items, mapping keys that are not strings and numbers that are not finite.",
+		Example: "`max_steps` must be an integer, not a string",
+		Fix:     "Write the value the message asks for; quote a version such as 1.0 that YAML would read as a number.",
+	},
+	{
+		ID: "path-escape", Severity: Error,
+		Short:   "A path in the manifest or an agent is absolute or leaves the plugin directory.",
+		Help:    "The agents and skills directories, an agent's instructions and its input/output schema files are paths relative to the plugin directory: a plugin is installed as a unit, so an absolute path or one that climbs out with .. would not exist where it runs.",
+		Example: "`instructions` must be a path inside the plugin, not `../shared/prompt.md`",
+		Fix:     "Move the file into the plugin and use a relative path.",
+	},
+	{
+		ID: "agents-dir-missing", Severity: Error,
+		Short:   "A directory listed under agents does not exist or is not a directory.",
+		Help:    "Every entry of the manifest's agents must be a directory of agent definitions. (A skills directory that does not exist is fine: it holds no skills.)",
+		Example: "agents directory `agents/` does not exist",
+		Fix:     "Create the directory with the agent definitions, or correct the entry.",
+	},
+	{
+		ID: "ignored-file", Severity: Warning,
+		Short:   "A file in an agents directory that is not loaded.",
+		Help:    "Agent definitions are the *.yaml files of an agents directory. A *.yml file there looks like an agent but is not loaded.",
+		Example: "agents/triage.yml is ignored: agent definitions end in .yaml",
+		Fix:     "Rename it to .yaml, or move it out of the agents directory.",
+	},
+	{
+		ID: "duplicate-harness", Severity: Error,
+		Short:   "Two harnesses of the manifest have the same name.",
+		Help:    "Agents select a harness by name (runtime: harness:NAME), so harness names must be unique.",
+		Example: "harness `acme-triage` is declared twice (first on line 8)",
+		Fix:     "Rename or remove one of them.",
+	},
+	{
+		ID: "unknown-format", Severity: Error,
+		Short:   "A harness lists no model API formats, or one oz0 does not know.",
+		Help:    "formats names the model APIs the harness's code speaks: anthropic-messages (Anthropic's Messages API) and openai-chat (OpenAI's Chat Completions). An agent's model: {use: default} resolves to a provider record that takes one of them, so a harness needs at least one.",
+		Example: "harness `acme-triage` has unknown format `anthropic`; did you mean `anthropic-messages`?",
+		Fix:     "List the formats your code speaks: formats: [anthropic-messages], [openai-chat] or both.",
+	},
+	{
+		ID: "module-missing", Severity: Error,
+		Short:   "A harness command runs python -m MODULE and the module is not in the plugin.",
+		Help:    "For a command whose program is python, python3 or pythonX.Y, the module after -m must exist under src/ (or at the top of the plugin, for a flat layout): a package directory with __main__.py (python -m runs a package's __main__), or a MODULE.py file. A dotted name a.b is looked up as a/b.",
+		Example: "harness `acme-triage` runs module `acme_triage`, but there is no src/acme_triage/__main__.py or src/acme_triage.py",
+		Fix:     "Create the module (the byo-agent template has src/NAME/__main__.py), or correct the command.",
+	},
+	{
+		ID: "unknown-harness", Severity: Error,
+		Short:   "An agent's runtime names a harness the manifest does not declare.",
+		Help:    "runtime: harness:NAME must name one of the harnesses of oz0-plugin.yaml. The closest name is suggested.",
+		Example: "runtime names harness `acme-triag`, which oz0-plugin.yaml does not declare; did you mean `acme-triage`?",
+		Fix:     "Correct the name, or add the harness to the manifest.",
+	},
+	{
+		ID: "duplicate-agent", Severity: Error,
+		Short:   "Two agent definitions have the same name.",
+		Help:    "Agents are run by name (oz0 run NAME), so agent names must be unique across all agents directories of the plugin.",
+		Example: "agent `acme-triage` is also defined in agents/acme-triage.yaml",
+		Fix:     "Rename or remove one of them.",
+	},
+	{
+		ID: "agent-filename", Severity: Warning,
+		Short:   "An agent definition's file name differs from its name.",
+		Help:    "agents/NAME.yaml should define the agent NAME, so that the agent is found where its name says.",
+		Example: "agent `acme-triage` is defined in triage.yaml; name the file acme-triage.yaml",
+		Fix:     "Rename the file, or the agent.",
+	},
+	{
+		ID: "instructions-missing", Severity: Error,
+		Short:   "An agent's instructions file is missing or empty.",
+		Help:    "instructions is the path, relative to the plugin, of the agent's system prompt. The file must exist and hold more than white space.",
+		Example: "instructions file prompts/acme-triage.md does not exist",
+		Fix:     "Create the file with the agent's instructions, or correct the path.",
+	},
+	{
+		ID: "input-schema", Severity: Error,
+		Short:   "An input or output schema is missing, not JSON, or not a valid JSON Schema.",
+		Help:    "input: {schema: ...} and output: {schema: ...} take an inline JSON Schema or the path of a .json file relative to the plugin. The schema is compiled as JSON Schema draft 2020-12 (unless it names another draft with $schema). The linter reads no network and no file outside the plugin: a $ref must point inside the schema or at another file of the plugin; relative references in an inline schema resolve against the plugin directory.",
+		Example: "input schema schemas/ticket.json is not a valid JSON Schema: at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
+		Fix:     "Correct the schema, or the path.",
+	},
+	{
+		ID: "timeout-duration", Severity: Error,
+		Short:   "limits.timeout is not a positive Go duration.",
+		Help:    "timeout is a Go duration: a number with a unit, such as 90s, 10m or 1h30m (units ns, us, ms, s, m, h). It must be greater than zero.",
+		Example: "`timeout` must be a duration such as 10m or 90s, not `10 minutes`",
+		Fix:     "Write the timeout as a duration with a unit, e.g. 10m.",
+	},
+	{
+		ID: "max-steps", Severity: Error,
+		Short:   "limits.max_steps is less than 1.",
+		Help:    "max_steps is the most model calls a session makes; a session needs at least one.",
+		Example: "`max_steps` must be at least 1, not 0",
+		Fix:     "Set it to 1 or more, or remove it for the default.",
+	},
+	{
+		ID: "approval-unlisted-tool", Severity: Error,
+		Short:   "requires_approval lists a tool the agent may not call.",
+		Help:    "The tools an agent may call are its harness.tools, or, when it lists none, the tools of its harness in oz0-plugin.yaml. A request for any other tool is denied at once, before approvals, so listing it under requires_approval has no effect and is most likely a mistake.",
+		Example: "`notify_team` requires approval but the agent may not call it; add it to harness.tools",
+		Fix:     "Add the tool to the agent's harness.tools (or the harness's tools), or remove it from requires_approval.",
+	},
+	{
+		ID: "skill-missing", Severity: Error,
+		Short:   "A directory in a skills directory has no SKILL.md.",
+		Help:    "Each subdirectory of a skills directory listed in the manifest is a skill, described by its SKILL.md. Hidden directories (starting with .) are skipped.",
+		Example: "skills/summarize has no SKILL.md",
+		Fix:     "Add SKILL.md with front matter (name, description), or move the directory out of the skills directory.",
+	},
+	{
+		ID: "skill-frontmatter", Severity: Error,
+		Short:   "SKILL.md does not start with YAML front matter between --- lines.",
+		Help:    "SKILL.md must begin with a line ---, the front matter (YAML: name, description, and optionally license, compatibility, allowed-tools, metadata), and a closing line ---. Problems inside the front matter are reported under the general rules (yaml-syntax, unknown-key, missing-key, invalid-value) at their line in SKILL.md.",
+		Example: "SKILL.md must start with front matter: a line ---, name and description, and a closing ---",
+		Fix:     "Add the front matter at the top of the file.",
+	},
+	{
+		ID: "skill-name", Severity: Warning,
+		Short:   "A skill's name differs from its directory's name.",
+		Help:    "Skills are found by directory; a skill named differently from its directory is confusing, and other tools that read skills require them to match.",
+		Example: "skill `summarise` is in directory `summarize`; they should match",
+		Fix:     "Rename the directory or the skill.",
+	},
+	{
+		ID: "toml-syntax", Severity: Error,
+		Short:   "pyproject.toml does not parse.",
+		Help:    "pyproject.toml is read for the dependency rules; a file that does not parse as TOML is reported at the position the parser names.",
+		Example: "expected character =",
+		Fix:     "Fix the TOML at that position.",
+	},
+	{
+		ID: "banned-dependency", Severity: Error,
+		Short:   "pyproject.toml depends on litellm.",
+		Help:    "Orchestrator Zero keeps litellm out of everything it runs after the LiteLLM supply-chain incident of March 2026. A dependency on litellm, or on any package's litellm extra (such as crewai[litellm]), in [project] dependencies, optional-dependencies, [dependency-groups] or [tool.uv] dev-dependencies is an error. Model calls go through the gateway: use the Anthropic or OpenAI SDK, or the framework's own provider extra (crewai[anthropic]).",
+		Example: "`crewai[litellm]` pulls in litellm: Orchestrator Zero keeps litellm out of everything it runs after the LiteLLM supply-chain incident of March 2026; use crewai[anthropic]",
+		Fix:     "Remove the dependency; for CrewAI use crewai[anthropic] and pin it.",
+	},
+	{
+		ID: "unpinned-dependency", Severity: Warning,
+		Short:   "An agent framework in pyproject.toml is not pinned with ==.",
+		Help:    "Agent frameworks change fast, and a harness that passed oz0 plugin test yesterday can break with today's release. langgraph, langchain*, crewai, openai-agents, google-adk, strands-agents, agent-framework* and autogen* should be pinned to one version with == (or ===); a direct URL reference counts as pinned.",
+		Example: "`langgraph>=0.2` is not pinned; pin agent frameworks to one version with ==, e.g. langgraph==X.Y.Z",
+		Fix:     "Pin the version (uv add 'langgraph==X.Y.Z'), and update it deliberately.",
+	},
+}
+
+var ruleIndex = func() map[string]int {
+	m := make(map[string]int, len(Rules))
+	for i, r := range Rules {
+		m[r.ID] = i
+	}
+	return m
+}()
+
+// RuleByID returns the rule with the given ID.
+func RuleByID(id string) (Rule, bool) {
+	i, ok := ruleIndex[id]
+	if !ok {
+		return Rule{}, false
+	}
+	return Rules[i], true
+}

@@ -1,0 +1,340 @@
+package lint
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// expect is one expected finding: "file:line:col rule" and a part of its
+// message.
+type expect struct {
+	at, msg string
+}
+
+func (e expect) String() string { return e.at + " " + e.msg }
+
+func runPlugin(t *testing.T, edits map[string]string) *Report {
+	t.Helper()
+	dir := writePlugin(t, edits)
+	rep, err := Run(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func checkFindings(t *testing.T, rep *Report, wants ...expect) {
+	t.Helper()
+	got := map[string][]Finding{}
+	for _, f := range rep.Findings {
+		at := fmt.Sprintf("%s:%d:%d %s", f.File, f.Line, f.Col, f.Rule)
+		got[at] = append(got[at], f)
+		if r, _ := RuleByID(f.Rule); r.Severity != f.Severity {
+			t.Errorf("%s: severity %s, the rule's is %s", at, f.Severity, r.Severity)
+		}
+	}
+	for _, w := range wants {
+		fs := got[w.at]
+		if len(fs) == 0 {
+			t.Errorf("missing finding %s", w)
+			continue
+		}
+		if !strings.Contains(fs[0].Message, w.msg) {
+			t.Errorf("%s: message %q does not contain %q", w.at, fs[0].Message, w.msg)
+		}
+		got[w.at] = fs[1:]
+	}
+	for at, fs := range got {
+		for _, f := range fs {
+			t.Errorf("unexpected finding %s %s", at, f.Message)
+		}
+	}
+}
+
+func replace(s string, oldnew ...string) string {
+	for i := 0; i+1 < len(oldnew); i += 2 {
+		if !strings.Contains(s, oldnew[i]) {
+			panic("replace: no " + oldnew[i])
+		}
+		s = strings.Replace(s, oldnew[i], oldnew[i+1], 1)
+	}
+	return s
+}
+
+func TestRules(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edits map[string]string
+		want  []expect
+	}{
+		{"manifest-missing", map[string]string{"oz0-plugin.yaml": del}, []expect{
+			{"oz0-plugin.yaml:0:0 manifest-missing", "no oz0-plugin.yaml in "},
+		}},
+		{"schema kinds in the manifest", map[string]string{"oz0-plugin.yaml": replace(templateManifest,
+			"apiVersion: oz0/v1", "apiVersion: oz0/v2",
+			"runtime: python\n", "",
+			"    permissions: true", "    permission: true")}, []expect{
+			{"oz0-plugin.yaml:2:13 invalid-value", "`apiVersion` must be `oz0/v1`, not `oz0/v2`"},
+			{"oz0-plugin.yaml:2:1 missing-key", "missing required key `runtime`"},
+			{"oz0-plugin.yaml:9:5 unknown-key", "unknown key `permission` in `harnesses[0]`; did you mean `permissions`?"},
+		}},
+		{"schema kinds in an agent", map[string]string{"agents/acme-triage.yaml": replace(templateAgent,
+			"max_steps: 10", `max_steps: "10"`,
+			"  tools: [notify_team]", "  tool: [notify_team]")}, []expect{
+			{"agents/acme-triage.yaml:11:14 invalid-value", "`max_steps` must be an integer, not a string"},
+			{"agents/acme-triage.yaml:14:3 unknown-key", "unknown key `tool` in `harness`; did you mean `tools`?"},
+		}},
+		{"yaml-syntax", map[string]string{"agents/acme-triage.yaml": "name: a\n\truntime: x\n"}, []expect{
+			{"agents/acme-triage.yaml:2:1 yaml-syntax", "tab"},
+		}},
+		{"duplicate key", map[string]string{"agents/acme-triage.yaml": templateAgent + "name: again\n"}, []expect{
+			{"agents/acme-triage.yaml:16:1 yaml-syntax", "duplicate key `name` (first on line 2)"},
+		}},
+		{"duplicate-harness", map[string]string{"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]",
+			"  - name: acme-triage\n    command: [python, -m, acme_triage]\n    formats: [openai-chat]\nagents: [agents/]")}, []expect{
+			{"oz0-plugin.yaml:13:11 duplicate-harness", "harness `acme-triage` is declared twice (first on line 8)"},
+		}},
+		{"unknown-format", map[string]string{"oz0-plugin.yaml": replace(templateManifest, "formats: [anthropic-messages]", "formats: [anthropic, openai-chat, grpc]")}, []expect{
+			{"oz0-plugin.yaml:12:15 unknown-format", "harness `acme-triage` has unknown format `anthropic`; did you mean `anthropic-messages`?"},
+			{"oz0-plugin.yaml:12:39 unknown-format", "unknown format `grpc`; the formats are anthropic-messages, openai-chat"},
+		}},
+		{"no formats", map[string]string{"oz0-plugin.yaml": replace(templateManifest, "    formats: [anthropic-messages] # the model API your code speaks\n", "")}, []expect{
+			{"oz0-plugin.yaml:8:5 unknown-format", "harness `acme-triage` lists no formats"},
+		}},
+		{"empty formats", map[string]string{"oz0-plugin.yaml": replace(templateManifest, "formats: [anthropic-messages]", "formats: []")}, []expect{
+			{"oz0-plugin.yaml:12:14 unknown-format", "lists no formats"},
+		}},
+		{"module-missing", map[string]string{"oz0-plugin.yaml": replace(templateManifest, `"acme_triage"]`, `"acme_triag"]`)}, []expect{
+			{"oz0-plugin.yaml:9:31 module-missing", "runs module `acme_triag`, but there is no src/acme_triag/__main__.py or src/acme_triag.py"},
+		}},
+		{"package without __main__", map[string]string{"src/acme_triage/__main__.py": del}, []expect{
+			{"oz0-plugin.yaml:9:31 module-missing", "src/acme_triage/__main__.py does not exist; python -m needs it"},
+		}},
+		{"module file, dotted module, flat layout", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, `["python", "-m", "acme_triage"]`, `[python3.12, -u, -m, acme_triage.cli]`,
+				"agents: [agents/]", "  - name: two\n    command: [python, -m, single]\n    formats: [openai-chat]\n  - name: three\n    command: [python, -mflat]\n    formats: [openai-chat]\n  - name: four\n    command: [python, run.py]\n    formats: [openai-chat]\n  - name: five\n    command: [./bin/h, -m, nothing]\n    formats: [openai-chat]\nagents: [agents/]"),
+			"src/acme_triage/cli.py": "print()\n",
+			"src/single.py":          "print()\n",
+			"flat/__main__.py":       "print()\n",
+		}, nil},
+		{"dotted module missing", map[string]string{"oz0-plugin.yaml": replace(templateManifest, `"acme_triage"]`, `"acme_triage.nope"]`)}, []expect{
+			{"oz0-plugin.yaml:9:31 module-missing", "no src/acme_triage/nope/__main__.py or src/acme_triage/nope.py"},
+		}},
+		{"unknown-harness", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "runtime: harness:acme-triage", "runtime: harness:acme-triag")}, []expect{
+			{"agents/acme-triage.yaml:4:10 unknown-harness", "runtime names harness `acme-triag`, which oz0-plugin.yaml does not declare; did you mean `acme-triage`?"},
+		}},
+		{"unknown-harness, nothing close", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "runtime: harness:acme-triage", "runtime: harness:zzz")}, []expect{
+			{"agents/acme-triage.yaml:4:10 unknown-harness", "its harnesses are acme-triage"},
+		}},
+		{"instructions-missing", map[string]string{"prompts/acme-triage.md": del}, []expect{
+			{"agents/acme-triage.yaml:7:15 instructions-missing", "instructions file prompts/acme-triage.md does not exist"},
+		}},
+		{"instructions empty", map[string]string{"prompts/acme-triage.md": " \n\t\n"}, []expect{
+			{"agents/acme-triage.yaml:7:15 instructions-missing", "instructions file prompts/acme-triage.md is empty"},
+		}},
+		{"instructions a directory", map[string]string{"prompts/acme-triage.md": del, "prompts/acme-triage.md/x": "y"}, []expect{
+			{"agents/acme-triage.yaml:7:15 instructions-missing", "is not a file"},
+		}},
+		{"path-escape", map[string]string{
+			"agents/acme-triage.yaml": replace(templateAgent, "instructions: prompts/acme-triage.md", "instructions: ../prompt.md"),
+			"oz0-plugin.yaml":         replace(templateManifest, "skills: [skills/]", "skills: [/etc/]"),
+		}, []expect{
+			{"agents/acme-triage.yaml:7:15 path-escape", "`instructions` must be a path inside the plugin, not `../prompt.md`"},
+			{"oz0-plugin.yaml:14:10 path-escape", "`skills` entry must be a directory inside the plugin, not `/etc/`"},
+		}},
+		{"agents-dir-missing", map[string]string{"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "agents: [agents/, more/, prompts/acme-triage.md]")}, []expect{
+			{"oz0-plugin.yaml:13:19 agents-dir-missing", "agents directory `more/` does not exist"},
+			{"oz0-plugin.yaml:13:26 agents-dir-missing", "agents entry `prompts/acme-triage.md` is not a directory"},
+		}},
+		{"ignored-file", map[string]string{"agents/other.yml": "name: other\n", "agents/README.md": "x", "agents/.hidden.yaml": "x: ["}, []expect{
+			{"agents/other.yml:0:0 ignored-file", "agents/other.yml is ignored: agent definitions end in .yaml"},
+		}},
+		{"duplicate-agent and agent-filename", map[string]string{"agents/other.yaml": templateAgent}, []expect{
+			{"agents/other.yaml:2:7 duplicate-agent", "agent `acme-triage` is also defined in agents/acme-triage.yaml"},
+			{"agents/other.yaml:2:7 agent-filename", "agent `acme-triage` is defined in other.yaml; name the file acme-triage.yaml"},
+		}},
+		{"input-schema", map[string]string{
+			"agents/acme-triage.yaml": replace(templateAgent, "input: text", "input: {schema: schemas/in.json}", "output: text", "output: {schema: {type: bogus}}"),
+			"schemas/in.json":         `{"type": "object", "properties": {"a": {"minimum": "x"}}}`,
+		}, []expect{
+			{"agents/acme-triage.yaml:8:17 input-schema", "input schema schemas/in.json is not a valid JSON Schema: at /properties/a/minimum: `minimum` must be a number, not a string"},
+			{"agents/acme-triage.yaml:9:25 input-schema", "the inline output schema is not a valid JSON Schema: `type` is not valid"},
+		}},
+		{"input-schema missing, not JSON, remote ref", map[string]string{
+			"agents/acme-triage.yaml": replace(templateAgent, "input: text", "input: {schema: schemas/none.json}", "output: text", "output: {schema: schemas/out.json}"),
+			"agents/b.yaml":           replace(templateAgent, "name: acme-triage", "name: b", "input: text", "input: {schema: schemas/ref.json}", "output: text", "output: {schema: schemas/ok.json}"),
+			"schemas/out.json":        `{"type": "object",}`,
+			"schemas/ref.json":        `{"$ref": "https://example.com/s.json"}`,
+			"schemas/ok.json":         `{"$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "common.json"}, "y": {"$ref": "#/$defs/a"}}}`,
+			"schemas/common.json":     `{"type": "integer"}`,
+		}, []expect{
+			{"agents/acme-triage.yaml:8:17 input-schema", "input schema schemas/none.json does not exist"},
+			{"agents/acme-triage.yaml:9:18 input-schema", "output schema schemas/out.json is not JSON"},
+			{"agents/b.yaml:8:17 input-schema", "https://example.com/s.json"},
+		}},
+		{"timeout-duration and max-steps", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "max_steps: 10", "max_steps: 0", "timeout: 10m", "timeout: 10 minutes")}, []expect{
+			{"agents/acme-triage.yaml:11:14 max-steps", "`max_steps` must be at least 1, not 0"},
+			{"agents/acme-triage.yaml:12:12 timeout-duration", "`timeout` must be a duration such as 10m or 90s, not `10 minutes`"},
+		}},
+		{"negative timeout and steps", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "max_steps: 10", "max_steps: -3", "timeout: 10m", "timeout: -1s")}, []expect{
+			{"agents/acme-triage.yaml:11:14 max-steps", "not -3"},
+			{"agents/acme-triage.yaml:12:12 timeout-duration", "`timeout` must be greater than zero, not `-1s`"},
+		}},
+		{"approval-unlisted-tool", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "  # requires_approval: [notify_team]", "  requires_approval: [notify_team, refund]")}, []expect{
+			{"agents/acme-triage.yaml:15:36 approval-unlisted-tool", "`refund` requires approval but the agent may not call it; add it to harness.tools"},
+		}},
+		{"approval-unlisted-tool, manifest tools", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "  tools: [notify_team]\n  # requires_approval: [notify_team]", "  requires_approval: [notify_team, refund]")}, []expect{
+			{"agents/acme-triage.yaml:14:36 approval-unlisted-tool", "or to the tools of harness `acme-triage` in oz0-plugin.yaml"},
+		}},
+		{"approved tools listed", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "  # requires_approval: [notify_team]", "  requires_approval: [notify_team]")}, nil},
+		{"skills", map[string]string{
+			"skills/good/SKILL.md":   "---\nname: good\ndescription: Does good things.\n---\n# Good\n",
+			"skills/crlf/SKILL.md":   "---\r\nname: crlf\r\ndescription: d\r\n---\r\n",
+			"skills/none/notes.md":   "x",
+			"skills/nofm/SKILL.md":   "# No front matter\n",
+			"skills/open/SKILL.md":   "---\nname: open\ndescription: d\n",
+			"skills/empty/SKILL.md":  "---\n---\n",
+			"skills/bad/SKILL.md":    "---\nname: bad\ndescriptio: x\n---\n",
+			"skills/named/SKILL.md":  "---\nname: other\ndescription: d\n---\n",
+			"skills/syntax/SKILL.md": "---\nname: syntax\ndescription: [\n---\n",
+			"skills/README.md":       "Skills live here.\n",
+			"skills/.cache/x":        "y",
+		}, []expect{
+			{"skills/none/SKILL.md:0:0 skill-missing", "skills/none has no SKILL.md"},
+			{"skills/nofm/SKILL.md:1:1 skill-frontmatter", "SKILL.md must start with front matter"},
+			{"skills/open/SKILL.md:1:1 skill-frontmatter", "not closed"},
+			{"skills/empty/SKILL.md:2:1 skill-frontmatter", "the front matter is empty"},
+			{"skills/bad/SKILL.md:2:1 missing-key", "missing required key `description`"},
+			{"skills/bad/SKILL.md:3:1 unknown-key", "unknown key `descriptio`; did you mean `description`?"},
+			{"skills/named/SKILL.md:2:7 skill-name", "skill `other` is in directory `named`; they should match"},
+			{"skills/syntax/SKILL.md:3:1 yaml-syntax", "did not find expected node content"},
+		}},
+		{"skills dir is a file", map[string]string{"skills": "x"}, []expect{
+			{"oz0-plugin.yaml:14:10 skill-missing", "skills entry `skills/` is not a directory"},
+		}},
+		{"pyproject", map[string]string{"pyproject.toml": `[project]
+name = "x"
+# pin it: "langgraph>=0.2" is not enough
+dependencies = [
+  "litellm>=1.0",
+  "crewai[tools,LiteLLM]==0.80.0",
+  "langgraph>=0.2",
+  'langchain-anthropic',
+  "langgraph==0.2.1",
+  "LangChain_Core == 0.3.1 ; python_version >= '3.11'",
+  "crewai[anthropic]==0.80.0",
+  "strands-agents==1.*",
+  "google-adk @ https://example.com/adk.whl",
+  "requests",
+]
+[project.optional-dependencies]
+ai = ["openai-agents", "agent-framework-core===1.0"]
+[dependency-groups]
+dev = ["pytest", {include-group = "x"}, "autogen-agentchat~=0.4", "litellm"]
+[tool.uv]
+dev-dependencies = ["crewai"]
+`}, []expect{
+			{"pyproject.toml:5:3 banned-dependency", "`litellm>=1.0` in [project] dependencies is litellm: Orchestrator Zero keeps litellm out of everything it runs after the LiteLLM supply-chain incident of March 2026"},
+			{"pyproject.toml:6:3 banned-dependency", "`crewai[tools,LiteLLM]==0.80.0` in [project] dependencies pulls in litellm"},
+			{"pyproject.toml:7:3 unpinned-dependency", "`langgraph>=0.2` in [project] dependencies is not pinned; pin agent frameworks to one version with ==, e.g. langgraph==X.Y.Z"},
+			{"pyproject.toml:8:3 unpinned-dependency", "`langchain-anthropic`"},
+			{"pyproject.toml:12:3 unpinned-dependency", "`strands-agents==1.*`"},
+			{"pyproject.toml:17:7 unpinned-dependency", "`openai-agents` in [project.optional-dependencies] ai"},
+			{"pyproject.toml:19:41 unpinned-dependency", "`autogen-agentchat~=0.4` in [dependency-groups] dev"},
+			{"pyproject.toml:19:67 banned-dependency", "`litellm` in [dependency-groups] dev"},
+			{"pyproject.toml:21:21 unpinned-dependency", "`crewai` in [tool.uv] dev-dependencies"},
+		}},
+		{"toml-syntax", map[string]string{"pyproject.toml": "[project\nname = 1\n"}, []expect{
+			{"pyproject.toml:1:9 toml-syntax", "expected ']'"},
+		}},
+		{"no pyproject", map[string]string{"pyproject.toml": del}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkFindings(t, runPlugin(t, tc.edits), tc.want...)
+		})
+	}
+}
+
+// Findings in one file do not stop the others: everything in one pass.
+func TestOnePass(t *testing.T) {
+	rep := runPlugin(t, map[string]string{
+		"oz0-plugin.yaml":         replace(templateManifest, "formats: [anthropic-messages]", "formats: [x]"),
+		"agents/acme-triage.yaml": "name: [\n",
+		"agents/b.yaml":           replace(templateAgent, "name: acme-triage", "name: b", "timeout: 10m", "timeout: x"),
+		"pyproject.toml":          `[project]` + "\ndependencies = [\"litellm\"]\n",
+	})
+	rules := map[string]bool{}
+	for _, f := range rep.Findings {
+		rules[f.Rule] = true
+	}
+	for _, r := range []string{"unknown-format", "yaml-syntax", "timeout-duration", "banned-dependency"} {
+		if !rules[r] {
+			t.Errorf("no %s finding in %v", r, rep.Findings)
+		}
+	}
+	if !rep.HasErrors() {
+		t.Error("HasErrors is false")
+	}
+}
+
+// A manifest that cannot be read as a mapping stops the cross-file rules
+// but not the report.
+func TestBrokenManifestStillReports(t *testing.T) {
+	rep := runPlugin(t, map[string]string{"oz0-plugin.yaml": "- just\n- a list\n"})
+	checkFindings(t, rep, expect{"oz0-plugin.yaml:1:1 invalid-value", "the document must be a mapping, not a list"})
+}
+
+func TestRunErrors(t *testing.T) {
+	if _, err := Run(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing dir: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(f, nil, 0o644)
+	if _, err := Run(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		dir := writePlugin(t, nil)
+		p := filepath.Join(dir, "agents", "acme-triage.yaml")
+		os.Chmod(p, 0)
+		defer os.Chmod(p, 0o644)
+		if _, err := Run(dir); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("unreadable agent: %v", err)
+		}
+	}
+}
+
+func TestRunFS(t *testing.T) {
+	fsys := mapFS(templateFiles())
+	rep, err := RunFS(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) > 0 {
+		t.Errorf("findings: %v", rep.Findings)
+	}
+}
+
+func TestRunMany(t *testing.T) {
+	var dirs []string
+	for i := range 20 {
+		var edits map[string]string
+		if i%2 == 1 {
+			edits = map[string]string{"prompts/acme-triage.md": del}
+		}
+		dirs = append(dirs, writePlugin(t, edits))
+	}
+	dirs = append(dirs, filepath.Join(t.TempDir(), "missing"))
+	reps, err := RunMany(dirs, 4)
+	if err == nil || reps[len(reps)-1] != nil {
+		t.Errorf("the missing dir: %v", err)
+	}
+	for i, rep := range reps[:20] {
+		if rep == nil || rep.HasErrors() != (i%2 == 1) {
+			t.Errorf("dir %d: %+v", i, rep)
+		}
+	}
+}

@@ -1,0 +1,519 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Problem kinds. The lint rule IDs of the same name report them.
+const (
+	KindUnknownKey   = "unknown-key"   // a key the schema does not allow
+	KindMissingKey   = "missing-key"   // a required key is absent
+	KindInvalidValue = "invalid-value" // a value of the wrong type, enum, pattern, ...
+	KindYAMLSyntax   = "yaml-syntax"   // YAML that does not parse, duplicate keys
+	KindYAMLLimits   = "yaml-limits"   // too many aliases, nesting too deep
+	KindNotText      = "not-text"      // binary data, invalid UTF-8, control characters
+)
+
+// Problem is one thing wrong with a document, at a 1-based line and column
+// (0 when unknown).
+type Problem struct {
+	Line, Col int
+	Kind      string // one of the Kind constants
+	Path      string // JSON pointer of the value concerned, e.g. /limits/max_steps; "" for the document
+	Message   string
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%d:%d: %s: %s", p.Line, p.Col, p.Kind, p.Message)
+}
+
+// Limits bound the work of turning a YAML node tree into values.
+type Limits struct {
+	MaxNodes int // nodes visited in all, aliases expanded (billion laughs)
+	MaxDepth int // nesting of mappings and sequences
+}
+
+// DefaultLimits are the limits of ToValue and ValidateYAML.
+var DefaultLimits = Limits{MaxNodes: 100_000, MaxDepth: 64}
+
+var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// ParseYAML parses data as one YAML document and returns its document node.
+// It never panics: binary data, invalid UTF-8, syntax errors and a second
+// document are Problems (kinds not-text and yaml-syntax), and the node is
+// nil when there is none. An empty document gives a DocumentNode without
+// content.
+func ParseYAML(data []byte) (root *yaml.Node, problems []Problem) {
+	if p, bad := checkText(data); bad {
+		return nil, []Problem{p}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			root = nil
+			problems = []Problem{{Line: 1, Col: 1, Kind: KindYAMLSyntax, Message: fmt.Sprintf("the YAML parser failed: %v", r)}}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &yaml.Node{Kind: yaml.DocumentNode, Line: 1, Column: 1}, nil
+		}
+		return nil, []Problem{yamlError(err)}
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		if len(next.Content) == 0 || (next.Content[0].Kind == yaml.ScalarNode && next.Content[0].ShortTag() == "!!null") {
+			return &doc, nil // a trailing --- with nothing after it
+		}
+		n := next.Content[0]
+		return &doc, []Problem{{Line: n.Line, Col: n.Column, Kind: KindYAMLSyntax, Message: "a second YAML document (after ---); the file must hold one"}}
+	} else if !errors.Is(err, io.EOF) {
+		return &doc, []Problem{yamlError(err)}
+	}
+	return &doc, nil
+}
+
+func yamlError(err error) Problem {
+	msg := err.Error()
+	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Problem{Line: line, Col: 1, Kind: KindYAMLSyntax, Message: m[2]}
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return Problem{Line: line, Col: 1, Kind: KindYAMLSyntax, Message: m[2]}
+		}
+	}
+	if len(msg) > 6 && msg[:6] == "yaml: " {
+		msg = msg[6:]
+	}
+	return Problem{Line: 1, Col: 1, Kind: KindYAMLSyntax, Message: msg}
+}
+
+// checkText reports the first byte sequence that cannot be in a YAML
+// stream: a NUL (binary data), invalid UTF-8 or a control character.
+func checkText(data []byte) (Problem, bool) {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		var msg string
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			msg = fmt.Sprintf("not UTF-8 text: invalid byte 0x%02x", data[i])
+		case r == 0:
+			msg = "binary data: a NUL byte"
+		case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0xd800 && r <= 0xdfff) || r == 0xfffe || r == 0xffff:
+			msg = fmt.Sprintf("control character %U is not allowed in YAML", r)
+		case r == 0xfeff && i > 0:
+			msg = "a byte order mark (U+FEFF) in the middle of the file"
+		}
+		if msg != "" {
+			return Problem{Line: line, Col: col, Kind: KindNotText, Message: msg}, true
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return Problem{}, false
+}
+
+// ToValue converts the YAML node tree under root into the plain values
+// that jsonschema validates: map[string]any, []any, string, bool, nil,
+// json.Number for integers and float64 for other numbers. It expands
+// aliases and merge keys (<<) within DefaultLimits; see ToValueLimits.
+func ToValue(root *yaml.Node) (any, []Problem) {
+	return ToValueLimits(root, DefaultLimits)
+}
+
+// ToValueLimits is ToValue with explicit limits. When a limit is exceeded
+// it returns a nil value and a yaml-limits Problem: the document must not
+// be validated further. Other problems (duplicate keys, keys that are not
+// strings, non-finite numbers) come with a usable value that lacks the
+// offending part.
+func ToValueLimits(root *yaml.Node, lim Limits) (any, []Problem) {
+	c := &converter{lim: lim, active: map[*yaml.Node]bool{}}
+	if root != nil && root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, nil
+		}
+		root = root.Content[0]
+	}
+	if root == nil {
+		return nil, nil
+	}
+	v := c.convert(root, 0, "")
+	if c.fatal != nil {
+		return nil, []Problem{*c.fatal}
+	}
+	return v, c.problems
+}
+
+type converter struct {
+	lim      Limits
+	nodes    int
+	fatal    *Problem
+	problems []Problem
+	active   map[*yaml.Node]bool // alias targets being expanded
+	dropped  map[string]bool     // paths of values left out, already reported
+}
+
+func (c *converter) fail(n *yaml.Node, msg string) {
+	if c.fatal == nil {
+		c.fatal = &Problem{Line: n.Line, Col: n.Column, Kind: KindYAMLLimits, Message: msg}
+	}
+}
+
+func (c *converter) problem(n *yaml.Node, kind, path, msg string) {
+	c.problems = append(c.problems, Problem{Line: n.Line, Col: n.Column, Kind: kind, Path: path, Message: msg})
+}
+
+func (c *converter) convert(n *yaml.Node, depth int, path string) any {
+	if c.fatal != nil {
+		return nil
+	}
+	c.nodes++
+	if c.lim.MaxNodes > 0 && c.nodes > c.lim.MaxNodes {
+		c.fail(n, fmt.Sprintf("too many aliases: the document expands to more than %d nodes", c.lim.MaxNodes))
+		return nil
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		t := n.Alias
+		if t == nil {
+			c.fail(n, "an alias without its anchor")
+			return nil
+		}
+		if c.active[t] {
+			c.fail(n, fmt.Sprintf("alias *%s refers to a node that contains it", n.Value))
+			return nil
+		}
+		c.active[t] = true
+		v := c.convert(t, depth, path)
+		delete(c.active, t)
+		return v
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return c.convert(n.Content[0], depth, path)
+	case yaml.SequenceNode:
+		if c.tooDeep(n, depth) {
+			return nil
+		}
+		out := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			out = append(out, c.convert(item, depth+1, path+"/"+strconv.Itoa(i)))
+			if c.fatal != nil {
+				return nil
+			}
+		}
+		return out
+	case yaml.MappingNode:
+		if c.tooDeep(n, depth) {
+			return nil
+		}
+		return c.mapping(n, depth, path)
+	case yaml.ScalarNode:
+		return c.scalar(n, path)
+	}
+	c.fail(n, "an unknown kind of YAML node")
+	return nil
+}
+
+func (c *converter) tooDeep(n *yaml.Node, depth int) bool {
+	if c.lim.MaxDepth > 0 && depth >= c.lim.MaxDepth {
+		c.fail(n, fmt.Sprintf("nesting deeper than %d levels", c.lim.MaxDepth))
+		return true
+	}
+	return false
+}
+
+func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any {
+	out := make(map[string]any, len(n.Content)/2)
+	seen := make(map[string]*yaml.Node, len(n.Content)/2)
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			merges = append(merges, v)
+			continue
+		}
+		key, ok := c.key(k, depth, path)
+		if !ok {
+			continue
+		}
+		if first, dup := seen[key]; dup {
+			c.problem(k, KindYAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", Clip(key), first.Line))
+			continue
+		}
+		seen[key] = k
+		out[key] = c.convert(v, depth+1, path+"/"+escapePointer(key))
+		if c.fatal != nil {
+			return nil
+		}
+	}
+	// Merge keys: explicit keys win, then earlier sources win.
+	for _, m := range merges {
+		for _, src := range mergeSources(m) {
+			c.nodes++
+			target := resolveAlias(src)
+			if target == nil || target.Kind != yaml.MappingNode {
+				c.problem(src, KindInvalidValue, path, "a merge key (<<) takes a mapping or a list of mappings")
+				continue
+			}
+			if c.active[target] {
+				c.fail(src, "a merge key (<<) refers to a mapping that contains it")
+				return nil
+			}
+			c.active[target] = true
+			merged := c.convert(target, depth+1, path)
+			delete(c.active, target)
+			if c.fatal != nil {
+				return nil
+			}
+			if mm, ok := merged.(map[string]any); ok {
+				for k, v := range mm {
+					if _, exists := out[k]; !exists {
+						out[k] = v
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (c *converter) key(k *yaml.Node, depth int, path string) (string, bool) {
+	kn := resolveAlias(k)
+	if kn == nil || kn.Kind != yaml.ScalarNode {
+		c.problem(k, KindInvalidValue, path, "a mapping key must be a string, not a mapping or a list")
+		return "", false
+	}
+	if tag := kn.ShortTag(); tag != "!!str" {
+		c.problem(k, KindInvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), Clip(kn.Value)))
+		return "", false
+	}
+	return kn.Value, true
+}
+
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+}
+
+func mergeSources(v *yaml.Node) []*yaml.Node {
+	if t := resolveAlias(v); t != nil && t.Kind == yaml.SequenceNode {
+		return t.Content
+	}
+	return []*yaml.Node{v}
+}
+
+// resolveAlias follows an alias to its anchored node.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
+		n = n.Alias
+	}
+	if n != nil && n.Kind == yaml.AliasNode {
+		return nil
+	}
+	return n
+}
+
+func (c *converter) scalar(n *yaml.Node, path string) any {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return n.Value
+		}
+		return b
+	case "!!int":
+		var x any
+		if err := n.Decode(&x); err != nil {
+			return n.Value
+		}
+		switch x := x.(type) {
+		case int:
+			return json.Number(strconv.Itoa(x))
+		case int64:
+			return json.Number(strconv.FormatInt(x, 10))
+		case uint64:
+			return json.Number(strconv.FormatUint(x, 10))
+		case float64:
+			return c.float(n, x, path)
+		}
+		return n.Value
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			return n.Value
+		}
+		return c.float(n, f, path)
+	case "!!merge":
+		return n.Value
+	}
+	// !!str, !!binary, !!timestamp and custom tags: the text as written.
+	return n.Value
+}
+
+func (c *converter) float(n *yaml.Node, f float64, path string) any {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		c.problem(n, KindInvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), Clip(n.Value)))
+		if c.dropped == nil {
+			c.dropped = map[string]bool{}
+		}
+		c.dropped[path] = true
+		return nil
+	}
+	return f
+}
+
+func yamlTypeName(tag string) string {
+	switch tag {
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	case "!!null":
+		return "null"
+	case "!!timestamp":
+		return "a timestamp"
+	}
+	return "a " + tag
+}
+
+func escapePointer(s string) string {
+	if !bytes.ContainsAny([]byte(s), "~/") {
+		return s
+	}
+	b := bytes.ReplaceAll([]byte(s), []byte("~"), []byte("~0"))
+	return string(bytes.ReplaceAll(b, []byte("/"), []byte("~1")))
+}
+
+// Pointer builds a JSON pointer from path tokens.
+func Pointer(tokens ...string) string {
+	var b []byte
+	for _, t := range tokens {
+		b = append(b, '/')
+		b = append(b, escapePointer(t)...)
+	}
+	return string(b)
+}
+
+// Locate finds the value at path (keys and decimal indexes) in the YAML
+// tree under root, following aliases and merge keys the way ToValue does.
+// It returns the key node of the last mapping step (nil for the document
+// or a sequence item) and the value node; value is nil when the path does
+// not exist. A value written as an alias is returned as the alias node, so
+// that its position is where it is used.
+func Locate(root *yaml.Node, path ...string) (key, value *yaml.Node) {
+	return (*locator)(nil).locate(root, path)
+}
+
+// locator is Locate with an index of the keys of large mappings, for
+// many lookups in one document.
+type locator struct {
+	index map[*yaml.Node]map[string]int
+}
+
+func (lc *locator) locate(root *yaml.Node, path []string) (key, value *yaml.Node) {
+	n := root
+	if n != nil && n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		n = n.Content[0]
+	}
+	for _, tok := range path {
+		t := resolveAlias(n)
+		if t == nil {
+			return nil, nil
+		}
+		switch t.Kind {
+		case yaml.MappingNode:
+			key, n = lc.lookupKey(t, tok, 0)
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(t.Content) {
+				return nil, nil
+			}
+			key, n = nil, t.Content[i]
+		default:
+			return nil, nil
+		}
+		if n == nil {
+			return nil, nil
+		}
+	}
+	return key, n
+}
+
+func isStringKey(k *yaml.Node) bool {
+	return k != nil && k.Kind == yaml.ScalarNode && !isMergeKey(k) && k.ShortTag() == "!!str"
+}
+
+func (lc *locator) lookupKey(m *yaml.Node, name string, depth int) (key, value *yaml.Node) {
+	if depth > 16 {
+		return nil, nil
+	}
+	if lc != nil && len(m.Content) > 32 {
+		idx, ok := lc.index[m]
+		if !ok {
+			idx = make(map[string]int, len(m.Content)/2)
+			for i := 0; i+1 < len(m.Content); i += 2 {
+				if k := resolveAlias(m.Content[i]); isStringKey(k) {
+					if _, dup := idx[k.Value]; !dup {
+						idx[k.Value] = i
+					}
+				}
+			}
+			if lc.index == nil {
+				lc.index = map[*yaml.Node]map[string]int{}
+			}
+			lc.index[m] = idx
+		}
+		if i, ok := idx[name]; ok {
+			return m.Content[i], m.Content[i+1]
+		}
+	} else {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if k := resolveAlias(m.Content[i]); isStringKey(k) && k.Value == name {
+				return m.Content[i], m.Content[i+1]
+			}
+		}
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if !isMergeKey(m.Content[i]) {
+			continue
+		}
+		for _, src := range mergeSources(m.Content[i+1]) {
+			if t := resolveAlias(src); t != nil && t.Kind == yaml.MappingNode {
+				if k, v := lc.lookupKey(t, name, depth+1); v != nil {
+					return k, v
+				}
+			}
+		}
+	}
+	return nil, nil
+}
