@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +16,8 @@ import (
 
 // scriptCmds are the extra commands scripts may use; other _test files add theirs in init().
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"tree": cmdTree,
+	"tree":  cmdTree,
+	"exits": cmdExits,
 }
 
 // TestMain lets the test binary stand in for the real oz0 binary inside scripts.
@@ -69,4 +73,25 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 		paths = []string{"(no files)"}
 	}
 	ts.Stdout().Write([]byte(strings.Join(paths, "\n") + "\n"))
+}
+
+// cmdExits runs a program like exec does but asserts its exact exit status, which exec cannot:
+// exits CODE PROG [ARGS...]. Its stdout and stderr are kept for stdout/stderr checks.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		got = exitErr.ExitCode()
+	} else {
+		ts.Check(err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
 }
