@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin/oz0
 BENCH   ?= .
-COUNT   ?= 5
+COUNT   ?= 6
 export CGO_ENABLED := 0
 
 .PHONY: build test test-deps demo bench lint clean
