@@ -56,7 +56,7 @@ func (l *linter) add(file string, line, col int, rule, format string, args ...an
 	l.findings = append(l.findings, Finding{
 		File: file, Line: line, Col: col,
 		Severity: r.Severity, Rule: rule,
-		Message: cleanText(fmt.Sprintf(format, args...)),
+		Message: schemas.OneLine(fmt.Sprintf(format, args...)),
 	})
 }
 
@@ -77,40 +77,6 @@ func clipArg(s string) string {
 		return s
 	}
 	return string(r[:maxArg-1]) + "…"
-}
-
-// cleanText escapes control characters (a value from a file can hold
-// them, e.g. "\e[31m" in a quoted YAML string), so that a message is one
-// line and cannot drive a terminal.
-func cleanText(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case isControl(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\t') || (r >= 0x7f && r < 0xa0)
 }
 
 // addAt adds a finding at a YAML node (line offset for front matter).

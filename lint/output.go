@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // Formats are the output formats of Write, the first the default.
@@ -52,9 +54,9 @@ func writeText(w io.Writer, rep *Report) error {
 	for _, f := range rep.Findings {
 		var err error
 		if f.Line > 0 {
-			_, err = fmt.Fprintf(w, "%s:%d:%d: %s %s %s\n", cleanText(rep.Path(f)), f.Line, max(f.Col, 1), f.Severity, f.Rule, cleanText(f.Message))
+			_, err = fmt.Fprintf(w, "%s:%d:%d: %s %s %s\n", schemas.OneLine(rep.Path(f)), f.Line, max(f.Col, 1), f.Severity, f.Rule, schemas.OneLine(f.Message))
 		} else {
-			_, err = fmt.Fprintf(w, "%s: %s %s %s\n", cleanText(rep.Path(f)), f.Severity, f.Rule, cleanText(f.Message))
+			_, err = fmt.Fprintf(w, "%s: %s %s %s\n", schemas.OneLine(rep.Path(f)), f.Severity, f.Rule, schemas.OneLine(f.Message))
 		}
 		if err != nil {
 			return err

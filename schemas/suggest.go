@@ -1,6 +1,9 @@
 package schemas
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Closest returns the candidate nearest to word, for a "did you mean"
 // hint: the same ignoring case, - and _; a small edit distance (at most a
@@ -92,4 +95,38 @@ func Clip(s string) string {
 		return s
 	}
 	return string(r[:limit-1]) + "…"
+}
+
+// OneLine escapes control characters (a value from a file can hold
+// them, e.g. "\e[31m" in a quoted YAML string), so that a message is one
+// line and cannot drive a terminal.
+func OneLine(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case isControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t') || (r >= 0x7f && r < 0xa0)
 }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -117,28 +116,7 @@ func (e *ScriptError) Error() string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%s:%d:%d: error %s %s", oneLine(e.Name), p.Line, p.Col, p.Kind, oneLine(p.Message))
-	}
-	return b.String()
-}
-
-// oneLine escapes the control characters of s, newlines included.
-func oneLine(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case unicode.IsControl(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
+		fmt.Fprintf(&b, "%s:%d:%d: error %s %s", schemas.OneLine(e.Name), p.Line, p.Col, p.Kind, schemas.OneLine(p.Message))
 	}
 	return b.String()
 }
