@@ -1,0 +1,187 @@
+// Package render turns a job's event stream into the text `oz0 run` shows, line for line as the
+// product guide prints it:
+//
+//	acme-triage: Sorting the ticket.
+//	acme-triage → notify_team {"summary":"…","team":"billing"}
+//	acme-triage ← notify_team told the billing team: …
+//	billing: Sorry about the double charge; we have refunded the second one.
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Event is the part of a stored event the renderer reads.
+type Event struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Stream renders events for one agent's job. It is not safe for concurrent use.
+type Stream struct {
+	w     io.Writer
+	agent string
+
+	inSay   bool   // a say line is open: its prefix is written
+	pending string // trailing whitespace of the open say line, written only if more text follows
+}
+
+// New returns a renderer writing to w for the named agent.
+func New(w io.Writer, agent string) *Stream { return &Stream{w: w, agent: agent} }
+
+// Event renders one event. Events the live view does not show (logs, stderr, model calls, status
+// changes) write nothing.
+func (s *Stream) Event(ev Event) error {
+	switch ev.Type {
+	case "say":
+		var d struct{ Text string }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.say(d.Text)
+	case "permission_request":
+		var d struct {
+			Tool      string
+			Arguments json.RawMessage
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.line("%s → %s %s", s.agent, d.Tool, CompactJSON(d.Arguments))
+	case "permission_decision":
+		var d struct {
+			Tool, Decision, Reason, By string
+			Arguments                  json.RawMessage
+			Changed                    bool
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		switch {
+		case d.Decision == "deny":
+			return s.line("%s ✗ %s refused: %s%s", s.agent, d.Tool, d.Reason, by(d.By))
+		case d.Changed:
+			return s.line("%s → %s %s (arguments changed%s)", s.agent, d.Tool, CompactJSON(d.Arguments), by(d.By))
+		}
+		return nil
+	case "tool_result":
+		var d struct {
+			Tool   string
+			Result json.RawMessage
+			Error  string
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		if d.Error != "" {
+			return s.line("%s ← %s failed: %s", s.agent, d.Tool, d.Error)
+		}
+		return s.line("%s ← %s %s", s.agent, d.Tool, Text(d.Result))
+	case "stray_output":
+		var d struct{ Line string }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.line("%s ! stray output (not protocol JSON): %s", s.agent, d.Line)
+	case "result":
+		var d struct{ Output json.RawMessage }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.line("%s", Text(d.Output))
+	}
+	return nil
+}
+
+// Close ends an open say line.
+func (s *Stream) Close() error { return s.endSay() }
+
+func by(who string) string {
+	if who == "" {
+		return ""
+	}
+	return " by " + who
+}
+
+// say streams text under the agent's prefix, a prefix at the start of every line. Trailing
+// whitespace is held back until more text comes, so a line never ends in spaces, and blank
+// lines are dropped.
+func (s *Stream) say(text string) error {
+	for text != "" {
+		line, rest, nl := strings.Cut(text, "\n")
+		body := strings.TrimRight(line, " \t")
+		if body != "" {
+			if !s.inSay {
+				if _, err := fmt.Fprintf(s.w, "%s: ", s.agent); err != nil {
+					return err
+				}
+				s.inSay = true
+			}
+			if _, err := io.WriteString(s.w, s.pending+body); err != nil {
+				return err
+			}
+			s.pending = ""
+		}
+		s.pending += line[len(body):]
+		if nl {
+			if err := s.endSay(); err != nil {
+				return err
+			}
+		}
+		text = rest
+	}
+	return nil
+}
+
+func (s *Stream) endSay() error {
+	s.pending = ""
+	if !s.inSay {
+		return nil
+	}
+	s.inSay = false
+	_, err := io.WriteString(s.w, "\n")
+	return err
+}
+
+func (s *Stream) line(format string, args ...any) error {
+	if err := s.endSay(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(s.w, format+"\n", args...)
+	return err
+}
+
+// Text shows a JSON value as a person reads it: a string as itself, anything else as compact
+// JSON with sorted keys.
+func Text(v json.RawMessage) string {
+	var str string
+	if err := json.Unmarshal(v, &str); err == nil {
+		return str
+	}
+	return CompactJSON(v)
+}
+
+// CompactJSON re-encodes a JSON value compactly with object keys sorted, as the guide shows tool
+// arguments; what is not JSON comes back as it was.
+func CompactJSON(v json.RawMessage) string {
+	if len(bytes.TrimSpace(v)) == 0 {
+		return "{}"
+	}
+	var x any
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&x); err != nil {
+		return string(v)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return string(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}

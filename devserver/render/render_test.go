@@ -1,0 +1,78 @@
+package render
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func ev(typ, data string) Event { return Event{Type: typ, Data: json.RawMessage(data)} }
+
+func TestGuideStream(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "acme-triage")
+	for _, e := range []Event{
+		ev("status", `{"status":"running"}`),
+		ev("say", `{"text":"Sorting the ticket. "}`),
+		ev("model_call", `{"record":"fake"}`),
+		ev("permission_request", `{"id":"p1","tool":"notify_team","arguments":{"team":"billing","summary":"I was charged twice for my order"}}`),
+		ev("permission_decision", `{"id":"p1","tool":"notify_team","decision":"allow","arguments":{"team":"billing","summary":"I was charged twice for my order"}}`),
+		ev("tool_result", `{"id":"p1","tool":"notify_team","result":"told the billing team: I was charged twice for my order"}`),
+		ev("result", `{"output":"billing: Sorry about the double charge; we have refunded the second one."}`),
+	} {
+		if err := s.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	want := `acme-triage: Sorting the ticket.
+acme-triage → notify_team {"summary":"I was charged twice for my order","team":"billing"}
+acme-triage ← notify_team told the billing team: I was charged twice for my order
+billing: Sorry about the double charge; we have refunded the second one.
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestSayChunksAndNewlines(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "a")
+	for _, text := range []string{"Hel", "lo ", " world\nsecond", " line  ", "\n\n", "  "} {
+		if err := s.say(text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	want := "a: Hello  world\na: second line\n"
+	if b.String() != want {
+		t.Errorf("got %q want %q", b.String(), want)
+	}
+}
+
+func TestRefusalsChangesAndOddValues(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "a")
+	s.Event(ev("permission_decision", `{"tool":"t","decision":"deny","reason":"not today","by":"hook:policy"}`))
+	s.Event(ev("permission_decision", `{"tool":"t","decision":"allow","changed":true,"arguments":{"b":1,"a":"<x>"},"by":"hook:redact"}`))
+	s.Event(ev("tool_result", `{"tool":"t","error":"boom"}`))
+	s.Event(ev("tool_result", `{"tool":"t","result":{"z":1,"a":[1,2]}}`))
+	s.Event(ev("stray_output", `{"line":"hello"}`))
+	s.Event(ev("result", `{"output":{"team":"billing"}}`))
+	want := `a ✗ t refused: not today by hook:policy
+a → t {"a":"<x>","b":1} (arguments changed by hook:redact)
+a ← t failed: boom
+a ← t {"a":[1,2],"z":1}
+a ! stray output (not protocol JSON): hello
+{"team":"billing"}
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestCompactJSONKeepsBigNumbers(t *testing.T) {
+	if got := CompactJSON(json.RawMessage(`{"n": 12345678901234567890}`)); got != `{"n":12345678901234567890}` {
+		t.Errorf("got %s", got)
+	}
+}
