@@ -1,0 +1,148 @@
+package harnesskit_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+)
+
+// BenchmarkEvents is the supervisor's throughput: a Go harness (the SDK) says b.N times, and the
+// supervisor reads, decodes and delivers each to a sink. The process's start is included.
+// Goal: 100,000 events/s or more.
+func BenchmarkEvents(b *testing.B) {
+	sp := spec(b, "flood", strconv.Itoa(b.N))
+	var says atomic.Int64
+	sp.Sink = func(e harnesskit.Event) {
+		if e.Kind == harnesskit.EventSay {
+			says.Add(1)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	end, err := harnesskit.Run(context.Background(), sp)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err != nil || end.Status != harnesskit.Completed || says.Load() != int64(b.N) {
+		b.Fatalf("%v %s: %d events of %d", err, end, says.Load(), b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkEventsBaseline is the same harness writing to a pipe that exec.Cmd copies to
+// io.Discard: what the harness's side costs, for reading BenchmarkEvents as a ratio.
+func BenchmarkEventsBaseline(b *testing.B) {
+	cmd := exec.Command(harnessBinary(b), "flood", strconv.Itoa(b.N))
+	req := spec(b, "flood").Request
+	req.Protocol = harnesskit.Protocol
+	line, _ := harnesskit.Encode(req)
+	cmd.Stdin = bytes.NewReader(append(line, '\n'))
+	cmd.Stdout = io.Discard
+	b.ResetTimer()
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// firstEvent runs sessions of sp and reports the median time from Start to the first event
+// (ms/first-event) next to a baseline measured in the same run (baseline-ms) and their ratio.
+func firstEvent(b *testing.B, sp harnesskit.Spec, baseline func() error) {
+	b.Helper()
+	var firsts, bases []time.Duration
+	for b.Loop() {
+		var first atomic.Int64
+		start := time.Now()
+		sp.Sink = func(e harnesskit.Event) {
+			if e.Kind != harnesskit.EventStderr {
+				first.CompareAndSwap(0, int64(time.Since(start)))
+			}
+		}
+		end, err := harnesskit.Run(context.Background(), sp)
+		if err != nil || end.Status != harnesskit.Completed {
+			b.Fatalf("%v %s", err, end)
+		}
+		firsts = append(firsts, time.Duration(first.Load()))
+
+		t := time.Now()
+		if err := baseline(); err != nil {
+			b.Fatal(err)
+		}
+		bases = append(bases, time.Since(t))
+	}
+	f, base := median(firsts), median(bases)
+	b.ReportMetric(ms(f), "ms/first-event")
+	b.ReportMetric(ms(base), "baseline-ms")
+	b.ReportMetric(float64(f)/float64(base), "ratio")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkFirstEventGo: start to first event of a Go SDK harness. Goal: 10 ms or less. The
+// baseline is the same binary started with os/exec, exiting at once.
+func BenchmarkFirstEventGo(b *testing.B) {
+	sp := spec(b, "ok")
+	exe := harnessBinary(b)
+	firstEvent(b, sp, func() error { return exec.Command(exe, "exit").Run() })
+}
+
+// BenchmarkFirstEventPython: start to first event of the byo-agent template (its say "Sorting the
+// ticket. "), goal 150 ms or less; the baseline is the same interpreter started with os/exec
+// running `pass`. venv: with the plugin's .venv (as after `uv sync`; made here with
+// `python3 -m venv --without-pip`). path: python3 from PATH, as without a venv.
+func BenchmarkFirstEventPython(b *testing.B) {
+	python := findPython(b)
+	ts := httptest.NewServer(fakemodel.New(nil))
+	defer ts.Close()
+
+	b.Run("venv", func(b *testing.B) {
+		dir := newTemplatePlugin(b)
+		if out, err := exec.Command(python, "-m", "venv", "--without-pip", filepath.Join(dir, ".venv")).CombinedOutput(); err != nil {
+			b.Skipf("cannot make a venv: %v\n%s", err, out)
+		}
+		venvPython := filepath.Join(dir, ".venv", "bin", "python")
+		sp := templateSpec(b, dir, ts.URL)
+		firstEvent(b, sp, func() error { return exec.Command(venvPython, "-c", "pass").Run() })
+	})
+	b.Run("path", func(b *testing.B) {
+		dir := newTemplatePlugin(b)
+		sp := templateSpec(b, dir, ts.URL)
+		py3, _ := exec.LookPath("python3")
+		firstEvent(b, sp, func() error {
+			cmd := exec.Command(py3, "-c", "pass")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir()}
+			return cmd.Run()
+		})
+	})
+}
+
+// BenchmarkSpawnTrue is the floor of any session: os/exec starting /bin/true and waiting for it.
+func BenchmarkSpawnTrue(b *testing.B) {
+	var ds []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t))
+	}
+	b.ReportMetric(ms(median(ds)), "ms/spawn")
+}

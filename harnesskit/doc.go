@@ -1,0 +1,36 @@
+// Package harnesskit is the oz0 harness protocol, version 1, in Go: its messages and line codec,
+// and the node side that starts and supervises a session. docs/protocol.md is the protocol for
+// harness authors; the JSON Schemas of its messages are in package schemas (SchemaFor).
+// harnesskit/harness is the SDK for harnesses written in Go.
+//
+// A node runs a session like this:
+//
+//	s, err := harnesskit.Start(ctx, harnesskit.Spec{
+//		Command:   []string{"python", "-m", "acme_triage"},
+//		PluginDir: dir,
+//		Request:   harnesskit.SessionRequest{Job: job, Agent: "acme-triage", Harness: "acme-triage", Text: text, ...},
+//		Env:       harnesskit.Env{AnthropicBaseURL: gateway + "/anthropic", AnthropicAPIKey: sessionKey, ...},
+//		Limits:    harnesskit.Limits{Timeout: 10 * time.Minute},
+//		Decider:   hooks, // permission requests of listed tools
+//		Sink:      trace.Append,
+//	})
+//	if err != nil { ... } // nothing started, nothing left behind
+//	end := s.Wait()       // Completed, Failed, Cancelled, TimedOut or ProtocolViolation, and why
+//
+// The supervisor's decisions, beyond docs/protocol.md:
+//
+//   - The supervisor owns the pipes (os.Pipe handed to the child as files), so exec.Cmd.Wait never
+//     waits on I/O; when the harness exits, what is left of its process group is killed at once
+//     and the readers drain the pipes, giving up on one that stays silent for the grace period
+//     (only a process that left the group can still hold it).
+//   - Each end is decided once, by the first of: the harness's result or error, a protocol
+//     violation, the timeout, cancellation, the process's exit (after stdout is drained), or stdout
+//     closed without a last line for the grace period.
+//   - Events go to the sink one at a time, in order, from the goroutine that saw them; a slow sink
+//     slows the harness (its writes block) and loses nothing. The sink is never called after Wait
+//     returns, and EventEnd is the last call.
+//   - Permission requests of listed tools go to the Decider, each in its own goroutine, so several
+//     may be open (up to MaxOpenPermissions). Its context ends with the session; Wait waits for
+//     every Decide call.
+//   - stderr is bounded: see StderrTailSize and StderrRate.
+package harnesskit

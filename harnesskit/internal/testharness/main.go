@@ -1,0 +1,386 @@
+// Command testharness is harnesskit's reference harness and its misbehaving ones, for tests and
+// benchmarks: `testharness MODE [ARG]`. The well-behaved modes use the Go SDK
+// (harnesskit/harness); the faulty ones write the protocol by hand.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/harness"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: testharness MODE [ARG]")
+		os.Exit(2)
+	}
+	mode, arg := os.Args[1], ""
+	if len(os.Args) > 2 {
+		arg = os.Args[2]
+	}
+	if run, ok := sdkModes[mode]; ok {
+		harness.Main(func(s *harness.Session) (any, error) { return run(s, arg) })
+	}
+	if run, ok := rawModes[mode]; ok {
+		run(arg)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "testharness: unknown mode %q\n", mode)
+	os.Exit(2)
+}
+
+// ---- well-behaved, with the SDK ----------------------------------------------------------------
+
+var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
+	// ok says hello and answers "done".
+	"ok": func(s *harness.Session, _ string) (any, error) {
+		s.Say("hello ")
+		s.Log(harnesskit.LevelDebug, "about to answer")
+		return "done", nil
+	},
+	// echo answers with what the session request and the process look like.
+	"echo": func(s *harness.Session, _ string) (any, error) {
+		cwd, _ := os.Getwd()
+		return map[string]any{
+			"text": s.Text(), "input": s.Input(), "job": s.Job(), "agent": s.Agent(),
+			"harness": s.Harness(), "model": s.Model(), "tools": s.Tools(), "limits": s.Limits(),
+			"options": s.Options(), "instructions": s.Instructions(),
+			"workdir": s.Workdir(), "state_dir": s.StateDir(), "cwd": cwd,
+		}, nil
+	},
+	// env answers with the process's environment.
+	"env": func(s *harness.Session, _ string) (any, error) {
+		env := map[string]string{}
+		for _, kv := range os.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		return env, nil
+	},
+	// fail answers with an error.
+	"fail": func(s *harness.Session, arg string) (any, error) {
+		fmt.Println("this print goes to stderr")
+		return nil, errors.New("the ticket system is down")
+	},
+	// flood says ARG times, then answers.
+	"flood": func(s *harness.Session, arg string) (any, error) {
+		n, _ := strconv.Atoi(arg)
+		for i := range n {
+			if err := s.Say("event " + strconv.Itoa(i)); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	},
+	// hang says it works, then never ends.
+	"hang": func(s *harness.Session, _ string) (any, error) {
+		s.Say("working")
+		select {}
+	},
+	// tools calls the tools in options.calls ([{tool, arguments}]) at once, each in a goroutine,
+	// and answers with what each call got: {"allowed": arguments} or {"refused": reason}.
+	"tools": func(s *harness.Session, _ string) (any, error) {
+		var opts struct {
+			Calls []struct {
+				Tool      string          `json:"tool"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"calls"`
+		}
+		if err := json.Unmarshal(s.Options(), &opts); err != nil {
+			return nil, err
+		}
+		out := make([]any, len(opts.Calls))
+		var wg sync.WaitGroup
+		for i, c := range opts.Calls {
+			wg.Go(func() {
+				_, err := s.CallTool(c.Tool, c.Arguments, func(args json.RawMessage) (any, error) {
+					out[i] = map[string]any{"allowed": args}
+					return "ran " + c.Tool, nil
+				})
+				var refused *harness.Refused
+				if errors.As(err, &refused) {
+					out[i] = map[string]any{"refused": refused.Reason}
+				} else if err != nil {
+					out[i] = map[string]any{"error": err.Error()}
+				}
+			})
+		}
+		wg.Wait()
+		return out, nil
+	},
+	// unlisted calls a tool the agent does not list.
+	"unlisted": func(s *harness.Session, _ string) (any, error) {
+		_, err := s.CallTool("rm_rf", map[string]string{"path": "/"}, func(json.RawMessage) (any, error) {
+			return nil, errors.New("must not run")
+		})
+		var refused *harness.Refused
+		if errors.As(err, &refused) {
+			return "refused: " + refused.Reason, nil
+		}
+		return nil, fmt.Errorf("the unlisted tool was not refused: %v", err)
+	},
+	// triage is the byo-agent template's agent in Go: a model call, a tool call, an answer.
+	"triage": triage,
+	// steps makes model calls until one fails, and answers with the error.
+	"steps": func(s *harness.Session, _ string) (any, error) {
+		for i := 0; ; i++ {
+			if _, err := s.Complete("I was charged twice for my order"); err != nil {
+				return map[string]any{"calls": i, "error": err.Error(), "step_limit": errors.Is(err, harness.ErrStepLimit)}, nil
+			}
+		}
+	},
+}
+
+var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*\\s*(.*?)```")
+
+func triage(s *harness.Session, _ string) (any, error) {
+	s.Say("Sorting the ticket. ")
+	prompt := "Sort this support ticket into one of the teams billing, technical, account, general, " +
+		"and answer with a JSON object with the keys \"team\" and \"reply\".\n\n<ticket>\n" +
+		strings.TrimSpace(s.Text()) + "\n</ticket>"
+	raw, err := s.Complete(prompt)
+	if err != nil {
+		return nil, err
+	}
+	if m := fence.FindStringSubmatch(raw); m != nil {
+		raw = m[1]
+	}
+	var answer struct{ Team, Reply string }
+	if err := json.Unmarshal([]byte(strings.TrimSpace(raw)), &answer); err != nil || answer.Team == "" {
+		answer.Team, answer.Reply = "general", strings.TrimSpace(raw)
+	}
+	summary := s.Text()
+	if len(summary) > 200 {
+		summary = summary[:200]
+	}
+	args := struct {
+		Team    string `json:"team"`
+		Summary string `json:"summary"`
+	}{answer.Team, summary}
+	_, err = s.CallTool("notify_team", args,
+		func(args json.RawMessage) (any, error) {
+			var a struct{ Team, Summary string }
+			if err := json.Unmarshal(args, &a); err != nil {
+				return nil, err
+			}
+			return fmt.Sprintf("told the %s team: %s", a.Team, a.Summary), nil
+		})
+	var refused *harness.Refused
+	if errors.As(err, &refused) {
+		s.Say("(The team was not told: " + refused.Reason + ") ")
+	} else if err != nil {
+		return nil, err
+	}
+	return answer.Team + ": " + answer.Reply, nil
+}
+
+// ---- misbehaving, by hand -----------------------------------------------------------------------
+
+var (
+	stdin  = harnesskit.NewReader(os.Stdin)
+	stdout = os.Stdout
+)
+
+func readRequest() harnesskit.SessionRequest {
+	line, err := stdin.ReadLine()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testharness: no session request:", err)
+		os.Exit(4)
+	}
+	m, err := harnesskit.DecodeNodeMessage(line)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testharness: bad session request:", err)
+		os.Exit(4)
+	}
+	return m.(harnesskit.SessionRequest)
+}
+
+func put(lines ...string) {
+	for _, l := range lines {
+		if _, err := stdout.WriteString(l + "\n"); err != nil {
+			fmt.Fprintln(os.Stderr, "testharness: write:", err)
+			os.Exit(5)
+		}
+	}
+}
+
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+var rawModes = map[string]func(arg string){
+	// exit exits at once, reading nothing: the baseline of a process's start.
+	"exit": func(string) { os.Exit(0) },
+	// first says one thing and answers, without the SDK.
+	"first": func(string) {
+		readRequest()
+		put(`{"type":"say","text":"hello"}`, `{"type":"result","output":"done"}`)
+	},
+	// crash panics (Go's exit status 2, a stack on stderr) without an answer.
+	"crash": func(string) {
+		readRequest()
+		put(`{"type":"say","text":"about to crash"}`)
+		var m map[string]int
+		m["boom"]++ // a nil map: panic
+	},
+	// sigkill is killed by a signal without an answer.
+	"sigkill": func(string) {
+		readRequest()
+		fmt.Fprintln(os.Stderr, "going down")
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		hang()
+	},
+	// nonjson writes lines that are no protocol messages, then answers.
+	"nonjson": func(string) {
+		readRequest()
+		put("hello, this is not JSON",
+			"[1,2,3]",
+			"",
+			"   ",
+			`{"type":"mystery","x":1}`,
+			`{"no":"type"}`,
+			`{"type":"say","text":5}`,
+			`{"type":"say","text":"still here"}`,
+			`{"type":"result","output":"done"}`)
+	},
+	// longline writes a say line of 9 MiB, then a result.
+	"longline": func(string) {
+		readRequest()
+		big := `{"type":"say","text":"` + strings.Repeat("x", 9<<20) + `"}`
+		put(`{"type":"say","text":"before"}`, big, `{"type":"result","output":"after the long line"}`)
+		hang()
+	},
+	// exit0 exits 0 without an answer.
+	"exit0": func(string) {
+		readRequest()
+		put(`{"type":"say","text":"bye"}`)
+		os.Exit(0)
+	},
+	// exit3 writes a traceback to stderr and exits 3 without an answer.
+	"exit3": func(string) {
+		readRequest()
+		for i := range 30 {
+			fmt.Fprintf(os.Stderr, "noise line %d\n", i)
+		}
+		fmt.Fprintln(os.Stderr, "Traceback (most recent call last):")
+		fmt.Fprintln(os.Stderr, `  File "agent.py", line 3, in run`)
+		fmt.Fprintln(os.Stderr, "ValueError: the ticket is empty")
+		os.Exit(3)
+	},
+	// after writes lines after its result.
+	"after": func(string) {
+		readRequest()
+		put(`{"type":"result","output":"first"}`,
+			`{"type":"say","text":"too late"}`,
+			`{"type":"error","message":"too late too"}`,
+			"not JSON, and late")
+	},
+	// ignoreterm ignores SIGTERM and never ends.
+	"ignoreterm": func(string) {
+		signal.Ignore(syscall.SIGTERM)
+		readRequest()
+		put(`{"type":"say","text":"you cannot stop me"}`)
+		hang()
+	},
+	// grandchild leaves a child that holds stdout open, answers and exits. The child's pid is
+	// on the first line of stderr. With arg "setsid" the child leaves the process group too.
+	"grandchild": func(arg string) {
+		readRequest()
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "sleep")
+		cmd.Stdout = stdout
+		cmd.Stderr = os.Stderr
+		if arg == "setsid" {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "testharness: cannot start the grandchild:", err)
+			os.Exit(6)
+		}
+		fmt.Fprintf(os.Stderr, "grandchild %d\n", cmd.Process.Pid)
+		put(`{"type":"result","output":"left a grandchild"}`)
+		os.Exit(0)
+	},
+	// sleep sleeps for a long time.
+	"sleep": func(string) { time.Sleep(time.Hour) },
+	// stderrflood writes ARG bytes to stderr in lines of 100 bytes, as fast as it can, then answers.
+	"stderrflood": func(arg string) {
+		readRequest()
+		n, _ := strconv.Atoi(arg)
+		line := strings.Repeat("e", 99) + "\n"
+		chunk := []byte(strings.Repeat(line, 1<<10)) // 100 KiB
+		for written := 0; written < n; written += len(chunk) {
+			os.Stderr.Write(chunk)
+		}
+		fmt.Fprintln(os.Stderr, "the last line of stderr")
+		put(`{"type":"result","output":"flooded"}`)
+	},
+	// reuseid asks twice with the same id.
+	"reuseid": func(string) {
+		readRequest()
+		put(`{"type":"permission_request","id":"p1","tool":"notify_team","arguments":{"team":"billing"}}`)
+		line, err := stdin.ReadLine()
+		fmt.Fprintf(os.Stderr, "answer: %s (%v)\n", line, err)
+		put(`{"type":"permission_request","id":"p1","tool":"notify_team","arguments":{"team":"account"}}`)
+		hang()
+	},
+	// badutf8 writes lines that are not valid UTF-8, then answers.
+	"badutf8": func(string) {
+		readRequest()
+		put("\xff\xfe not UTF-8 at all", `{"type":"say","text":"caf`+"\xe9"+`"}`, `{"type":"result","output":"done"}`)
+	},
+	// protocol2 speaks protocol 2 only, and refuses the session as rule 5 says.
+	"protocol2": func(string) {
+		req := readRequest()
+		if req.Protocol != 2 {
+			put(fmt.Sprintf(`{"type":"error","message":"the session asks for protocol %d: this harness speaks protocol 2"}`, req.Protocol))
+			os.Exit(1)
+		}
+		put(`{"type":"result","output":"protocol 2"}`)
+	},
+	// badresult writes a result without output, then waits.
+	"badresult": func(string) {
+		readRequest()
+		put(`{"type":"result"}`)
+		hang()
+	},
+	// closestdout closes stdout and never ends.
+	"closestdout": func(string) {
+		readRequest()
+		stdout.Close()
+		hang()
+	},
+	// slowexit answers, then does not exit.
+	"slowexit": func(string) {
+		readRequest()
+		put(`{"type":"result","output":"answered"}`)
+		hang()
+	},
+	// dumpenv prints the environment's names, sorted, as a result (without the SDK).
+	"dumpenv": func(string) {
+		readRequest()
+		var names []string
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		out, _ := json.Marshal(names)
+		put(`{"type":"result","output":` + string(out) + `}`)
+	},
+}

@@ -1,0 +1,825 @@
+package harnesskit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Spec says what session to run and how.
+type Spec struct {
+	// Command is the harness's argv, as the manifest's harness command. See Start for how its
+	// first word is resolved.
+	Command []string
+	// PluginDir is the plugin's directory: relative commands resolve against it, and a Python
+	// harness runs from its .venv or with its src/ on PYTHONPATH.
+	PluginDir string
+	// Request is the session request. The supervisor sets its Protocol (when 0, to Protocol),
+	// Workdir and StateDir (the session's own directories) and Limits.TimeoutS (from
+	// Limits.Timeout); everything else is sent as it is. Request.Tools is the list of tools the
+	// agent may call: a request for any other is denied by the supervisor (rule 1).
+	Request SessionRequest
+	// Env is the gateway's URLs and the session's key: see Env for the whole environment.
+	Env Env
+	// Limits bound the session's time.
+	Limits Limits
+	// Decider decides the permission requests of listed tools; nil denies them all.
+	Decider Decider
+	// Sink gets the session's events, one call at a time, in order, the last an EventEnd; all
+	// calls are made before Wait returns. A slow Sink slows the harness down (its writes block),
+	// it does not lose events. nil drops them.
+	Sink func(Event)
+	// TempDir is where the session's directories are made; "" is os.TempDir().
+	TempDir string
+}
+
+// Limits bound a session's time.
+type Limits struct {
+	// Timeout is the most active time the session may take (time a Decider holds while waiting
+	// for a person does not count); 0 is no limit.
+	Timeout time.Duration
+	// Grace is how long the process gets to exit after its last line (with stdin closed), or
+	// after SIGTERM, before its process group is killed. 0 is DefaultGrace.
+	Grace time.Duration
+}
+
+// DefaultGrace is the grace period when Limits.Grace is 0. It is longer than the Python
+// template's 2 s for its exit handlers.
+const DefaultGrace = 5 * time.Second
+
+// MaxOpenPermissions is the most permission requests that may wait for a decision at once; one
+// more is a protocol violation.
+const MaxOpenPermissions = 256
+
+// Session is a running harness process and its session.
+type Session struct {
+	spec     Spec
+	req      SessionRequest
+	grace    time.Duration
+	cmd      *exec.Cmd
+	pid      int
+	root     string
+	workdir  string
+	stateDir string
+	start    time.Time
+
+	stdin  *stdinWriter
+	stdout *pipeReader
+	stderr *pipeReader
+	errlog *stderrLog
+	clock  *activeClock
+
+	sinkMu sync.Mutex
+	seq    int64
+
+	mu    sync.Mutex
+	last  bool // the end is decided: every later line is recorded and ignored
+	end   End
+	ended chan struct{} // closed when the end is decided
+	used  map[string]bool
+	open  int
+
+	dctx     context.Context // Decide's context, done when the end is decided
+	dcancel  context.CancelFunc
+	deciders sync.WaitGroup
+
+	cancelOnce sync.Once
+	cancelc    chan struct{}
+	stdoutEOF  chan struct{}
+	stderrEOF  chan struct{}
+	done       chan struct{}
+	final      End
+}
+
+// Run runs a session to its end: Start, then Wait.
+func Run(ctx context.Context, spec Spec) (End, error) {
+	s, err := Start(ctx, spec)
+	if err != nil {
+		return End{}, err
+	}
+	return s.Wait(), nil
+}
+
+// Start starts a session: it makes the session's working directory and state directory (0700,
+// removed when the session ends, on every path), starts the harness in a process group of its
+// own with the environment of rule 6 (see Env), writes the session request to its stdin, and
+// supervises it until Wait says how it ended. When ctx is done the session is cancelled.
+//
+// The command's first word resolves as a plugin author expects: python or python3 is the
+// plugin's .venv/bin/python when there is one, else python3 on the session's PATH, with the
+// plugin's src/ on PYTHONPATH; a path with a slash is relative to PluginDir; a bare name is
+// looked up on the session's PATH.
+//
+// An error means that nothing was started and nothing is left behind.
+func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("harnesskit: not starting the session: %w", err)
+	}
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return nil, errors.New("harnesskit: the harness has no command")
+	}
+	pluginDir, err := filepath.Abs(cmpOr(spec.PluginDir, "."))
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: plugin directory: %w", err)
+	}
+	s := &Session{
+		spec:      spec,
+		req:       spec.Request,
+		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
+		used:      map[string]bool{},
+		ended:     make(chan struct{}),
+		cancelc:   make(chan struct{}),
+		stdoutEOF: make(chan struct{}),
+		stderrEOF: make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	var closers []io.Closer
+	defer func() {
+		if err != nil {
+			for _, c := range closers {
+				c.Close()
+			}
+			if s.root != "" {
+				removeAll(s.root)
+			}
+		}
+	}()
+
+	s.root, err = os.MkdirTemp(spec.TempDir, "oz0-session-")
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+	}
+	s.workdir = filepath.Join(s.root, "work")
+	s.stateDir = filepath.Join(s.root, "state")
+	for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
+		if err = os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+		}
+	}
+
+	if s.req.Protocol == 0 {
+		s.req.Protocol = Protocol
+	}
+	s.req.Workdir, s.req.StateDir = s.workdir, s.stateDir
+	s.req.Limits.TimeoutS = spec.Limits.Timeout.Seconds()
+	s.req.Tools = slices.Clone(s.req.Tools)
+	first, err := encodeLine(s.req)
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: the session request: %w", err)
+	}
+
+	exe, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: %w", err)
+	}
+
+	// The supervisor owns the pipes (os.Pipe, passed to the child as files), so exec.Cmd copies
+	// nothing and Wait never waits for I/O: a grandchild that holds stdout cannot block Wait.
+	// After the process exits, the readers drain what is left with a bound (pipeReader.drain).
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: %w", err)
+	}
+	closers = append(closers, inR, inW)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: %w", err)
+	}
+	closers = append(closers, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("harnesskit: %w", err)
+	}
+	closers = append(closers, errR, errW)
+
+	s.cmd = &exec.Cmd{
+		Path:   exe,
+		Args:   append([]string{exe}, spec.Command[1:]...),
+		Env:    env,
+		Dir:    s.workdir,
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
+		// A group of its own, so that SIGTERM and SIGKILL reach the harness's children too.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// A guard only: with *os.File pipes exec starts no copying goroutines, so there is no
+		// I/O for Wait to wait on.
+		WaitDelay: s.grace,
+	}
+	s.start = time.Now()
+	if err = s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("harnesskit: cannot start the harness %s: %w", strings.Join(spec.Command, " "), err)
+	}
+	s.pid = s.cmd.Process.Pid
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	s.clock = newActiveClock(spec.Limits.Timeout)
+	s.dctx, s.dcancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.stdin = newStdinWriter(inW)
+	s.stdout = &pipeReader{f: outR}
+	s.stderr = &pipeReader{f: errR}
+	s.errlog = newStderrLog(s.emit)
+
+	s.stdin.sendLine(first)
+	go s.stdin.run()
+	go s.readStdout()
+	go s.readStderr()
+	go s.supervise(ctx)
+	return s, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Wait waits for the session's end: the process has exited, its process group is gone, the
+// session's directories are removed, every event has been delivered and every Decide call has
+// returned.
+func (s *Session) Wait() End {
+	<-s.done
+	return s.final
+}
+
+// Done is closed when the session has ended (Wait would return).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Cancel cancels the session: SIGTERM to its process group, the grace period, then SIGKILL. It
+// does nothing once the session's end is decided.
+func (s *Session) Cancel() { s.cancelOnce.Do(func() { close(s.cancelc) }) }
+
+// Hold stops the session's timeout clock until release is called, like Ask.Hold.
+func (s *Session) Hold() (release func()) { return s.clock.hold() }
+
+// PID is the harness process's id, and its process group's.
+func (s *Session) PID() int { return s.pid }
+
+// Workdir is the session's working directory (removed at the end).
+func (s *Session) Workdir() string { return s.workdir }
+
+// StateDir is the session's state directory, its HOME (removed at the end).
+func (s *Session) StateDir() string { return s.stateDir }
+
+// Request is the session request as it was sent.
+func (s *Session) Request() SessionRequest { return s.req }
+
+// StderrTail returns the last StderrTailSize bytes of the harness's stderr so far.
+func (s *Session) StderrTail() []byte {
+	tail, _ := s.errlog.tail()
+	return tail
+}
+
+// emit delivers an event to the sink, one at a time.
+func (s *Session) emit(ev Event) {
+	if s.spec.Sink == nil {
+		return
+	}
+	s.sinkMu.Lock()
+	defer s.sinkMu.Unlock()
+	s.seq++
+	ev.Seq = s.seq
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	s.spec.Sink(ev)
+}
+
+// decideEnd sets the session's end unless it is set; it reports whether it set it.
+func (s *Session) decideEnd(e End) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last {
+		return false
+	}
+	s.last, s.end = true, e
+	close(s.ended)
+	s.dcancel()
+	return true
+}
+
+func (s *Session) isLast() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+func (s *Session) violate(rule, reason string) bool {
+	return s.decideEnd(End{Status: ProtocolViolation, Rule: rule, Reason: fmt.Sprintf("protocol violation (%s): %s", rule, reason)})
+}
+
+// ---- stdout -----------------------------------------------------------------------------------
+
+func (s *Session) readStdout() {
+	defer close(s.stdoutEOF)
+	r := NewReader(s.stdout)
+	for {
+		line, err := r.ReadLine()
+		n := r.Lines()
+		switch {
+		case err == nil:
+			s.handleLine(n, line)
+		case errors.Is(err, ErrInvalidUTF8):
+			s.stray(n, line, "not valid UTF-8")
+		case errors.Is(err, ErrLineTooLong):
+			if !s.violate("rule 3", fmt.Sprintf("line %d of stdout: %v", n, err)) {
+				s.emit(Event{Kind: EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", err)})
+			}
+		default:
+			if s.stdout.heldOpen.Load() {
+				s.emit(Event{Kind: EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
+			}
+			return
+		}
+	}
+}
+
+// emitLine delivers an event from stdout line n.
+func (s *Session) emitLine(n int64, line []byte, ev Event) {
+	ev.Line, ev.Raw = n, bytes.Clone(line)
+	s.emit(ev)
+}
+
+func (s *Session) stray(n int64, line []byte, note string) {
+	text, cut := clip(strings.ToValidUTF8(string(line), "\uFFFD"), MaxEventText)
+	if cut {
+		note += fmt.Sprintf(" (%d bytes, cut)", len(line))
+	}
+	kind := EventStray
+	if s.isLast() {
+		kind, note = EventIgnored, "after the session's last line (rule 2); "+note
+	}
+	s.emitLine(n, line, Event{Kind: kind, Text: text, Note: note})
+}
+
+func (s *Session) ignored(n int64, line []byte, m Message, note string) {
+	text, _ := clip(string(line), MaxEventText)
+	s.emitLine(n, line, Event{Kind: EventIgnored, Message: m, Text: text, Note: note})
+}
+
+const afterLast = "after the session's last line (rule 2)"
+
+func (s *Session) handleLine(n int64, line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return // blank lines are no message and no stray output
+	}
+	m, err := DecodeHarnessMessage(line)
+	if err != nil {
+		var de *DecodeError
+		errors.As(err, &de)
+		switch {
+		case de == nil || de.Err != ErrInvalidMessage:
+			s.stray(n, line, err.Error())
+		case s.isLast():
+			s.ignored(n, line, nil, afterLast+"; "+err.Error())
+		case de.Type == TypeSay || de.Type == TypeLog || de.Type == TypeToolResult:
+			s.ignored(n, line, nil, err.Error())
+		default: // permission_request, result, error: the session cannot go on without them
+			if !s.violate("messages", fmt.Sprintf("line %d of stdout is %v", n, err)) {
+				s.ignored(n, line, nil, afterLast+"; "+err.Error())
+			}
+		}
+		return
+	}
+	switch m := m.(type) {
+	case Result:
+		if s.decideEnd(End{Status: Completed, Output: m.Output}) {
+			s.emitLine(n, line, Event{Kind: EventResult, Message: m})
+		} else {
+			s.ignored(n, line, m, afterLast)
+		}
+		return
+	case ErrorMessage:
+		if s.decideEnd(End{Status: Failed, Message: m.Message, Reason: "the harness failed: " + m.Message}) {
+			s.emitLine(n, line, Event{Kind: EventError, Message: m})
+		} else {
+			s.ignored(n, line, m, afterLast)
+		}
+		return
+	case PermissionRequest:
+		s.permissionRequest(n, line, m)
+		return
+	}
+	if s.isLast() {
+		s.ignored(n, line, m, afterLast)
+		return
+	}
+	switch m := m.(type) {
+	case Say:
+		s.emitLine(n, line, Event{Kind: EventSay, Message: m})
+	case Log:
+		s.emitLine(n, line, Event{Kind: EventLog, Message: m})
+	case ToolResult:
+		s.emitLine(n, line, Event{Kind: EventToolResult, Message: m})
+	case Unknown:
+		note := fmt.Sprintf("unknown type %q (rule 3)", m.Type)
+		if m.Type == "" {
+			note = `an object without a string "type" (rule 3)`
+		}
+		s.ignored(n, line, nil, note)
+	}
+}
+
+// ---- permissions ------------------------------------------------------------------------------
+
+func (s *Session) permissionRequest(n int64, line []byte, m PermissionRequest) {
+	s.mu.Lock()
+	switch {
+	case s.last:
+		s.mu.Unlock()
+		s.ignored(n, line, m, afterLast)
+		return
+	case s.used[m.ID]:
+		s.mu.Unlock()
+		if !s.violate("ids", fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID)) {
+			s.ignored(n, line, m, afterLast)
+		}
+		return
+	}
+	listed := slices.Contains(s.req.Tools, m.Tool)
+	if listed && s.open >= MaxOpenPermissions {
+		s.mu.Unlock()
+		s.violate("messages", fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
+		return
+	}
+	s.used[m.ID] = true
+	if listed {
+		s.open++
+		s.deciders.Add(1)
+	}
+	s.mu.Unlock()
+
+	s.emitLine(n, line, Event{Kind: EventPermissionRequest, Message: m})
+	if !listed {
+		allowed := "it lists no tools"
+		if len(s.req.Tools) > 0 {
+			allowed = "it lists " + strings.Join(s.req.Tools, ", ")
+		}
+		p := Permission{ID: m.ID, Reason: fmt.Sprintf("tool `%s` is not in the agent's harness.tools (%s)", m.Tool, allowed)}
+		s.emit(Event{Kind: EventPermission, Message: p, By: BySupervisor, Note: "rule 1"})
+		s.stdin.send(p)
+		return
+	}
+	go s.ask(m)
+}
+
+func (s *Session) ask(m PermissionRequest) {
+	defer s.deciders.Done()
+	a := &Ask{
+		ID: m.ID, Tool: m.Tool, Arguments: m.Arguments,
+		Job: s.req.Job, Agent: s.req.Agent, Harness: s.req.Harness,
+		Time: time.Now(), clock: s.clock,
+	}
+	d, note := s.callDecider(a)
+	a.releaseAll()
+
+	p := Permission{ID: m.ID, Allow: d.Allow, Reason: d.Reason}
+	if d.Allow {
+		p.Arguments = d.Arguments
+		if p.Arguments == nil {
+			p.Arguments = m.Arguments
+		}
+		var buf bytes.Buffer
+		if !isObject(p.Arguments) || json.Compact(&buf, p.Arguments) != nil {
+			p = Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: the allowed arguments are not a JSON object", m.Tool)}
+			note = "the decider allowed arguments that are not a JSON object"
+		} else {
+			p.Arguments = buf.Bytes()
+		}
+	} else if p.Reason == "" {
+		p.Reason = fmt.Sprintf("the job denied `%s`", m.Tool)
+	}
+	line, err := encodeLine(p)
+	if err != nil {
+		p = Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: %v", m.Tool, err)}
+		note = err.Error()
+		line, _ = encodeLine(p)
+	}
+
+	s.mu.Lock()
+	if s.last { // the session has ended: the answer is moot
+		s.mu.Unlock()
+		return
+	}
+	s.open--
+	s.mu.Unlock()
+	s.emit(Event{Kind: EventPermission, Message: p, By: ByDecider, Note: note})
+	s.stdin.sendLine(line)
+}
+
+// callDecider calls the Decider, turning a panic into a denial.
+func (s *Session) callDecider(a *Ask) (d Decision, note string) {
+	if s.spec.Decider == nil {
+		return Deny("this node has no decider: it allows no tool calls"), ""
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d = Deny(fmt.Sprintf("the node failed to decide on `%s`", a.Tool))
+			note = fmt.Sprintf("the decider panicked: %v", r)
+		}
+	}()
+	return s.spec.Decider.Decide(s.dctx, a), ""
+}
+
+// ---- stderr -----------------------------------------------------------------------------------
+
+func (s *Session) readStderr() {
+	defer close(s.stderrEOF)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.stderr.Read(buf)
+		if n > 0 {
+			s.errlog.write(buf[:n])
+		}
+		if err != nil {
+			s.errlog.finish()
+			return
+		}
+	}
+}
+
+// ---- the process ------------------------------------------------------------------------------
+
+// signal sends sig to the session's process group.
+func (s *Session) signal(sig syscall.Signal) { _ = syscall.Kill(-s.pid, sig) }
+
+func (s *Session) supervise(ctx context.Context) {
+	exited := make(chan struct{})
+	go func() {
+		_ = s.cmd.Wait() // the status is in s.cmd.ProcessState
+		close(exited)
+	}()
+
+	var (
+		ended     = s.ended
+		stdoutEOF = s.stdoutEOF
+		timeout   = s.clock.C()
+		ctxDone   = ctx.Done()
+		cancelc   = s.cancelc
+		killC     <-chan time.Time
+		eofC      <-chan time.Time
+		timers    []*time.Timer
+		killed    bool
+		termed    bool
+	)
+	after := func(d time.Duration) <-chan time.Time {
+		t := time.NewTimer(d)
+		timers = append(timers, t)
+		return t.C
+	}
+	for running := true; running; {
+		select {
+		case <-exited:
+			running = false
+		case <-timeout:
+			timeout = nil
+			s.decideEnd(End{Status: TimedOut, Reason: fmt.Sprintf("the session ran for its limits.timeout of %s without an answer (time waiting for a person does not count)", s.spec.Limits.Timeout)})
+		case <-ctxDone:
+			ctxDone = nil
+			s.decideEnd(End{Status: Cancelled, Reason: fmt.Sprintf("the session was cancelled: %v", context.Cause(ctx))})
+		case <-cancelc:
+			cancelc = nil
+			s.decideEnd(End{Status: Cancelled, Reason: "the session was cancelled"})
+		case <-stdoutEOF:
+			stdoutEOF = nil
+			if !s.isLast() {
+				eofC = after(s.grace)
+			}
+		case <-eofC:
+			eofC = nil
+			s.decideEnd(End{Status: Failed, Reason: fmt.Sprintf("the harness closed its stdout without a result or an error (rule 2) and did not exit within %s", s.grace)})
+		case <-ended:
+			ended = nil
+			s.clock.stop()
+			s.stdin.close()
+			s.mu.Lock()
+			byHarness := s.end.Status == Completed || (s.end.Status == Failed && s.end.Message != "")
+			s.mu.Unlock()
+			if !byHarness { // cancel, timeout, violation: ask it to stop now
+				s.signal(syscall.SIGTERM)
+				termed = true
+			}
+			killC = after(s.grace)
+		case <-killC:
+			killC = nil
+			s.signal(syscall.SIGKILL)
+			killed = true
+		}
+	}
+	for _, t := range timers {
+		t.Stop()
+	}
+
+	// The process has exited. Whatever is left of its group goes now; then the readers take what
+	// is left in the pipes, for at most a bound if something outside the group holds them open.
+	held := s.clock.stop()
+	s.signal(syscall.SIGKILL)
+	s.stdout.drain(s.grace)
+	s.stderr.drain(s.grace)
+	<-s.stdoutEOF
+	<-s.stderrEOF
+
+	tail, total := s.errlog.tail()
+	exitCode, sig := exitStatus(s.cmd.ProcessState)
+	if sig == "" {
+		s.decideEnd(End{Status: Failed, Reason: fmt.Sprintf("the harness exited with status %d without a result or an error (rule 2)%s", exitCode, stderrSummary(tail))})
+	} else {
+		s.decideEnd(End{Status: Failed, Reason: fmt.Sprintf("the harness was killed by %s without a result or an error (rule 2)%s", sig, stderrSummary(tail))})
+	}
+	s.dcancel()
+	s.deciders.Wait()
+	s.stdin.close()
+	<-s.stdin.done
+	s.stdout.f.Close()
+	s.stderr.f.Close()
+	removeAll(s.root)
+
+	s.mu.Lock()
+	e := s.end
+	s.mu.Unlock()
+	e.ExitCode, e.Signal, e.Killed = exitCode, sig, killed
+	e.StderrTail = strings.ToValidUTF8(string(tail), "\uFFFD")
+	e.StderrBytes, e.StderrDropped = total, s.errlog.dropAll
+	e.Elapsed, e.Held = time.Since(s.start), held
+	if killed && e.Status != Completed {
+		if termed {
+			e.Reason += fmt.Sprintf("; it did not exit within %s of SIGTERM and its process group was killed", s.grace)
+		} else {
+			e.Reason += fmt.Sprintf("; it did not exit within %s of its last line and its process group was killed", s.grace)
+		}
+	}
+	s.final = e
+	s.emit(Event{Kind: EventEnd, End: &e})
+	close(s.done)
+}
+
+// stderrSummary is the end of stderr for a reason.
+func stderrSummary(tail []byte) string {
+	last := lastLines(strings.ToValidUTF8(string(tail), "\uFFFD"), 10, 2<<10)
+	if strings.TrimSpace(last) == "" {
+		return "; its stderr is empty"
+	}
+	return "; the end of its stderr:\n" + last
+}
+
+func exitStatus(ps *os.ProcessState) (code int, sig string) {
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, signalName(ws.Signal())
+	}
+	return ps.ExitCode(), ""
+}
+
+func signalName(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGSEGV: "SIGSEGV",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGBUS: "SIGBUS", syscall.SIGILL: "SIGILL",
+		syscall.SIGFPE: "SIGFPE", syscall.SIGQUIT: "SIGQUIT", syscall.SIGUSR1: "SIGUSR1",
+		syscall.SIGUSR2: "SIGUSR2", syscall.SIGXCPU: "SIGXCPU",
+	}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}
+
+// encodeLine is a message's line, "\n" included, within MaxLine.
+func encodeLine(m Message) ([]byte, error) {
+	b, err := marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)+1 > MaxLine {
+		return nil, &LineTooLongError{Size: int64(len(b) + 1), Limit: MaxLine}
+	}
+	return append(b, '\n'), nil
+}
+
+// ---- pipes ------------------------------------------------------------------------------------
+
+// pipeReader reads the parent's end of a pipe. Once drain is called (the process has exited and
+// its group is killed) a read that waits longer than the idle time, or reading past ten times it,
+// ends the stream: only a process that left the group can still hold the other end.
+type pipeReader struct {
+	f        *os.File
+	draining atomic.Bool
+	idle     time.Duration
+	until    time.Time
+	heldOpen atomic.Bool
+}
+
+func (p *pipeReader) drain(idle time.Duration) {
+	p.idle = idle
+	p.until = time.Now().Add(10 * idle)
+	p.draining.Store(true)
+	_ = p.f.SetReadDeadline(time.Now().Add(idle))
+}
+
+func (p *pipeReader) Read(b []byte) (int, error) {
+	if p.draining.Load() {
+		if time.Now().After(p.until) {
+			p.heldOpen.Store(true)
+			return 0, io.EOF
+		}
+		_ = p.f.SetReadDeadline(time.Now().Add(p.idle))
+	}
+	n, err := p.f.Read(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		p.heldOpen.Store(true)
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// stdinWriter writes the node's lines to the harness's stdin from a goroutine of its own, so that
+// a harness that does not read its stdin blocks nothing but that goroutine.
+type stdinWriter struct {
+	f      *os.File
+	mu     sync.Mutex
+	queue  [][]byte
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func newStdinWriter(f *os.File) *stdinWriter {
+	return &stdinWriter{f: f, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (w *stdinWriter) send(m Message) {
+	if line, err := encodeLine(m); err == nil {
+		w.sendLine(line)
+	}
+}
+
+func (w *stdinWriter) sendLine(line []byte) {
+	w.mu.Lock()
+	if !w.closed {
+		w.queue = append(w.queue, line)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close closes stdin: a write in progress fails, queued lines are dropped.
+func (w *stdinWriter) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.queue = nil
+	w.mu.Unlock()
+	w.f.Close()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *stdinWriter) run() {
+	defer close(w.done)
+	broken := false
+	for range w.wake {
+		w.mu.Lock()
+		queue, closed := w.queue, w.closed
+		w.queue = nil
+		w.mu.Unlock()
+		if closed {
+			return
+		}
+		for _, line := range queue {
+			if !broken {
+				// A harness that has exited or closed its stdin cannot take answers: drop them.
+				_, err := w.f.Write(line)
+				broken = err != nil
+			}
+		}
+	}
+}
