@@ -26,8 +26,6 @@ import signal
 import sys
 import threading
 import traceback
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -329,6 +327,10 @@ class Session:
         if not base:
             raise ModelError("ANTHROPIC_BASE_URL is not set: run the harness from a node "
                              "(oz0 dev, oz0 plugin test) or set it to a model API")
+        # Imported here, not at the top: urllib.request costs ~30 ms of every session's start-up.
+        import urllib.error
+        import urllib.request
+
         self._take_step()
         messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
         body: dict[str, Any] = {
@@ -412,7 +414,7 @@ class Session:
         return result
 
 
-def _error_message(err: urllib.error.HTTPError) -> str:
+def _error_message(err: Any) -> str:  # an urllib.error.HTTPError
     """The provider's message from an error answer: Anthropic's shape has error.type, .message."""
     try:
         raw = err.read()
