@@ -19,5 +19,6 @@ func newCmdPlugin(f *cmdutil.Factory) *cobra.Command {
 	cmd.AddCommand(newCmdPluginNew(f, nil))
 	cmd.AddCommand(newCmdPluginTemplates(f))
 	cmd.AddCommand(newCmdPluginLint(f, nil))
+	cmd.AddCommand(newCmdPluginTest(f, nil))
 	return cmd
 }

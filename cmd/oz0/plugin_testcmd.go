@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/plugin"
+)
+
+type pluginTestOptions struct {
+	IO        *iostreams.IOStreams
+	Dir       string
+	JSON      bool
+	Harnesses []string
+	Script    string
+	Input     string
+	Timeout   time.Duration
+	Grace     time.Duration
+}
+
+func newCmdPluginTest(f *cmdutil.Factory, runF func(*pluginTestOptions) error) *cobra.Command {
+	opts := &pluginTestOptions{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "test [DIR]",
+		Short: "Check every harness of a plugin against harness protocol v1",
+		Long: `Run every harness of the plugin with its real command, as a node does, against the gateway
+and the fake model, in scripted scenarios: a plain run, an allowed tool call, a call whose
+arguments the job changed, a denied call, a tool outside the agent's list, limits.max_steps
+reached, and a cancel. Every line the harness writes is checked against the protocol's schemas.
+
+The plugin must lint clean first. Exit status: 0 all checks pass, 1 a check failed or the
+plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
+		Example: `  oz0 plugin test
+  oz0 plugin test acme-triage --json
+  oz0 plugin test --script my-model.yaml --input "The app crashes on login"`,
+		Args: argsBetween(0, 1, "at most one DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Dir = "."
+			if len(args) == 1 {
+				opts.Dir = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runPluginTest(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print each check as a JSON line")
+	cmd.Flags().StringArrayVar(&opts.Harnesses, "harness", nil, "test only this harness (repeatable)")
+	cmd.Flags().StringVar(&opts.Script, "script", "", "the fake model's script (default: the built-in one, which answers the byo-agent triage prompt)")
+	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
+	cmd.Flags().DurationVar(&opts.Grace, "grace", harnesskit.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
+	return cmd
+}
+
+func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	p, rep, err := plugin.Load(opts.Dir)
+	var lintErr *plugin.LintError
+	if errors.As(err, &lintErr) {
+		if werr := lint.Write(opts.IO.ErrOut, rep, "text", ""); werr != nil {
+			return werr
+		}
+		return &cmdutil.FindingsError{Msg: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	var script *fakemodel.Script
+	if opts.Script != "" {
+		script, err = fakemodel.LoadScript(opts.Script)
+		if err != nil {
+			return cmdutil.Usagef("%s", err)
+		}
+	}
+	out := opts.IO.Out
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	started := ""
+	report, err := conformance.Run(ctx, p, conformance.Options{
+		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
+		Progress: func(c conformance.Check) {
+			if opts.JSON {
+				_ = enc.Encode(c)
+				return
+			}
+			if c.Harness != started {
+				started = c.Harness
+				fmt.Fprintf(out, "harness %s: protocol v1 against the gateway and the fake model\n", c.Harness)
+			}
+			mark := "ok  "
+			switch {
+			case c.NotApplicable:
+				mark = "n/a "
+			case !c.Pass:
+				mark = "FAIL"
+			}
+			fmt.Fprintf(out, "  %s %-19s %s (%.1fs)\n", mark, c.ID, c.Title, c.Elapsed.Seconds())
+			if !c.Pass {
+				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", c.Expected, c.Got)
+			}
+			if c.Note != "" {
+				fmt.Fprintf(out, "       note:     %s\n", c.Note)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	passed, failed, na := report.Counts()
+	if !opts.JSON {
+		fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
+		if na > 0 {
+			fmt.Fprintf(out, ", %d not applicable", na)
+		}
+		fmt.Fprintln(out)
+	}
+	if failed > 0 {
+		return &cmdutil.FindingsError{}
+	}
+	return nil
+}

@@ -1,0 +1,617 @@
+// Package conformance is the conformance kit behind `oz0 plugin test`: it runs every harness of
+// a plugin, with its real command, through the supervisor against the gateway and the fake model,
+// in scripted scenarios, and checks that it keeps protocol v1 in each.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/schemas"
+)
+
+// Check is the outcome of one scenario for one harness.
+type Check struct {
+	Harness  string        `json:"harness"`
+	ID       string        `json:"check"`
+	Title    string        `json:"title"`
+	Pass     bool          `json:"pass"`
+	// NotApplicable: the check means nothing for this harness (it asks for no tools); Pass is true.
+	NotApplicable bool `json:"not_applicable,omitempty"`
+	Expected string        `json:"expected"`
+	Got      string        `json:"got"`
+	Note     string        `json:"note,omitempty"`
+	Elapsed  time.Duration `json:"-"`
+	// ElapsedMS is Elapsed for JSON readers.
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
+// Report is every check of a run.
+type Report struct {
+	Plugin string  `json:"plugin"`
+	Checks []Check `json:"checks"`
+}
+
+// Counts returns how many checks passed, failed, and did not apply.
+func (r *Report) Counts() (passed, failed, notApplicable int) {
+	for _, c := range r.Checks {
+		switch {
+		case c.NotApplicable:
+			notApplicable++
+		case c.Pass:
+			passed++
+		default:
+			failed++
+		}
+	}
+	return passed, failed, notApplicable
+}
+
+// Options tune a run. The zero value is the defaults.
+type Options struct {
+	// Script is the fake model's script; nil is the built-in one, which answers the byo-agent
+	// template's triage prompt.
+	Script *fakemodel.Script
+	// Input is the job input of every scenario; "" is the guide's ticket.
+	Input string
+	// Timeout bounds each scenario; 0 is DefaultTimeout.
+	Timeout time.Duration
+	// Grace is how long a harness has to exit after its last line or after SIGTERM; 0 is
+	// harnesskit.DefaultGrace.
+	Grace time.Duration
+	// Harnesses limits the run to these harnesses; empty runs all.
+	Harnesses []string
+	// Progress is told of each check as it ends; may be nil.
+	Progress func(Check)
+}
+
+// DefaultInput is the guide's ticket.
+const DefaultInput = "I was charged twice for my order"
+
+// DefaultTimeout bounds one scenario.
+const DefaultTimeout = 60 * time.Second
+
+// Changed is what the changed-arguments scenario puts in every string argument it changes.
+const Changed = "oz0-changed"
+
+// DenyReason is the reason the denied scenario gives.
+const DenyReason = "denied by oz0 plugin test"
+
+// scenario is one check's session: how it is decided, and what is expected of it.
+type scenario struct {
+	id, title, expected string
+	// needsTools: the check means nothing for a harness that asks for no permission.
+	needsTools bool
+	run        func(e *env, h *target) (got string, note string, pass bool)
+}
+
+var scenarios = []scenario{
+	{id: "plain-run", title: "a plain run ends with a result",
+		expected: "a result line, then exit within the grace period",
+		run:      (*env).plainRun},
+	{id: "permission-allowed", title: "an allowed tool call runs and reports its result", needsTools: true,
+		expected: "a permission_request, then a tool_result for the same id and tool, then a result",
+		run:      (*env).permissionAllowed},
+	{id: "changed-arguments", title: "an allowed call runs with the arguments the job changed", needsTools: true,
+		expected: "the tool runs with the changed arguments: its tool_result shows " + Changed + " values, not the asked ones",
+		run:      (*env).changedArguments},
+	{id: "denied", title: "a denied call does not run and the session ends cleanly", needsTools: true,
+		expected: "no tool_result for the denied request, and a result or an error line",
+		run:      (*env).denied},
+	{id: "unlisted-tool", title: "a tool outside the agent's list is refused and the session ends cleanly", needsTools: true,
+		expected: "the node refuses the call (rule 1), no tool_result for it, and a result or an error line",
+		run:      (*env).unlistedTool},
+	{id: "max-steps", title: "a model call past limits.max_steps is refused and the session ends cleanly",
+		expected: "the gateway's 429 ends the session with an error line (or a result), without retrying in a loop",
+		run:      (*env).maxSteps},
+	{id: "cancel", title: "a cancelled session exits on SIGTERM within the grace period",
+		expected: "exit within the grace period after SIGTERM, without SIGKILL",
+		run:      (*env).cancel},
+}
+
+// Scenarios lists the checks' IDs and titles, in the order they run.
+func Scenarios() [][2]string {
+	out := make([][2]string, len(scenarios))
+	for i, s := range scenarios {
+		out[i] = [2]string{s.id, s.title}
+	}
+	return out
+}
+
+// target is the harness under test and the agent whose definition its sessions use.
+type target struct {
+	p       *plugin.Plugin
+	harness *plugin.Harness
+	agent   *plugin.Agent // nil when no agent uses the harness
+	tools   []string
+}
+
+// env is the fake model and the gateway that the sessions of one run talk to.
+type env struct {
+	opts     Options
+	upstream *httptest.Server
+	gwServer *httptest.Server
+	keys     *gateway.MemResolver
+	meter    *gateway.MemMeter
+	record   gateway.Record
+	jobs     atomic.Int64
+}
+
+// Run runs every scenario for every harness of p (or those Options.Harnesses names).
+func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
+	if opts.Input == "" {
+		opts.Input = DefaultInput
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	for _, name := range opts.Harnesses {
+		if p.Harness(name) == nil {
+			return nil, fmt.Errorf("the plugin has no harness %q", name)
+		}
+	}
+	e := &env{opts: opts, keys: gateway.NewMemResolver(), meter: &gateway.MemMeter{}}
+	e.upstream = httptest.NewServer(fakemodel.New(opts.Script))
+	defer e.upstream.Close()
+	gw, err := gateway.New(gateway.Config{Resolver: e.keys, Meter: e.meter})
+	if err != nil {
+		return nil, err
+	}
+	e.gwServer = httptest.NewServer(gw)
+	defer e.gwServer.Close()
+	e.record = gateway.FakeRecord(e.upstream.URL)
+
+	rep := &Report{Plugin: p.Manifest.Name}
+	for i := range p.Manifest.Harnesses {
+		h := &p.Manifest.Harnesses[i]
+		if len(opts.Harnesses) > 0 && !slices.Contains(opts.Harnesses, h.Name) {
+			continue
+		}
+		t := &target{p: p, harness: h, tools: h.Tools}
+		for _, a := range p.Agents {
+			if a.HarnessName() == h.Name {
+				t.agent = a
+				t.tools = p.Tools(a)
+				break
+			}
+		}
+		for _, sc := range scenarios {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			start := time.Now()
+			c := Check{Harness: h.Name, ID: sc.id, Title: sc.title, Expected: sc.expected}
+			if sc.needsTools && (!h.Permissions || len(t.tools) == 0) {
+				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
+				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
+			} else {
+				c.Got, c.Note, c.Pass = sc.run(e, t)
+			}
+			c.Elapsed = time.Since(start)
+			c.ElapsedMS = c.Elapsed.Milliseconds()
+			rep.Checks = append(rep.Checks, c)
+			if opts.Progress != nil {
+				opts.Progress(c)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// session is the record of one scenario's session.
+type session struct {
+	end      harnesskit.End
+	events   []harnesskit.Event
+	invalid  []string // lines that do not match the protocol's schemas
+	asked    []harnesskit.PermissionRequest
+	results  map[string]harnesskit.ToolResult
+	decided  int // Decide calls
+	startErr error
+}
+
+// sessionSpec says how one scenario's session runs.
+type sessionSpec struct {
+	tools    []string // nil: the agent's
+	maxSteps int      // the request's limits.max_steps; 0: the agent's, else 10
+	decide   func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision
+	onEvent  func(*harnesskit.Session, harnesskit.Event)
+	// spendSteps: steps the gateway counts as made before the session starts.
+	spendSteps int
+}
+
+func (e *env) run(t *target, ss sessionSpec) *session {
+	job := fmt.Sprintf("job_conformance%09d", e.jobs.Add(1))
+	agentName := t.harness.Name
+	var instructions string
+	var options json.RawMessage
+	if t.agent != nil {
+		agentName, instructions = t.agent.Name, t.agent.InstructionsText
+		if len(t.agent.Harness.Options) > 0 {
+			options, _ = json.Marshal(t.agent.Harness.Options)
+		}
+	}
+	maxSteps := ss.maxSteps
+	if maxSteps == 0 {
+		maxSteps = 10
+		if t.agent != nil && t.agent.Limits.MaxSteps > 0 {
+			maxSteps = t.agent.Limits.MaxSteps
+		}
+	}
+	tools := ss.tools
+	if tools == nil {
+		tools = t.tools
+	}
+	format := "anthropic-messages"
+	if len(t.harness.Formats) > 0 {
+		format = t.harness.Formats[0]
+	}
+	key := e.keys.Issue(gateway.Grant{Job: job, Agent: agentName, Record: e.record, Limits: gateway.Limits{MaxSteps: maxSteps}})
+	defer e.keys.Revoke(key)
+	for range ss.spendSteps {
+		e.spendStep(key)
+	}
+	input, _ := json.Marshal(e.opts.Input)
+	out := &session{results: map[string]harnesskit.ToolResult{}}
+	var mu sync.Mutex
+	var sess *harnesskit.Session
+	ready := make(chan struct{})
+	spec := harnesskit.Spec{
+		Command:   t.harness.Command,
+		PluginDir: t.p.Dir,
+		Request: harnesskit.SessionRequest{
+			Job: job, Agent: agentName, Harness: t.harness.Name,
+			Text: e.opts.Input, Input: input, Instructions: instructions,
+			Model:   harnesskit.Model{Name: e.record.Model, Format: format, Record: e.record.Name},
+			Tools:   tools,
+			Limits:  harnesskit.RequestLimits{MaxSteps: maxSteps},
+			Options: options,
+		},
+		Env: harnesskit.Env{
+			AnthropicBaseURL: e.gwServer.URL + "/anthropic", AnthropicAPIKey: key,
+			OpenAIBaseURL: e.gwServer.URL + "/openai", OpenAIAPIKey: key,
+		},
+		Limits: harnesskit.Limits{Timeout: e.opts.Timeout, Grace: e.opts.Grace},
+		Decider: harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision {
+			mu.Lock()
+			out.decided++
+			mu.Unlock()
+			if ss.decide == nil {
+				return harnesskit.Allow(nil)
+			}
+			return ss.decide(ctx, ask)
+		}),
+		Sink: func(ev harnesskit.Event) {
+			mu.Lock()
+			out.events = append(out.events, ev)
+			if ev.Raw != nil {
+				if err := validateLine(ev.Raw); err != nil {
+					out.invalid = append(out.invalid, fmt.Sprintf("line %d: %v", ev.Line, err))
+				}
+			}
+			switch m := ev.Message.(type) {
+			case harnesskit.PermissionRequest:
+				if ev.Kind == harnesskit.EventPermissionRequest {
+					out.asked = append(out.asked, m)
+				}
+			case harnesskit.ToolResult:
+				if ev.Kind == harnesskit.EventToolResult {
+					out.results[m.ID] = m
+				}
+			}
+			mu.Unlock()
+			if ss.onEvent != nil {
+				<-ready
+				ss.onEvent(sess, ev)
+			}
+		},
+	}
+	s, err := harnesskit.Start(context.Background(), spec)
+	if err != nil {
+		close(ready)
+		out.startErr = err
+		return out
+	}
+	sess = s
+	close(ready)
+	out.end = s.Wait()
+	return out
+}
+
+// spendStep makes a call through the gateway with key, so that it counts as a step.
+func (e *env) spendStep(key string) {
+	body := `{"model":"fake-model","max_tokens":16,"messages":[{"role":"user","content":"oz0 plugin test: spend a step"}]}`
+	req, _ := http.NewRequest(http.MethodPost, e.gwServer.URL+"/anthropic/v1/messages", strings.NewReader(body))
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("content-type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// validateLine checks one stdout line against the protocol's schemas.
+func validateLine(raw []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("not JSON: %.80q", raw)
+	}
+	sch, err := schemas.Compile(harnesskit.SchemaHarnessMessage)
+	if err != nil {
+		return err
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("does not match %s: %s", harnesskit.SchemaHarnessMessage, firstLine(err.Error()))
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+// describe says in a sentence how a session went, for Check.Got.
+func (s *session) describe() string {
+	if s.startErr != nil {
+		return "the harness did not start: " + s.startErr.Error()
+	}
+	d := s.end.String()
+	if s.end.Status == harnesskit.Failed && s.end.Message != "" {
+		d = "failed with the error line: " + s.end.Message
+	}
+	if s.end.Status != harnesskit.Completed && s.end.StderrTail != "" && !strings.Contains(d, "stderr") {
+		d += "; stderr ends: " + tail(s.end.StderrTail, 300)
+	}
+	return strings.Join(strings.Fields(d), " ")
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return strings.ReplaceAll(s, "\n", " | ")
+}
+
+// protocolOK is the common ground of every scenario: the session started, every line matched
+// the schemas, and nothing broke a rule.
+func (s *session) protocolOK() (string, bool) {
+	if s.startErr != nil {
+		return s.describe(), false
+	}
+	if len(s.invalid) > 0 {
+		return fmt.Sprintf("%d line(s) that do not match the protocol: %s", len(s.invalid), strings.Join(s.invalid[:min(3, len(s.invalid))], "; ")), false
+	}
+	if s.end.Status == harnesskit.ProtocolViolation {
+		return s.describe(), false
+	}
+	if s.end.Killed {
+		return s.describe() + "; the process did not exit within the grace period and was killed", false
+	}
+	return "", true
+}
+
+// endedCleanly: a result, or an error line, and not a crash, a hang or a violation.
+func (s *session) endedCleanly() bool {
+	return s.end.Status == harnesskit.Completed || (s.end.Status == harnesskit.Failed && s.end.Message != "")
+}
+
+func (e *env) plainRun(t *target) (string, string, bool) {
+	s := e.run(t, sessionSpec{})
+	if got, ok := s.protocolOK(); !ok {
+		return got, "", false
+	}
+	if s.end.Status != harnesskit.Completed {
+		return s.describe(), "", false
+	}
+	return "result " + clip(string(s.end.Output), 200), "", true
+}
+
+func (e *env) permissionAllowed(t *target) (string, string, bool) {
+	s := e.run(t, sessionSpec{})
+	if got, ok := s.protocolOK(); !ok {
+		return got, "", false
+	}
+	if len(s.asked) == 0 {
+		return "no permission_request; " + s.describe(), "", false
+	}
+	for _, a := range s.asked {
+		r, ok := s.results[a.ID]
+		if !ok {
+			return fmt.Sprintf("permission_request %s for %s was allowed but no tool_result came for it; %s", a.ID, a.Tool, s.describe()), "", false
+		}
+		if r.Tool != a.Tool {
+			return fmt.Sprintf("tool_result %s names tool %q, the request asked for %q", a.ID, r.Tool, a.Tool), "", false
+		}
+	}
+	if s.end.Status != harnesskit.Completed {
+		return s.describe(), "", false
+	}
+	return fmt.Sprintf("%d call(s) allowed, each with its tool_result; then a result", len(s.asked)), "", true
+}
+
+func (e *env) changedArguments(t *target) (string, string, bool) {
+	var mu sync.Mutex
+	originals := map[string][]string{} // request id → the string values asked
+	s := e.run(t, sessionSpec{decide: func(_ context.Context, ask *harnesskit.Ask) harnesskit.Decision {
+		var args map[string]any
+		if json.Unmarshal(ask.Arguments, &args) != nil {
+			return harnesskit.Allow(nil)
+		}
+		var asked []string
+		for k, v := range args {
+			if str, ok := v.(string); ok {
+				asked = append(asked, str)
+				args[k] = Changed + "-" + k
+			}
+		}
+		mu.Lock()
+		originals[ask.ID] = asked
+		mu.Unlock()
+		changed, _ := json.Marshal(args)
+		return harnesskit.Allow(changed)
+	}})
+	if got, ok := s.protocolOK(); !ok {
+		return got, "", false
+	}
+	if len(s.asked) == 0 {
+		return "no permission_request; " + s.describe(), "", false
+	}
+	for _, a := range s.asked {
+		r, ok := s.results[a.ID]
+		if !ok {
+			return fmt.Sprintf("no tool_result for %s; %s", a.ID, s.describe()), "", false
+		}
+		shown := string(r.Result) + r.Error
+		if strings.Contains(shown, Changed) {
+			continue
+		}
+		for _, orig := range originals[a.ID] {
+			if len(orig) >= 3 && strings.Contains(shown, orig) {
+				return fmt.Sprintf("tool_result %s shows the asked value %q, not the changed one: the tool ran with its own arguments", a.ID, clip(orig, 80)), "", false
+			}
+		}
+		return fmt.Sprintf("tool_result %s: %s", a.ID, clip(shown, 120)), "the tool's result shows none of its string arguments, so which it ran with cannot be seen", true
+	}
+	return "the tool ran with the changed arguments: its tool_result shows them", "", true
+}
+
+func (e *env) denied(t *target) (string, string, bool) {
+	s := e.run(t, sessionSpec{decide: func(context.Context, *harnesskit.Ask) harnesskit.Decision {
+		return harnesskit.Deny(DenyReason)
+	}})
+	if got, ok := s.protocolOK(); !ok {
+		return got, "", false
+	}
+	if len(s.asked) == 0 {
+		return "no permission_request; " + s.describe(), "", false
+	}
+	for _, a := range s.asked {
+		if r, ok := s.results[a.ID]; ok && r.Error == "" {
+			return fmt.Sprintf("the denied call %s of %s ran: its tool_result came back", a.ID, a.Tool), "", false
+		}
+	}
+	if !s.endedCleanly() {
+		return s.describe(), "", false
+	}
+	return "denied; " + s.describe(), "", true
+}
+
+func (e *env) unlistedTool(t *target) (string, string, bool) {
+	s := e.run(t, sessionSpec{tools: []string{}})
+	if got, ok := s.protocolOK(); !ok {
+		return got, "", false
+	}
+	if len(s.asked) == 0 {
+		return "no permission_request; " + s.describe(), "", false
+	}
+	if s.decided > 0 {
+		return fmt.Sprintf("the decider saw %d request(s) for unlisted tools", s.decided), "", false
+	}
+	for _, a := range s.asked {
+		if r, ok := s.results[a.ID]; ok && r.Error == "" {
+			return fmt.Sprintf("the refused call %s of %s ran: its tool_result came back", a.ID, a.Tool), "", false
+		}
+	}
+	if !s.endedCleanly() {
+		return s.describe(), "", false
+	}
+	return "refused by the node; " + s.describe(), "", true
+}
+
+func (e *env) maxSteps(t *target) (string, string, bool) {
+	before := len(e.meter.Calls())
+	s := e.run(t, sessionSpec{maxSteps: 1, spendSteps: 1})
+	if got, ok := s.protocolOK(); !ok {
+		return got, "", false
+	}
+	refused := 0
+	for _, c := range e.meter.Calls()[before:] {
+		if c.Refused != "" {
+			refused++
+		}
+	}
+	if refused > 3 {
+		return fmt.Sprintf("the harness made %d more calls after the gateway refused the first", refused-1), "", false
+	}
+	if !s.endedCleanly() {
+		return s.describe(), "", false
+	}
+	if refused == 0 {
+		return s.describe(), "the harness made no model call, so the limit was never met", true
+	}
+	return s.describe(), "", true
+}
+
+func (e *env) cancel(t *target) (string, string, bool) {
+	var once sync.Once
+	cancelled := make(chan time.Time, 1)
+	s := e.run(t, sessionSpec{
+		// Hold every permission request until the session ends, so that the cancel lands while
+		// the harness is mid-session whatever it does first.
+		decide: func(ctx context.Context, _ *harnesskit.Ask) harnesskit.Decision {
+			<-ctx.Done()
+			return harnesskit.Deny("cancelled")
+		},
+		onEvent: func(sess *harnesskit.Session, ev harnesskit.Event) {
+			if ev.Raw == nil {
+				return
+			}
+			once.Do(func() {
+				cancelled <- time.Now()
+				go sess.Cancel()
+			})
+		},
+	})
+	if s.startErr != nil {
+		return s.describe(), "", false
+	}
+	if len(s.invalid) > 0 {
+		return fmt.Sprintf("%d line(s) that do not match the protocol: %s", len(s.invalid), s.invalid[0]), "", false
+	}
+	select {
+	case <-cancelled:
+	default:
+		return "the session wrote nothing before it ended, so it could not be cancelled mid-way; " + s.describe(), "", false
+	}
+	if s.end.Status != harnesskit.Cancelled {
+		return "the session ended before the cancel took effect: " + s.describe(), "", false
+	}
+	if s.end.Killed {
+		return "the process did not exit within the grace period after SIGTERM and was killed", "", false
+	}
+	return fmt.Sprintf("exited on SIGTERM (%s)", orDefault(s.end.Signal, fmt.Sprintf("exit status %d", s.end.ExitCode))), "", true
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
