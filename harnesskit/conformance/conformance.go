@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -27,16 +28,16 @@ import (
 
 // Check is the outcome of one scenario for one harness.
 type Check struct {
-	Harness  string        `json:"harness"`
-	ID       string        `json:"check"`
-	Title    string        `json:"title"`
-	Pass     bool          `json:"pass"`
+	Harness string `json:"harness"`
+	ID      string `json:"check"`
+	Title   string `json:"title"`
+	Pass    bool   `json:"pass"`
 	// NotApplicable: the check means nothing for this harness (it asks for no tools); Pass is true.
-	NotApplicable bool `json:"not_applicable,omitempty"`
-	Expected string        `json:"expected"`
-	Got      string        `json:"got"`
-	Note     string        `json:"note,omitempty"`
-	Elapsed  time.Duration `json:"-"`
+	NotApplicable bool          `json:"not_applicable,omitempty"`
+	Expected      string        `json:"expected"`
+	Got           string        `json:"got"`
+	Note          string        `json:"note,omitempty"`
+	Elapsed       time.Duration `json:"-"`
 	// ElapsedMS is Elapsed for JSON readers.
 	ElapsedMS int64 `json:"elapsed_ms"`
 }
@@ -457,8 +458,8 @@ func (e *env) changedArguments(t *target) (string, string, bool) {
 			return harnesskit.Allow(nil)
 		}
 		var asked []string
-		for k, v := range args {
-			if str, ok := v.(string); ok {
+		for _, k := range slices.Sorted(maps.Keys(args)) {
+			if str, ok := args[k].(string); ok {
 				asked = append(asked, str)
 				args[k] = Changed + "-" + k
 			}
