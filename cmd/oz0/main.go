@@ -16,6 +16,7 @@ func run(args []string) int {
 		IOStreams: iostreams.System(),
 		Version:   buildVersion(),
 		Getwd:     os.Getwd,
+		Getenv:    os.Getenv,
 		Prompter:  prompt.Huh{},
 	}
 	return execute(f, args)

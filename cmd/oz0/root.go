@@ -39,6 +39,10 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdCompletion(f))
 	root.AddCommand(newCmdPlugin(f))
+	root.AddCommand(newCmdDev(f))
+	root.AddCommand(newCmdRun(f, nil))
+	root.AddCommand(newCmdSecret(f))
+	root.AddCommand(newCmdJob(f))
 	root.AddCommand(newCmdFakeModel(f))
 	return root
 }

@@ -11,6 +11,8 @@ type Factory struct {
 	Version   string
 	// Getwd returns the directory commands resolve relative paths against.
 	Getwd func() (string, error)
+	// Getenv reads the environment (OZ0_CONTEXT).
+	Getenv func(string) string
 	// Prompter asks a person for missing values; only used when IOStreams.CanPrompt().
 	Prompter prompt.Prompter
 }

@@ -59,3 +59,12 @@ func (Huh) Ask(questions []Question) error {
 	}
 	return err
 }
+
+// Confirm asks a yes/no question; false when the person backs out.
+func Confirm(title string) bool {
+	yes := false
+	if err := huh.NewConfirm().Title(title).Value(&yes).Run(); err != nil {
+		return false
+	}
+	return yes
+}

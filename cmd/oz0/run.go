@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/render"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/prompt"
+)
+
+type runOptions struct {
+	IO        *iostreams.IOStreams
+	Getenv    func(string) string
+	Agent     string
+	Input     string
+	InputFile string
+	JSON      bool
+	Detach    bool
+}
+
+func newCmdRun(f *cmdutil.Factory, runF func(*runOptions) error) *cobra.Command {
+	opts := &runOptions{IO: f.IOStreams, Getenv: f.Getenv}
+	cmd := &cobra.Command{
+		Use:   "run AGENT [INPUT]",
+		Short: "Start a job and show its live stream",
+		Long: `Start a job of AGENT on the dev server in OZ0_CONTEXT and render its live stream: what the
+agent says, each tool call (→) and its result (←), then the answer. Exit status 0 when the job
+succeeds, 1 when it fails, with the reason on stderr. Ctrl-C cancels the job (on a terminal,
+after asking).
+
+INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
+		Example: `  oz0 run acme-triage "I was charged twice for my order"
+  echo '{"order": 42}' | oz0 run order-bot -
+  oz0 run acme-triage --input-file ticket.txt --json
+  oz0 run acme-triage "..." --detach   # print the job id and return`,
+		Args: argsBetween(1, 2, "AGENT and an INPUT (or --input-file)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Agent = args[0]
+			switch {
+			case len(args) == 2 && opts.InputFile != "":
+				return cmdutil.Usagef("give the input as INPUT or --input-file, not both")
+			case len(args) == 2 && args[1] == "-":
+				b, err := io.ReadAll(io.LimitReader(opts.IO.In, store.MaxData+1))
+				if err != nil {
+					return err
+				}
+				opts.Input = string(b)
+			case len(args) == 2:
+				opts.Input = args[1]
+			case opts.InputFile != "":
+				b, err := os.ReadFile(opts.InputFile)
+				if err != nil {
+					return cmdutil.Usagef("cannot read --input-file: %v", err)
+				}
+				opts.Input = string(b)
+			default:
+				return cmdutil.Usagef("%s needs an INPUT: oz0 run %s \"...\" (or - for stdin, or --input-file)", cmd.CommandPath(), args[0])
+			}
+			if len(opts.Input) > store.MaxData {
+				return cmdutil.Usagef("the input is over %d MiB", store.MaxData>>20)
+			}
+			if opts.JSON && opts.Detach {
+				return cmdutil.Usagef("--json and --detach do not go together")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
+	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "print the job id and return without following the job")
+	cmd.Flags().StringVar(&opts.InputFile, "input-file", "", "read the input from this file")
+	return cmd
+}
+
+func runRun(opts *runOptions) error {
+	c, err := client.FromEnv(opts.Getenv)
+	if err != nil {
+		return cmdutil.Usagef("%s", err)
+	}
+	ctx := context.Background()
+	job, err := c.CreateJob(ctx, client.JobRequest{Agent: opts.Agent, Input: opts.Input})
+	if err != nil {
+		return apiUsageError(err)
+	}
+	if opts.Detach {
+		fmt.Fprintln(opts.IO.Out, job.ID)
+		return nil
+	}
+	if !opts.JSON {
+		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: %s on model record %s (%s)\n", job.ID, job.Agent, job.ModelRecord, job.ModelName)
+	}
+	return follow(ctx, opts.IO, c, job, opts.JSON)
+}
+
+// follow renders a job's stream to its end, cancelling it on Ctrl-C, and returns its outcome.
+func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job store.Job, asJSON bool) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for range sigs {
+			if ios.CanPrompt() && !prompt.Confirm(fmt.Sprintf("Cancel job %s?", job.ID)) {
+				continue
+			}
+			fmt.Fprintf(ios.ErrOut, "oz0: cancelling job %s\n", job.ID)
+			if _, err := c.Cancel(context.Background(), job.ID); err != nil {
+				fmt.Fprintf(ios.ErrOut, "oz0: %v\n", err)
+			}
+		}
+	}()
+
+	r := render.New(ios.Out, job.Agent)
+	enc := json.NewEncoder(ios.Out)
+	enc.SetEscapeHTML(false)
+	err := c.Events(ctx, job.ID, 0, func(ev store.Event) error {
+		if asJSON {
+			return enc.Encode(ev)
+		}
+		if ev.Type == store.EventStatus && strings.Contains(string(ev.Data), `"waiting_for_approval"`) {
+			r.Close()
+			fmt.Fprintf(ios.ErrOut, "oz0: job %s is waiting for a person's approval: oz0 approval list\n", job.ID)
+		}
+		return r.Event(render.Event{Type: ev.Type, Data: ev.Data})
+	}, func(err error) {
+		if !asJSON {
+			fmt.Fprintf(ios.ErrOut, "oz0: the live stream broke (%v); resuming\n", err)
+		}
+	})
+	r.Close()
+	if err != nil {
+		return apiUsageError(err)
+	}
+	final, err := c.Job(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	if final.Status == store.StatusSucceeded {
+		return nil
+	}
+	reason := final.Reason
+	if reason == "" {
+		reason = string(final.Status)
+	}
+	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", final.ID, strings.ReplaceAll(string(final.Status), "_", " "), reason)}
+}
+
+// apiUsageError maps the API's refusals of what the user asked (an unknown agent, bad input, no
+// dev server) to usage errors, exit 2.
+func apiUsageError(err error) error {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 {
+		if apiErr.Status == 404 || apiErr.Status == 422 || apiErr.Status == 400 || apiErr.Status == 401 || apiErr.Status == 409 {
+			return &cmdutil.UsageError{Msg: apiErr.Message}
+		}
+	}
+	return err
+}

@@ -1,0 +1,318 @@
+// Package api is the dev server's control API: jobs, their live streams and traces, and the
+// tenant's secrets. Every call needs the bearer token of OZ0_CONTEXT; the Host must be loopback
+// (so a web page cannot reach it through DNS rebinding) and writes from another origin are
+// refused.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/node"
+	"github.com/orchestrator-zero/oz0/devserver/secrets"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+)
+
+// Backend is what the API serves from.
+type Backend struct {
+	Token   string
+	Store   *store.Store
+	Node    *node.Node
+	Secrets SecretStore
+	Info    func() client.Info
+	Logger  *slog.Logger
+}
+
+// SecretStore is the tenant's secrets, as the API changes them.
+type SecretStore interface {
+	Set(name, value, baseURL string) error
+	List() ([]client.SecretMeta, error)
+	Remove(name string) error
+}
+
+// Handler returns the API's handler, to mount at /api/.
+func Handler(b *Backend) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Info()) })
+	mux.HandleFunc("POST /api/v1/jobs", b.createJob)
+	mux.HandleFunc("GET /api/v1/jobs", b.listJobs)
+	mux.HandleFunc("GET /api/v1/jobs/{id}", b.getJob)
+	mux.HandleFunc("POST /api/v1/jobs/{id}/cancel", b.cancelJob)
+	mux.HandleFunc("GET /api/v1/jobs/{id}/events", b.events)
+	mux.HandleFunc("GET /api/v1/jobs/{id}/trace", b.trace)
+	mux.HandleFunc("GET /api/v1/secrets", b.listSecrets)
+	mux.HandleFunc("PUT /api/v1/secrets/{name}", b.setSecret)
+	mux.HandleFunc("DELETE /api/v1/secrets/{name}", b.removeSecret)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
+	})
+	return Guard(b.Token, mux)
+}
+
+// Guard wraps a handler with the checks every call passes: a loopback Host, no cross-origin
+// write, and the bearer token (when token is not empty).
+func Guard(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !client.IsLoopbackHost(host) {
+			writeError(w, http.StatusForbidden, "forbidden_host", "the dev server answers only requests addressed to loopback, not "+r.Host)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if origin != "http://"+r.Host {
+				writeError(w, http.StatusForbidden, "cross_origin", "cross-origin writes are refused (Origin "+origin+")")
+				return
+			}
+		}
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="oz0 dev"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func (b *Backend) storeError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", err.Error()+"; `oz0 job list` shows the jobs")
+	default:
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
+
+func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
+	var req client.JobRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, store.MaxData)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "the request is not a JSON job: "+err.Error())
+		return
+	}
+	j, err := b.Node.Submit(req.Agent, req.Input)
+	var inErr *node.InputError
+	switch {
+	case errors.As(err, &inErr):
+		writeError(w, http.StatusUnprocessableEntity, "bad_input", err.Error())
+	case errors.Is(err, node.ErrUnknownAgent):
+		writeError(w, http.StatusNotFound, "unknown_agent", err.Error())
+	case errors.Is(err, node.ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	default:
+		writeJSON(w, http.StatusCreated, j)
+	}
+}
+
+func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.ListFilter{Agent: q.Get("agent"), Before: q.Get("before")}
+	if s := q.Get("status"); s != "" {
+		for _, st := range strings.Split(s, ",") {
+			if !store.Status(st).Valid() {
+				writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("unknown status %q; the statuses are %v", st, store.Statuses))
+				return
+			}
+			f.Status = append(f.Status, store.Status(st))
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, "bad_request", "limit must be a positive number")
+			return
+		}
+		f.Limit = n
+	}
+	jobs, err := b.Store.ListJobs(f)
+	if err != nil {
+		b.storeError(w, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []store.Job{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+func (b *Backend) getJob(w http.ResponseWriter, r *http.Request) {
+	j, err := b.Store.GetJob(r.PathValue("id"))
+	if err != nil {
+		b.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	j, err := b.Store.GetJob(id)
+	if err != nil {
+		b.storeError(w, err)
+		return
+	}
+	if j.Status.Terminal() {
+		writeError(w, http.StatusConflict, "ended", fmt.Sprintf("job %s has already ended: %s", id, j.Status))
+		return
+	}
+	if !b.Node.Cancel(id) {
+		_ = b.Store.FinishJob(id, store.StatusCancelled, "cancelled", nil)
+	}
+	// Answer once the job has ended, so that `oz0 job cancel` can say it is gone.
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if sub, err := b.Store.Subscribe(ctx, id, 0); err == nil {
+		for range sub.C {
+		}
+	}
+	j, err = b.Store.GetJob(id)
+	if err != nil {
+		b.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+// events streams a job's events as server-sent events, each with its seq as the id, from after
+// ?after= or the Last-Event-ID header, until the job's last event; then an `end` event.
+func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after := int64(0)
+	for _, s := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "bad_request", "after must be an event's seq")
+			return
+		}
+		after = max(after, n)
+	}
+	sub, err := b.Store.Subscribe(r.Context(), id, after)
+	if err != nil {
+		b.storeError(w, err)
+		return
+	}
+	defer sub.Close()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 0, 4096)
+	for ev := range sub.C {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return
+		}
+		buf = buf[:0]
+		buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		// Flush when no more events are waiting, so a burst goes out in few writes.
+		if len(sub.C) == 0 && flusher != nil {
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+	if sub.Err() == nil {
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+func (b *Backend) trace(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := b.Store.GetJob(id); err != nil {
+		b.storeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if err := b.Store.Trace(id, w); err != nil {
+		b.Logger.Error("trace", "job", id, "err", err)
+	}
+}
+
+func (b *Backend) listSecrets(w http.ResponseWriter, r *http.Request) {
+	list, err := b.Secrets.List()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	if list == nil {
+		list = []client.SecretMeta{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"secrets": list})
+}
+
+func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Value   string `json:"value"`
+		BaseURL string `json:"base_url"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 2*secrets.MaxValue)).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "the request is not a JSON secret: "+err.Error())
+		return
+	}
+	if err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, secrets.ErrInvalid) {
+			status = http.StatusBadRequest
+		}
+		writeError(w, status, "bad_secret", err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
+	if err := b.Secrets.Remove(r.PathValue("name")); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, secrets.ErrNotFound) {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, "bad_secret", err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

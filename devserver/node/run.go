@@ -1,0 +1,314 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+)
+
+// run runs job's session to its end and records it.
+func (n *Node) run(job *Job, j store.Job, model string) {
+	defer n.wg.Done()
+	defer func() {
+		n.mu.Lock()
+		delete(n.running, job.ID)
+		n.mu.Unlock()
+	}()
+	a := job.Agent
+	job.mu.Lock()
+	cancelled := job.cancel
+	job.mu.Unlock()
+	n.mu.Lock()
+	closing := n.closed
+	n.mu.Unlock()
+	switch {
+	case cancelled:
+		n.finish(job.ID, store.StatusCancelled, "cancelled before it started", nil)
+		return
+	case closing:
+		n.finish(job.ID, store.StatusInterrupted, "oz0 dev stopped before the job started", nil)
+		return
+	}
+	if err := n.cfg.Store.SetStatus(job.ID, store.StatusRunning, ""); err != nil {
+		n.cfg.Logger.Error("job could not start", "job", job.ID, "err", err)
+		return
+	}
+	key := n.cfg.Keys.Issue(gateway.Grant{
+		Job: job.ID, Agent: a.Name, Record: job.Record,
+		Limits: gateway.Limits{MaxSteps: a.Limits.MaxSteps, MaxTokens: a.Limits.MaxTokens, MaxCostUSD: a.Limits.MaxCostUSD},
+	})
+	defer n.cfg.Keys.RevokeJob(job.ID)
+	defer n.cfg.Gateway.Forget(job.ID)
+
+	var options json.RawMessage
+	if len(a.Harness.Options) > 0 {
+		options, _ = json.Marshal(a.Harness.Options)
+	}
+	format := "anthropic-messages"
+	for _, f := range job.Harness.Formats {
+		if job.Record.Takes(gateway.Format(f)) {
+			format = f
+			break
+		}
+	}
+	tools := job.Plugin.Tools(a)
+	if tools == nil {
+		tools = []string{}
+	}
+	spec := harnesskit.Spec{
+		Command:   job.Harness.Command,
+		PluginDir: job.Plugin.Dir,
+		Request: harnesskit.SessionRequest{
+			Job: job.ID, Agent: a.Name, Harness: job.Harness.Name,
+			Text: j.InputText, Input: j.Input, Instructions: a.InstructionsText,
+			Model:   harnesskit.Model{Name: model, Format: format, Record: job.Record.Name},
+			Tools:   tools,
+			Limits:  harnesskit.RequestLimits{MaxSteps: a.Limits.MaxSteps},
+			Options: options,
+		},
+		Env: harnesskit.Env{
+			AnthropicBaseURL: n.cfg.GatewayURL + "/anthropic", AnthropicAPIKey: key,
+			OpenAIBaseURL: n.cfg.GatewayURL + "/openai", OpenAIAPIKey: key,
+		},
+		Limits:  harnesskit.Limits{Timeout: a.Limits.TimeoutDuration(), Grace: n.cfg.Grace},
+		Decider: harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision { return n.decide(ctx, job, ask) }),
+		Sink:    func(ev harnesskit.Event) { n.record(job, ev) },
+		TempDir: n.cfg.TempDir,
+	}
+	sess, err := harnesskit.Start(context.Background(), spec)
+	if err != nil {
+		n.append(job.ID, store.EventError, map[string]any{"message": err.Error()})
+		n.finish(job.ID, store.StatusFailed, "the harness could not start: "+err.Error(), nil)
+		return
+	}
+	job.mu.Lock()
+	job.session = sess
+	cancelled = job.cancel
+	job.mu.Unlock()
+	if cancelled {
+		sess.Cancel()
+	}
+	end := sess.Wait()
+	n.end(job, end)
+}
+
+// decide asks the node's Decider and remembers who decided, for the trace.
+func (n *Node) decide(ctx context.Context, job *Job, ask *harnesskit.Ask) harnesskit.Decision {
+	d, who := n.cfg.Decider.Decide(ctx, job, ask)
+	job.mu.Lock()
+	job.deciders[ask.ID] = who
+	job.mu.Unlock()
+	return d
+}
+
+// record writes one session event to the store; the store commits it before anyone sees it.
+func (n *Node) record(job *Job, ev harnesskit.Event) {
+	switch m := ev.Message.(type) {
+	case harnesskit.Say:
+		if ev.Kind == harnesskit.EventSay {
+			n.append(job.ID, store.EventSay, map[string]any{"text": m.Text})
+			return
+		}
+	case harnesskit.PermissionRequest:
+		if ev.Kind == harnesskit.EventPermissionRequest {
+			job.mu.Lock()
+			job.asked[m.ID], job.tools[m.ID] = m.Arguments, m.Tool
+			job.mu.Unlock()
+			n.append(job.ID, store.EventPermissionRequest, map[string]any{"id": m.ID, "tool": m.Tool, "arguments": m.Arguments})
+			return
+		}
+	case harnesskit.Permission:
+		if ev.Kind == harnesskit.EventPermission {
+			n.append(job.ID, store.EventPermissionDecision, n.decisionData(job, m, ev.By))
+			return
+		}
+	case harnesskit.ToolResult:
+		if ev.Kind == harnesskit.EventToolResult {
+			d := map[string]any{"id": m.ID, "tool": m.Tool}
+			if m.Error != "" {
+				d["error"] = m.Error
+			} else {
+				d["result"] = m.Result
+			}
+			n.append(job.ID, store.EventToolResult, d)
+			return
+		}
+	case harnesskit.Log:
+		if ev.Kind == harnesskit.EventLog {
+			n.append(job.ID, store.EventLog, map[string]any{"level": m.Level, "message": m.Message})
+			return
+		}
+	case harnesskit.Result, harnesskit.ErrorMessage:
+		return // the end records them, with the job's status
+	}
+	switch ev.Kind {
+	case harnesskit.EventStray:
+		n.append(job.ID, store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
+	case harnesskit.EventIgnored:
+		n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
+	case harnesskit.EventStderr:
+		if ev.Text == "" {
+			n.append(job.ID, store.EventStderr, map[string]any{"note": ev.Note})
+		} else {
+			n.append(job.ID, store.EventStderr, map[string]any{"line": ev.Text})
+		}
+	}
+}
+
+func (n *Node) decisionData(job *Job, m harnesskit.Permission, by string) map[string]any {
+	job.mu.Lock()
+	tool, asked := job.tools[m.ID], job.asked[m.ID]
+	if by == harnesskit.ByDecider {
+		by = job.deciders[m.ID]
+	} else {
+		by = "node" // rule 1, default-deny: a tool the agent does not list
+	}
+	job.mu.Unlock()
+	d := map[string]any{"id": m.ID, "tool": tool, "by": by}
+	if m.Allow {
+		d["decision"] = "allow"
+		d["arguments"] = m.Arguments
+		d["changed"] = len(m.Arguments) > 0 && !sameJSON(m.Arguments, asked)
+	} else {
+		d["decision"] = "deny"
+		d["reason"] = m.Reason
+	}
+	return d
+}
+
+// end records the session's end as the job's.
+func (n *Node) end(job *Job, end harnesskit.End) {
+	switch end.Status {
+	case harnesskit.Completed:
+		output := json.RawMessage(n.cfg.Mask(end.Output))
+		if reason := checkOutput(job, output); reason != "" {
+			n.append(job.ID, store.EventResult, map[string]any{"output": output})
+			n.append(job.ID, store.EventError, map[string]any{"message": reason})
+			n.finish(job.ID, store.StatusFailed, reason, nil)
+			return
+		}
+		n.append(job.ID, store.EventResult, map[string]any{"output": output})
+		n.finish(job.ID, store.StatusSucceeded, "", output)
+	case harnesskit.Cancelled:
+		job.mu.Lock()
+		byUser := job.cancel
+		job.mu.Unlock()
+		if !byUser { // the node is closing: the dev server stopped under the job
+			n.finish(job.ID, store.StatusInterrupted, "oz0 dev stopped while the job ran", nil)
+			return
+		}
+		n.finish(job.ID, store.StatusCancelled, "cancelled", nil)
+	case harnesskit.TimedOut:
+		n.append(job.ID, store.EventError, map[string]any{"message": end.Reason})
+		n.finish(job.ID, store.StatusTimedOut, end.Reason, nil)
+	default: // Failed, ProtocolViolation
+		reason := end.Reason
+		if end.Message != "" {
+			reason = end.Message
+		}
+		if end.Status == harnesskit.ProtocolViolation {
+			reason = fmt.Sprintf("protocol violation (%s): %s", end.Rule, end.Reason)
+		}
+		n.append(job.ID, store.EventError, map[string]any{"message": reason})
+		n.finish(job.ID, store.StatusFailed, reason, nil)
+	}
+}
+
+// checkOutput checks a result against the agent's output schema; "" when it passes.
+func checkOutput(job *Job, output json.RawMessage) string {
+	out := job.Agent.Output
+	if out.Kind != "json" || out.Schema == nil {
+		return ""
+	}
+	sch, err := compileSchema(out.Schema)
+	if err != nil {
+		return "the agent's output schema does not compile: " + err.Error()
+	}
+	v, err := jsonUnmarshal(output)
+	if err != nil {
+		return "the result is not JSON: " + err.Error()
+	}
+	if err := sch.Validate(v); err != nil {
+		return "the result does not match the agent's output schema: " + schemaError(err)
+	}
+	return ""
+}
+
+func (n *Node) append(job, typ string, data any) {
+	b, err := json.Marshal(data)
+	if err == nil {
+		_, err = n.cfg.Store.Append(job, typ, b)
+	}
+	if err != nil && !errors.Is(err, store.ErrClosed) {
+		n.cfg.Logger.Error("could not record an event", "job", job, "type", typ, "err", err)
+	}
+}
+
+func (n *Node) finish(job string, st store.Status, reason string, output json.RawMessage) {
+	if err := n.cfg.Store.FinishJob(job, st, reason, output); err != nil && !errors.Is(err, store.ErrClosed) {
+		n.cfg.Logger.Error("could not record a job's end", "job", job, "err", err)
+	}
+}
+
+// Cancel cancels a live job: SIGTERM to its session's process group, a grace period, SIGKILL;
+// its model calls in flight are cut. It reports whether the job was live here.
+func (n *Node) Cancel(id string) bool {
+	n.mu.Lock()
+	job := n.running[id]
+	n.mu.Unlock()
+	if job == nil {
+		return false
+	}
+	n.cfg.Gateway.Kill(id)
+	job.mu.Lock()
+	job.cancel = true
+	sess := job.session
+	job.mu.Unlock()
+	if sess != nil {
+		sess.Cancel()
+	}
+	return true
+}
+
+// Running returns the ids of the live jobs.
+func (n *Node) Running() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ids := make([]string, 0, len(n.running))
+	for id := range n.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Close cancels every live job and waits for them to end, at most until ctx is done.
+func (n *Node) Close(ctx context.Context) error {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	n.mu.Lock()
+	for _, job := range n.running {
+		job.mu.Lock()
+		if sess := job.session; sess != nil {
+			sess.Cancel()
+		}
+		job.mu.Unlock()
+	}
+	n.mu.Unlock()
+	done := make(chan struct{})
+	go func() { n.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2 * time.Minute):
+		return errors.New("jobs did not end")
+	}
+}

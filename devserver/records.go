@@ -1,0 +1,161 @@
+package devserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/devserver/secrets"
+)
+
+// provider is a model provider whose record exists once its key is set as a secret.
+type provider struct {
+	Record string
+	Secret string
+	Format gateway.Format
+	Model  string // the model a session is told to use when its agent names none
+}
+
+// providers, in the tenant's order: `model: {use: default}` picks the first that takes a format
+// the harness speaks, and the fake record comes last, so a set key wins over the fake.
+var providers = []provider{
+	{Record: "anthropic", Secret: "ANTHROPIC_API_KEY", Format: gateway.AnthropicMessages, Model: "claude-sonnet-4-5"},
+	{Record: "openai", Secret: "OPENAI_API_KEY", Format: gateway.OpenAIChat, Model: "gpt-4.1-mini"},
+}
+
+// fakeSecret is the name under which the gateway finds the fake model's key; not a valid user
+// secret name, so it cannot be shadowed.
+const fakeSecret = "oz0:fake"
+
+// records is the tenant's provider records: one for each provider whose key is a secret, with an
+// upstream base URL the user may override, then the fake. It also fronts the secrets for the API,
+// keeping the overrides in providers.json beside them.
+type records struct {
+	secrets  *secrets.Store
+	path     string
+	fakeBase string
+
+	mu        sync.Mutex
+	overrides map[string]string // secret name → upstream base URL
+}
+
+func newRecords(stateDir string, s *secrets.Store, fakeBase string) *records {
+	r := &records{secrets: s, path: filepath.Join(stateDir, "providers.json"), fakeBase: fakeBase, overrides: map[string]string{}}
+	if b, err := os.ReadFile(r.path); err == nil {
+		_ = json.Unmarshal(b, &r.overrides)
+	}
+	return r
+}
+
+// Records are the records as the secrets are now.
+func (r *records) Records() []gateway.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []gateway.Record
+	for _, p := range providers {
+		if _, err := r.secrets.Get(p.Secret); err != nil {
+			continue
+		}
+		rec := gateway.Record{Name: p.Record, Formats: []gateway.Format{p.Format}, Secret: p.Secret, Model: p.Model}
+		if u := r.overrides[p.Secret]; u != "" {
+			rec.BaseURLs = map[gateway.Format]string{p.Format: u}
+		}
+		out = append(out, rec)
+	}
+	fake := gateway.FakeRecord(r.fakeBase)
+	fake.Secret = fakeSecret
+	return append(out, fake)
+}
+
+// secret is the gateway's view of the secrets: the tenant's, and the fake model's own key.
+func (r *records) secret(fakeKey string) func(context.Context, string) (string, error) {
+	return func(_ context.Context, name string) (string, error) {
+		if name == fakeSecret {
+			return fakeKey, nil
+		}
+		v, err := r.secrets.Get(name)
+		if errors.Is(err, secrets.ErrNotFound) {
+			return "", gateway.ErrNoSecret
+		}
+		return v, err
+	}
+}
+
+// Set sets a secret; for a provider key, baseURL overrides (or, empty, resets) its upstream.
+func (r *records) Set(name, value, baseURL string) error {
+	isProvider := false
+	for _, p := range providers {
+		isProvider = isProvider || p.Secret == name
+	}
+	if baseURL != "" {
+		if !isProvider {
+			return fmt.Errorf("%w: --base-url applies to a provider key (ANTHROPIC_API_KEY, OPENAI_API_KEY), not %s", secrets.ErrInvalid, name)
+		}
+		u, err := url.Parse(baseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: --base-url %q is not an http(s) URL", secrets.ErrInvalid, baseURL)
+		}
+	}
+	if err := r.secrets.Set(name, value); err != nil {
+		return err
+	}
+	if !isProvider {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if baseURL == "" {
+		delete(r.overrides, name)
+	} else {
+		r.overrides[name] = baseURL
+	}
+	return r.saveLocked()
+}
+
+// List lists the secrets with the provider overrides.
+func (r *records) List() ([]client.SecretMeta, error) {
+	list, err := r.secrets.List()
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]client.SecretMeta, len(list))
+	for i, m := range list {
+		out[i] = client.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.overrides[m.Name]}
+	}
+	return out, nil
+}
+
+// Remove removes a secret and its override.
+func (r *records) Remove(name string) error {
+	if err := r.secrets.Remove(name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.overrides[name]; !ok {
+		return nil
+	}
+	delete(r.overrides, name)
+	return r.saveLocked()
+}
+
+func (r *records) saveLocked() error {
+	b, err := json.MarshalIndent(r.overrides, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := r.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.path)
+}

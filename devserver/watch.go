@@ -1,0 +1,99 @@
+package devserver
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/plugin"
+)
+
+// skipDirs are never part of a plugin's source: state, environments, caches.
+var skipDirs = map[string]bool{".oz0": true, ".venv": true, ".git": true, "__pycache__": true, "node_modules": true, ".pytest_cache": true, ".ruff_cache": true, ".mypy_cache": true}
+
+// fingerprint summarises a plugin's files (names, sizes, times), to notice an edit cheaply.
+func fingerprint(dir string) [32]byte {
+	h := sha256.New()
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if p != dir && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".oz0")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\n", p, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// watch polls the plugins' files; an edit re-lints and reloads the plugin. New jobs take the new
+// version; running ones keep theirs. A broken edit keeps the last good version and says why.
+func (s *Server) watch() {
+	defer close(s.watchDone)
+	dirs := make([]string, len(s.Plugins()))
+	prints := make([][32]byte, len(dirs))
+	for i, p := range s.Plugins() {
+		dirs[i] = p.Dir
+		prints[i] = fingerprint(p.Dir)
+	}
+	t := time.NewTicker(s.cfg.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopWatch:
+			return
+		case <-t.C:
+		}
+		for i, dir := range dirs {
+			fp := fingerprint(dir)
+			if fp == prints[i] {
+				continue
+			}
+			prints[i] = fp
+			s.reload(i, dir)
+		}
+	}
+}
+
+func (s *Server) reload(i int, dir string) {
+	p, rep, err := plugin.Load(dir)
+	name := filepath.Base(dir)
+	if old := s.Plugins(); i < len(old) {
+		name = old[i].Manifest.Name
+	}
+	var lintErr *plugin.LintError
+	switch {
+	case errors.As(err, &lintErr):
+		s.outMu.Lock()
+		fmt.Fprintf(s.out, "reload: kept the last good version of %s: %s\n", name, err)
+		_ = lint.Write(s.out, rep, "text", s.cfg.Version)
+		s.outMu.Unlock()
+		return
+	case err != nil:
+		s.say("reload: kept the last good version of %s: %v", name, err)
+		return
+	}
+	next := append([]*plugin.Plugin(nil), s.Plugins()...)
+	next[i] = p
+	if err := checkAgentNames(next); err != nil {
+		s.say("reload: kept the last good version of %s: %v", name, err)
+		return
+	}
+	s.plugins.Store(&next)
+	s.say("reload: %s reloaded (%d agent(s): %s); new jobs take it", p.Manifest.Name, len(p.Agents), strings.Join(p.AgentNames(), ", "))
+}
