@@ -42,6 +42,9 @@ type Config struct {
 	Log io.Writer
 	// Poll is how often plugin files are checked for changes; 0 is 300 ms, < 0 is never.
 	Poll time.Duration
+	// Getenv reads oz0 dev's environment: OZ0_ANTHROPIC_BASE_URL and OZ0_OPENAI_BASE_URL give the
+	// providers' upstreams when their keys are set without --base-url. nil reads nothing.
+	Getenv func(string) string
 	// Started is when the command started, for "ready in N ms"; zero is Start's start.
 	Started time.Time
 }
@@ -57,6 +60,7 @@ type Server struct {
 	secrets  *secrets.Store
 	gw       *gateway.Gateway
 	keys     *gateway.MemResolver
+	inflight *inflight
 	node     *node.Node
 	http     *http.Server
 	listener net.Listener
@@ -175,10 +179,11 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 	cleanups = append(cleanups, func() { s.listener.Close() })
 	s.URL = "http://" + s.listener.Addr().String()
 
-	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake")
+	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", cfg.Getenv)
 	s.keys = gateway.NewMemResolver()
+	s.inflight = newInflight(s.keys)
 	s.gw, err = gateway.New(gateway.Config{
-		Resolver: s.keys,
+		Resolver: s.inflight,
 		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
 		Meter:    gateway.MeterFunc(s.meter),
 		Logger:   s.log.With("part", "gateway"),
@@ -189,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
+		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second) },
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
@@ -247,6 +253,10 @@ func (s *Server) say(format string, args ...any) {
 
 // meter records the gateway's calls as model_call events of their jobs.
 func (s *Server) meter(c gateway.Call) {
+	if c.Job == "" {
+		return // a call with no valid key: no job to record it under
+	}
+	defer s.inflight.done(c.Job)
 	d := map[string]any{
 		"record": c.Record, "format": c.Format, "endpoint": c.Endpoint, "model": c.Model,
 		"status": c.Status, "input_tokens": c.Usage.InputTokens, "output_tokens": c.Usage.OutputTokens,

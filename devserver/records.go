@@ -19,6 +19,7 @@ import (
 type provider struct {
 	Record string
 	Secret string
+	Env    string // the variable of oz0 dev's environment that overrides the upstream by default
 	Format gateway.Format
 	Model  string // the model a session is told to use when its agent names none
 }
@@ -26,8 +27,8 @@ type provider struct {
 // providers, in the tenant's order: `model: {use: default}` picks the first that takes a format
 // the harness speaks, and the fake record comes last, so a set key wins over the fake.
 var providers = []provider{
-	{Record: "anthropic", Secret: "ANTHROPIC_API_KEY", Format: gateway.AnthropicMessages, Model: "claude-sonnet-4-5"},
-	{Record: "openai", Secret: "OPENAI_API_KEY", Format: gateway.OpenAIChat, Model: "gpt-4.1-mini"},
+	{Record: "anthropic", Secret: "ANTHROPIC_API_KEY", Env: "OZ0_ANTHROPIC_BASE_URL", Format: gateway.AnthropicMessages, Model: "claude-sonnet-4-5"},
+	{Record: "openai", Secret: "OPENAI_API_KEY", Env: "OZ0_OPENAI_BASE_URL", Format: gateway.OpenAIChat, Model: "gpt-4.1-mini"},
 }
 
 // fakeSecret is the name under which the gateway finds the fake model's key; not a valid user
@@ -42,12 +43,19 @@ type records struct {
 	path     string
 	fakeBase string
 
+	defaults map[string]string // secret name → upstream base URL from oz0 dev's environment
+
 	mu        sync.Mutex
-	overrides map[string]string // secret name → upstream base URL
+	overrides map[string]string // secret name → upstream base URL set with the secret
 }
 
-func newRecords(stateDir string, s *secrets.Store, fakeBase string) *records {
-	r := &records{secrets: s, path: filepath.Join(stateDir, "providers.json"), fakeBase: fakeBase, overrides: map[string]string{}}
+func newRecords(stateDir string, s *secrets.Store, fakeBase string, getenv func(string) string) *records {
+	r := &records{secrets: s, path: filepath.Join(stateDir, "providers.json"), fakeBase: fakeBase, overrides: map[string]string{}, defaults: map[string]string{}}
+	for _, p := range providers {
+		if getenv != nil && getenv(p.Env) != "" {
+			r.defaults[p.Secret] = getenv(p.Env)
+		}
+	}
 	if b, err := os.ReadFile(r.path); err == nil {
 		_ = json.Unmarshal(b, &r.overrides)
 	}
@@ -64,7 +72,7 @@ func (r *records) Records() []gateway.Record {
 			continue
 		}
 		rec := gateway.Record{Name: p.Record, Formats: []gateway.Format{p.Format}, Secret: p.Secret, Model: p.Model}
-		if u := r.overrides[p.Secret]; u != "" {
+		if u := r.baseURL(p.Secret); u != "" {
 			rec.BaseURLs = map[gateway.Format]string{p.Format: u}
 		}
 		out = append(out, rec)
@@ -72,6 +80,15 @@ func (r *records) Records() []gateway.Record {
 	fake := gateway.FakeRecord(r.fakeBase)
 	fake.Secret = fakeSecret
 	return append(out, fake)
+}
+
+// baseURL is a provider's upstream override: the one set with its key, else the environment's.
+// r.mu is held.
+func (r *records) baseURL(secret string) string {
+	if u := r.overrides[secret]; u != "" {
+		return u
+	}
+	return r.defaults[secret]
 }
 
 // secret is the gateway's view of the secrets: the tenant's, and the fake model's own key.
@@ -129,7 +146,7 @@ func (r *records) List() ([]client.SecretMeta, error) {
 	defer r.mu.Unlock()
 	out := make([]client.SecretMeta, len(list))
 	for i, m := range list {
-		out[i] = client.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.overrides[m.Name]}
+		out[i] = client.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.baseURL(m.Name)}
 	}
 	return out, nil
 }

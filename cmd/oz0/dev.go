@@ -68,6 +68,7 @@ func runDev(f *cmdutil.Factory, opts *devOptions) error {
 	srv, err := devserver.Start(ctx, devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: f.Version, FakeScript: script, Out: f.IOStreams.Out, Log: f.IOStreams.ErrOut, Started: started,
+		Getenv: f.Getenv,
 	})
 	var startErr *devserver.StartError
 	if errors.As(err, &startErr) {

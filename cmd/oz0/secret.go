@@ -87,7 +87,7 @@ is trimmed. --base-url points a provider key's record at another upstream.`,
 				return nil
 			}
 			if len(list) == 0 {
-				fmt.Fprintln(f.IOStreams.ErrOut, "no secrets; set one with: printf %s \"$KEY\" | oz0 secret set NAME")
+				io.WriteString(f.IOStreams.ErrOut, "no secrets; set one with: printf %s \"$KEY\" | oz0 secret set NAME\n")
 				return nil
 			}
 			tw := tabwriter.NewWriter(f.IOStreams.Out, 0, 4, 2, ' ', 0)

@@ -67,6 +67,9 @@ type Config struct {
 	// Grace is the sessions' grace period; 0 is harnesskit.DefaultGrace.
 	Grace  time.Duration
 	Logger *slog.Logger
+	// BeforeEnd is called when a session has ended, before the job's end is recorded: the dev
+	// server waits there for the job's model calls still being metered.
+	BeforeEnd func(job string)
 }
 
 // Node runs jobs.
@@ -93,6 +96,7 @@ type Job struct {
 	asked    map[string]json.RawMessage
 	tools    map[string]string
 	deciders map[string]string // permission id → who decided
+	rec      *recorder
 }
 
 // New returns a node.

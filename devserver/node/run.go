@@ -81,8 +81,10 @@ func (n *Node) run(job *Job, j store.Job, model string) {
 		Sink:    func(ev harnesskit.Event) { n.record(job, ev) },
 		TempDir: n.cfg.TempDir,
 	}
+	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
 	sess, err := harnesskit.Start(context.Background(), spec)
 	if err != nil {
+		job.rec.close()
 		n.append(job.ID, store.EventError, map[string]any{"message": err.Error()})
 		n.finish(job.ID, store.StatusFailed, "the harness could not start: "+err.Error(), nil)
 		return
@@ -95,6 +97,10 @@ func (n *Node) run(job *Job, j store.Job, model string) {
 		sess.Cancel()
 	}
 	end := sess.Wait()
+	job.rec.close()
+	if n.cfg.BeforeEnd != nil {
+		n.cfg.BeforeEnd(job.ID)
+	}
 	n.end(job, end)
 }
 
@@ -112,7 +118,7 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	switch m := ev.Message.(type) {
 	case harnesskit.Say:
 		if ev.Kind == harnesskit.EventSay {
-			n.append(job.ID, store.EventSay, map[string]any{"text": m.Text})
+			job.rec.add(store.EventSay, map[string]any{"text": m.Text})
 			return
 		}
 	case harnesskit.PermissionRequest:
@@ -120,12 +126,12 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 			job.mu.Lock()
 			job.asked[m.ID], job.tools[m.ID] = m.Arguments, m.Tool
 			job.mu.Unlock()
-			n.append(job.ID, store.EventPermissionRequest, map[string]any{"id": m.ID, "tool": m.Tool, "arguments": m.Arguments})
+			job.rec.add(store.EventPermissionRequest, map[string]any{"id": m.ID, "tool": m.Tool, "arguments": m.Arguments})
 			return
 		}
 	case harnesskit.Permission:
 		if ev.Kind == harnesskit.EventPermission {
-			n.append(job.ID, store.EventPermissionDecision, n.decisionData(job, m, ev.By))
+			job.rec.add(store.EventPermissionDecision, n.decisionData(job, m, ev.By))
 			return
 		}
 	case harnesskit.ToolResult:
@@ -136,12 +142,12 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 			} else {
 				d["result"] = m.Result
 			}
-			n.append(job.ID, store.EventToolResult, d)
+			job.rec.add(store.EventToolResult, d)
 			return
 		}
 	case harnesskit.Log:
 		if ev.Kind == harnesskit.EventLog {
-			n.append(job.ID, store.EventLog, map[string]any{"level": m.Level, "message": m.Message})
+			job.rec.add(store.EventLog, map[string]any{"level": m.Level, "message": m.Message})
 			return
 		}
 	case harnesskit.Result, harnesskit.ErrorMessage:
@@ -149,14 +155,14 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	}
 	switch ev.Kind {
 	case harnesskit.EventStray:
-		n.append(job.ID, store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
+		job.rec.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
 	case harnesskit.EventIgnored:
-		n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
+		job.rec.add(store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
 	case harnesskit.EventStderr:
 		if ev.Text == "" {
-			n.append(job.ID, store.EventStderr, map[string]any{"note": ev.Note})
+			job.rec.add(store.EventStderr, map[string]any{"note": ev.Note})
 		} else {
-			n.append(job.ID, store.EventStderr, map[string]any{"line": ev.Text})
+			job.rec.add(store.EventStderr, map[string]any{"line": ev.Text})
 		}
 	}
 }

@@ -1,0 +1,70 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/orchestrator-zero/oz0/devserver/store"
+)
+
+// recorder writes one job's session events to the store in order, batching whatever has queued
+// up while the last commit ran: one commit per event caps a chatty harness at the store's commit
+// rate, a batch per commit does not. Nothing is shown before it is committed, as the live stream
+// reads from the store.
+type recorder struct {
+	store *store.Store
+	job   string
+	log   *slog.Logger
+	queue chan store.NewEvent
+	done  chan struct{}
+}
+
+// maxBatch bounds one commit of a recorder.
+const maxBatch = 1024
+
+func newRecorder(s *store.Store, job string, log *slog.Logger) *recorder {
+	r := &recorder{store: s, job: job, log: log, queue: make(chan store.NewEvent, 4*maxBatch), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+// add queues an event; it blocks while the queue is full, which slows the harness down rather
+// than losing events.
+func (r *recorder) add(typ string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		r.log.Error("event not encodable", "job", r.job, "type", typ, "err", err)
+		return
+	}
+	r.queue <- store.NewEvent{Type: typ, Data: b}
+}
+
+// close writes what is queued and stops.
+func (r *recorder) close() {
+	close(r.queue)
+	<-r.done
+}
+
+func (r *recorder) run() {
+	defer close(r.done)
+	batch := make([]store.NewEvent, 0, maxBatch)
+	for ev := range r.queue {
+		batch = append(batch[:0], ev)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case ev, ok := <-r.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, ev)
+			default:
+				break drain
+			}
+		}
+		if _, err := r.store.AppendBatch(r.job, batch); err != nil && !errors.Is(err, store.ErrClosed) {
+			r.log.Error("events not recorded", "job", r.job, "events", len(batch), "err", err)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Event types. Type is a string so that the dev server can add types without touching the store;
+// these are the ones it writes, with the fields of their data.
+const (
+	// EventStatus is written by the store itself, never by Append: one for every status change, in
+	// the same transaction as the change. Data: {"status":"running","from":"queued","reason":"…"}
+	// ("from" absent on the first, queued). A status event with a terminal status is a job's last
+	// event: a live stream ends after it, and Append refuses the job from then on.
+	EventStatus = "status"
+	// EventSay is text the harness streams to the live view: {"text":"…"}.
+	EventSay = "say"
+	// EventPermissionRequest is a tool call the harness asks for:
+	// {"id":"p1","tool":"notify_team","arguments":{…}}.
+	EventPermissionRequest = "permission_request"
+	// EventPermissionDecision is the answer: {"id":"p1","decision":"allow"|"deny","arguments":{…},
+	// "reason":"…","by":"node"|"hook:<name>"|"person:<who>"|"policy"}.
+	EventPermissionDecision = "permission_decision"
+	// EventToolResult is the result of a tool call: {"id":"p1","tool":"…","result":…} or with "error".
+	EventToolResult = "tool_result"
+	// EventModelCall is one call through the gateway, from its meter: {"record":"…","model":"…",
+	// "format":"…","endpoint":"…","status":200,"input_tokens":N,"output_tokens":N,
+	// "cache_read_input_tokens":N,"cache_creation_input_tokens":N,"cost_usd":X,"latency_ms":X,
+	// "step":N,"refused":"limits.max_steps","error":"…"}. The store adds its tokens and cost to the
+	// job's Usage in the same transaction, and counts it in Usage.ModelCalls unless "refused" is
+	// set (a refused call never reached a model).
+	EventModelCall = "model_call"
+	// EventStrayOutput is a stdout line that is not JSON: {"line":"…"}.
+	EventStrayOutput = "stray_output"
+	// EventLog is a harness log line: {"level":"info","message":"…"}.
+	EventLog = "log"
+	// EventStderr is the harness's stderr, line by line: {"line":"…"}.
+	EventStderr = "stderr"
+	// EventResult is the harness's answer: {"output":<text or any JSON>}.
+	EventResult = "result"
+	// EventError is a session's failure: {"message":"…"}.
+	EventError = "error"
+)
+
+// MaxData is the largest JSON value (event data, job input or output) the store takes: the
+// protocol's 8 MiB line, twice over.
+const MaxData = 16 << 20
+
+// Event is one entry of a job's ordered event log.
+type Event struct {
+	Job  string          `json:"job"`
+	Seq  int64           `json:"seq"`  // 1, 2, 3… per job, assigned by the store, without gaps
+	Time time.Time       `json:"time"` // the commit's time, UTC; never decreases along a job's events
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// NewEvent is an event to append.
+type NewEvent struct {
+	Type string
+	Data json.RawMessage // JSON; empty means null
+}
+
+// statusData is the data of a status event.
+type statusData struct {
+	Status Status `json:"status"`
+	From   Status `json:"from,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Terminal reports whether e is its job's last event: a status event with a terminal status.
+func (e Event) Terminal() bool {
+	if e.Type != EventStatus {
+		return false
+	}
+	var d statusData
+	return json.Unmarshal(e.Data, &d) == nil && d.Status.Terminal()
+}
+
+func validType(t string) bool {
+	if len(t) == 0 || len(t) > 64 || t[0] < 'a' || t[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+type pendingEvent struct {
+	typ   string
+	data  json.RawMessage
+	usage *usageDelta
+}
+
+type usageDelta struct {
+	calls                                   int64
+	input, output, cacheRead, cacheCreation int64
+	cost                                    float64
+}
+
+func (u *usageDelta) add(v *usageDelta) {
+	u.calls += v.calls
+	u.input += v.input
+	u.output += v.output
+	u.cacheRead += v.cacheRead
+	u.cacheCreation += v.cacheCreation
+	u.cost += v.cost
+}
+
+func modelCallUsage(data []byte) *usageDelta {
+	var m struct {
+		InputTokens         int64   `json:"input_tokens"`
+		OutputTokens        int64   `json:"output_tokens"`
+		CacheReadTokens     int64   `json:"cache_read_input_tokens"`
+		CacheCreationTokens int64   `json:"cache_creation_input_tokens"`
+		CostUSD             float64 `json:"cost_usd"`
+		Refused             string  `json:"refused"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return &usageDelta{calls: 1}
+	}
+	u := &usageDelta{input: m.InputTokens, output: m.OutputTokens, cacheRead: m.CacheReadTokens,
+		cacheCreation: m.CacheCreationTokens, cost: m.CostUSD}
+	if m.Refused == "" {
+		u.calls = 1
+	}
+	return u
+}
+
+// prepEvent validates, masks and copies one event, in the caller's goroutine, so that the writer
+// only writes.
+func (s *Store) prepEvent(typ string, data []byte) (pendingEvent, error) {
+	if typ == EventStatus {
+		return pendingEvent{}, invalid("status events are the store's own: use SetStatus or FinishJob")
+	}
+	if !validType(typ) {
+		return pendingEvent{}, invalid("event type %q: want a lowercase name of letters, digits, _ and . (at most 64)", typ)
+	}
+	d, err := s.prepJSON(typ+" event data", data)
+	if err != nil {
+		return pendingEvent{}, err
+	}
+	pe := pendingEvent{typ: typ, data: d}
+	if typ == EventModelCall {
+		pe.usage = modelCallUsage(data)
+	}
+	return pe, nil
+}
+
+// Append writes one event to a job's log and returns it, with its Seq and Time, once it is
+// committed: it is durable before any subscriber sees it. Appends from all callers are group
+// committed. The data is masked (SetMasker) before it is written. A job that has ended takes no
+// more events (an error that matches ErrJobEnded).
+func (s *Store) Append(job, typ string, data json.RawMessage) (Event, error) {
+	pe, err := s.prepEvent(typ, data)
+	if err != nil {
+		return Event{}, err
+	}
+	o := getOp()
+	o.kind, o.job = opAppend, job
+	o.events = append(o.events[:0], pe)
+	err = s.do(o)
+	var e Event
+	if err == nil {
+		e = o.out[0]
+	}
+	putOp(o)
+	return e, err
+}
+
+// AppendBatch appends events to one job in order, atomically (all or none), with consecutive
+// Seqs, in one commit: the fastest way to write many.
+func (s *Store) AppendBatch(job string, events []NewEvent) ([]Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	o := &op{kind: opAppend, job: job, events: make([]pendingEvent, len(events))}
+	for i, ne := range events {
+		pe, err := s.prepEvent(ne.Type, ne.Data)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		o.events[i] = pe
+	}
+	if err := s.do(o); err != nil {
+		return nil, err
+	}
+	return o.out, nil
+}
+
+var errNoRows = sql.ErrNoRows
+
+func (s *Store) readErr(err error) error {
+	if s.ctx.Err() != nil { // Close cancelled it: the reads in flight fail
+		return ErrClosed
+	}
+	return fmt.Errorf("read %s: %w", s.path, err)
+}
+
+// jobRef finds a job's row number and status.
+func (s *Store) jobRef(ctx context.Context, id string) (n int64, st Status, err error) {
+	err = s.rdb.QueryRowContext(ctx, `SELECT n, status FROM jobs WHERE id = ?`, id).Scan(&n, &st)
+	if errors.Is(err, errNoRows) {
+		return 0, "", s.notFound(id)
+	}
+	if err != nil {
+		return 0, "", s.readErr(err)
+	}
+	return n, st, nil
+}
+
+// Events returns up to limit (default 1000, at most 10000) of a job's events with Seq > afterSeq,
+// in order.
+func (s *Store) Events(job string, afterSeq int64, limit int) ([]Event, error) {
+	n, _, err := s.jobRef(s.ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	limit = min(limit, 10000)
+	return s.readEvents(s.ctx, s.rdb, job, n, afterSeq, limit, nil)
+}
+
+type querier interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+func (s *Store) readEvents(ctx context.Context, q querier, job string, n, afterSeq int64, limit int, buf []Event) ([]Event, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, time, type, data FROM events WHERE job = ? AND seq > ? ORDER BY seq LIMIT ?`, n, afterSeq, limit)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	evs := buf[:0]
+	for rows.Next() {
+		e := Event{Job: job}
+		var t int64
+		var data []byte
+		if err := rows.Scan(&e.Seq, &t, &e.Type, &data); err != nil {
+			return nil, s.readErr(err)
+		}
+		e.Time = fromNanos(t)
+		e.Data = data
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
+	}
+	return evs, nil
+}

@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// The live stream. The writer publishes each committed batch to the subscribers of its jobs, with
+// a send that never blocks: each subscriber has a buffer of Options.LiveBuffer events, and one
+// whose buffer is full is marked lagging and sent nothing more until it has caught up from the
+// database. So a slow subscriber costs the writer nothing and loses nothing.
+//
+// No gap and no duplicate at the switch from replay to live: a subscriber is registered before it
+// reads the database, and an event is published only after its commit. An event committed before
+// the read is in the read; one committed after it is published after the registration, so it
+// reaches the buffer (or marks the subscriber lagging, which sends it back to the database).
+// Events that arrive both ways are dropped by Seq: the stream passes on only Seq = last + 1, and
+// a buffer that skips ahead (last + 2 or more) sends the subscriber back to the database as well.
+
+type hub struct {
+	mu   sync.Mutex
+	subs map[string][]*sub
+}
+
+type sub struct {
+	job    string
+	live   chan Event
+	lagged atomic.Bool
+	kick   chan struct{} // one token: "you are lagging"
+	lags   *atomic.Int64 // the store's count
+}
+
+func (h *hub) init() { h.subs = map[string][]*sub{} }
+
+func (h *hub) add(sb *sub) {
+	h.mu.Lock()
+	h.subs[sb.job] = append(h.subs[sb.job], sb)
+	h.mu.Unlock()
+}
+
+func (h *hub) remove(sb *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	list := h.subs[sb.job]
+	for i, x := range list {
+		if x == sb {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(h.subs, sb.job)
+	} else {
+		h.subs[sb.job] = list
+	}
+}
+
+// publish offers a committed batch's events to their subscribers, in order; it never blocks.
+func (h *hub) publish(batch []*op) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) == 0 {
+		return
+	}
+	job, subs := "", []*sub(nil)
+	for _, o := range batch {
+		if o.err != nil {
+			continue
+		}
+		for _, e := range o.out { // one job's events, but MarkInterrupted's are of many
+			if e.Job != job {
+				job, subs = e.Job, h.subs[e.Job]
+			}
+			for _, sb := range subs {
+				sb.offer(e)
+			}
+		}
+	}
+}
+
+func (sb *sub) offer(e Event) {
+	if sb.lagged.Load() {
+		return
+	}
+	select {
+	case sb.live <- e:
+	default:
+		sb.lagged.Store(true)
+		sb.lags.Add(1)
+		select {
+		case sb.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Subscription is a live stream of one job's events.
+type Subscription struct {
+	// C delivers the events in Seq order, each once. It is closed after the job's terminal status
+	// event, or when the context ends, Close is called or the store is closed; Err then says why.
+	C <-chan Event
+
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	err    error
+}
+
+// Err is nil when C was closed after the job's terminal event; else why C was closed (the
+// context's error, ErrClosed, a read error). Call it after C is closed.
+func (sub *Subscription) Err() error {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.err
+}
+
+// Close ends the subscription; C is closed soon after.
+func (sub *Subscription) Close() { sub.cancel() }
+
+const replayPage = 512
+
+// Subscribe streams a job's events with Seq > afterSeq: first every committed one, read from the
+// database, then the live ones as they are committed, until the job's terminal status event has
+// been delivered. To resume after a disconnection, subscribe again with the last Seq received.
+// A job that has ended streams what is left and closes. An unknown job is an error matching
+// ErrNotFound.
+func (s *Store) Subscribe(ctx context.Context, job string, afterSeq int64) (*Subscription, error) {
+	afterSeq = max(afterSeq, 0)
+	s.sendMu.RLock()
+	if s.closed {
+		s.sendMu.RUnlock()
+		return nil, ErrClosed
+	}
+	s.subsW.Add(1)
+	s.sendMu.RUnlock()
+
+	sb := &sub{job: job, live: make(chan Event, s.opts.LiveBuffer), kick: make(chan struct{}, 1), lags: &s.stats.lags}
+	s.hub.add(sb) // before reading anything: see the comment at the top
+	n, st, err := s.jobRef(ctx, job)
+	if err != nil {
+		s.hub.remove(sb)
+		s.subsW.Done()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	out := make(chan Event, 64)
+	sub := &Subscription{C: out, cancel: cancel}
+	endedBefore := st.Terminal()
+	go func() {
+		err := s.stream(ctx, sb, n, endedBefore, afterSeq, out)
+		s.hub.remove(sb)
+		stop()
+		cancel()
+		if err != nil && s.ctx.Err() != nil {
+			err = ErrClosed
+		}
+		sub.mu.Lock()
+		sub.err = err
+		sub.mu.Unlock()
+		close(out)
+		s.subsW.Done()
+	}()
+	return sub, nil
+}
+
+var errEnded = errors.New("ended") // internal: the terminal event was delivered
+
+func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, last int64, out chan<- Event) error {
+	send := func(e Event) error {
+		select {
+		case out <- e:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		last = e.Seq
+		if e.Terminal() {
+			return errEnded
+		}
+		return nil
+	}
+	buf := make([]Event, 0, replayPage)
+	catchUp := func() error {
+		for {
+			evs, err := s.readEvents(ctx, s.rdb, sb.job, n, last, replayPage, buf)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return err
+			}
+			for _, e := range evs {
+				if err := send(e); err != nil {
+					return err
+				}
+			}
+			if len(evs) < replayPage {
+				return nil
+			}
+		}
+	}
+	result := func(err error) error {
+		if errors.Is(err, errEnded) {
+			return nil
+		}
+		return err
+	}
+	if err := catchUp(); err != nil {
+		return result(err)
+	}
+	if endedBefore {
+		// The job had ended when we looked, so the read above had all of its events; afterSeq
+		// was past its terminal one.
+		return nil
+	}
+	for {
+		select {
+		case e := <-sb.live:
+			if e.Seq <= last {
+				continue
+			}
+			if e.Seq > last+1 {
+				if err := catchUp(); err != nil {
+					return result(err)
+				}
+				continue
+			}
+			if err := send(e); err != nil {
+				return result(err)
+			}
+		case <-sb.kick:
+			sb.lagged.Store(false)
+			if err := catchUp(); err != nil {
+				return result(err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
