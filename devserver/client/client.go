@@ -53,7 +53,9 @@ func (e *APIError) Error() string { return e.Message }
 // ErrNotFound matches an APIError with status 404.
 var ErrNotFound = errors.New("not found")
 
-func (e *APIError) Is(target error) bool { return target == ErrNotFound && e.Status == http.StatusNotFound }
+func (e *APIError) Is(target error) bool {
+	return target == ErrNotFound && e.Status == http.StatusNotFound
+}
 
 func (c *Client) do(ctx context.Context, method, path string, body any, out any) error {
 	resp, err := c.send(ctx, method, path, body, nil)
