@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// gwError is an error the gateway itself answers, put in the shape of the face's provider.
+type gwError struct {
+	status int
+	kind   string // a key of errShapes
+	msg    string
+	// noRetry adds x-should-retry: false, which both official SDKs honour: a refused limit does not
+	// lift by retrying.
+	noRetry bool
+	// quota asks OpenAI's insufficient_quota shape (budgets) rather than rate_limit_exceeded.
+	quota bool
+}
+
+type errShape struct {
+	anthType   string
+	openaiType string
+	openaiCode string // "" is null
+}
+
+var errShapes = map[string]errShape{
+	"invalid_request": {"invalid_request_error", "invalid_request_error", ""},
+	"authentication":  {"authentication_error", "invalid_request_error", "invalid_api_key"},
+	"permission":      {"permission_error", "invalid_request_error", "permission_denied"},
+	"not_found":       {"not_found_error", "invalid_request_error", "unknown_url"},
+	"too_large":       {"request_too_large", "invalid_request_error", "request_too_large"},
+	"rate_limit":      {"rate_limit_error", "requests", "rate_limit_exceeded"},
+	"api":             {"api_error", "server_error", ""},
+	"timeout":         {"timeout_error", "server_error", "timeout"},
+}
+
+// body renders the error in the provider's shape.
+func (e *gwError) body(f Format) []byte {
+	sh, ok := errShapes[e.kind]
+	if !ok {
+		sh = errShapes["api"]
+	}
+	var v any
+	if f == OpenAIChat {
+		typ, code := sh.openaiType, sh.openaiCode
+		if e.quota {
+			typ, code = "insufficient_quota", "insufficient_quota"
+		}
+		var c *string
+		if code != "" {
+			c = &code
+		}
+		v = struct {
+			Error struct {
+				Message string  `json:"message"`
+				Type    string  `json:"type"`
+				Param   *string `json:"param"`
+				Code    *string `json:"code"`
+			} `json:"error"`
+		}{Error: struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		}{e.msg, typ, nil, c}}
+	} else {
+		v = struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}{"error", struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		}{sh.anthType, e.msg}}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// write answers the error as the response.
+func (e *gwError) write(w http.ResponseWriter, f Format) {
+	data := e.body(f)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	if e.noRetry {
+		h.Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(e.status)
+	w.Write(data)
+}
+
+// event renders the error as a server-sent event in the provider's shape, for a stream that has
+// already begun: Anthropic's "event: error", OpenAI's data-only {"error": …}. Both official SDKs
+// end the stream with the error.
+func (e *gwError) event(f Format) []byte {
+	data := e.body(f)
+	var b []byte
+	if f == AnthropicMessages {
+		b = append(b, "event: error\n"...)
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+func errorf(status int, kind, msg string) *gwError {
+	return &gwError{status: status, kind: kind, msg: msg}
+}

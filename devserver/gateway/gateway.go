@@ -1,0 +1,693 @@
+// Package gateway is oz0's model gateway: an http.Handler with an Anthropic face and an OpenAI
+// face that a session's SDK reaches through ANTHROPIC_BASE_URL and OPENAI_BASE_URL with a session
+// key of its own. It resolves the key to a grant (job, agent, model record, limits, budget), swaps
+// in the tenant's provider key from Secrets, forwards the call to the record's upstream unchanged
+// (server-sent events event by event, with a flush after each), meters every call under the job,
+// and refuses calls past a limit or budget in the provider's own error shape.
+//
+// The handler serves, under whatever prefix its caller strips:
+//
+//	POST /anthropic/v1/messages              Anthropic Messages (streaming with "stream": true)
+//	POST /anthropic/v1/messages/count_tokens Anthropic token counting
+//	GET  /anthropic/v1/models[/ID]           Anthropic models
+//	POST /openai/chat/completions            OpenAI Chat Completions (streaming included); also /openai/v1/…
+//	GET  /openai/models[/ID]                 OpenAI models; also /openai/v1/models[/ID]
+//
+// so ANTHROPIC_BASE_URL=http://host/gateway/anthropic and OPENAI_BASE_URL=http://host/gateway/openai
+// work with the official SDKs unchanged when the handler is mounted with
+// http.StripPrefix("/gateway", gw). See docs/gateway.md.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultIdleTimeout     = 5 * time.Minute
+	DefaultResponseTimeout = 10 * time.Minute
+	DefaultMaxRequestBytes = 32 << 20
+)
+
+// Config configures a Gateway. Only Resolver is required.
+type Config struct {
+	// Resolver resolves session keys to grants.
+	Resolver Resolver
+	// Secrets holds the tenant's provider keys; nil: no secrets, so only records without a
+	// Secret (the fake) can be called.
+	Secrets Secrets
+	// Meter records every call; nil: none.
+	Meter Meter
+	// Logger gets one line per call and one per refusal; nil: nothing is logged. It never gets
+	// a provider key.
+	Logger *slog.Logger
+	// Transport makes the upstream requests; nil: a shared NewTransport().
+	Transport http.RoundTripper
+	// IdleTimeout ends a stream after this long without a byte from upstream (waiting for the
+	// response headers included): there is no total timeout on streams. Non-streamed answers get
+	// it once their headers have come. 0: DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// ResponseTimeout is the longest a non-streamed call waits for the upstream's response
+	// headers (which come when the whole answer is ready). 0: DefaultResponseTimeout.
+	ResponseTimeout time.Duration
+	// MaxRequestBytes is the largest request body accepted; a larger one gets 413.
+	// 0: DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+}
+
+// Gateway is the model gateway, an http.Handler. It is safe for concurrent use.
+type Gateway struct {
+	resolver    Resolver
+	secrets     Secrets
+	meter       Meter
+	log         *slog.Logger
+	rt          http.RoundTripper
+	idle        time.Duration
+	respTimeout time.Duration
+	maxBody     int64
+
+	mu   sync.Mutex
+	jobs map[string]*jobState
+}
+
+// jobState is the gateway's running account of one job.
+type jobState struct {
+	mu       sync.Mutex
+	killed   bool
+	calls    int64
+	usage    Usage
+	cost     float64
+	sessions map[string]*sessionState // by session key
+	live     map[*call]struct{}
+}
+
+type sessionState struct {
+	steps int
+	usage Usage
+	cost  float64
+}
+
+var (
+	sharedTransportOnce sync.Once
+	sharedTransport     *http.Transport
+)
+
+// NewTransport returns an http.Transport tuned for the gateway: keep-alive with many idle
+// connections per host (a session's calls reuse warm connections), HTTP/2 when the upstream
+// offers it, and no transparent compression (the gateway reads usage from the bytes it passes on,
+// so it asks upstreams for identity encoding).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ReadBufferSize:        32 << 10,
+		WriteBufferSize:       32 << 10,
+	}
+}
+
+// New returns a Gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Resolver == nil {
+		return nil, errors.New("gateway: Config.Resolver is required")
+	}
+	g := &Gateway{
+		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, rt: cfg.Transport,
+		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes,
+		jobs: map[string]*jobState{},
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.rt == nil {
+		sharedTransportOnce.Do(func() { sharedTransport = NewTransport() })
+		g.rt = sharedTransport
+	}
+	if g.idle <= 0 {
+		g.idle = DefaultIdleTimeout
+	}
+	if g.respTimeout <= 0 {
+		g.respTimeout = DefaultResponseTimeout
+	}
+	if g.maxBody <= 0 {
+		g.maxBody = DefaultMaxRequestBytes
+	}
+	return g, nil
+}
+
+func (g *Gateway) job(name string) *jobState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	js := g.jobs[name]
+	if js == nil {
+		js = &jobState{sessions: map[string]*sessionState{}, live: map[*call]struct{}{}}
+		g.jobs[name] = js
+	}
+	return js
+}
+
+// killWriteGrace is how long Kill lets a killed call write its last bytes.
+const killWriteGrace = 50 * time.Millisecond
+
+var (
+	errKilled     = errors.New("the job was killed")
+	errIdle       = errors.New("idle timeout")
+	errClientGone = errors.New("the client went away")
+)
+
+// Kill is the kill switch of job: its keys are revoked (when the Resolver is a JobRevoker), every
+// later call of the job is refused with 403 (401 once the key is gone), and its calls in flight
+// are cancelled at once, streams included (a stream ends with an error event in the provider's
+// shape). It returns how many calls were in flight.
+func (g *Gateway) Kill(job string) int {
+	js := g.job(job)
+	if jr, ok := g.resolver.(JobRevoker); ok {
+		jr.RevokeJob(job)
+	}
+	js.mu.Lock()
+	js.killed = true
+	n := len(js.live)
+	for c := range js.live {
+		c.cancel(errKilled)
+		// A client that does not read could keep the handler blocked in a write: the last write
+		// (a stream's error event) gets killWriteGrace, then the connection is dropped. Done under
+		// the lock, so only while the call is live; finish clears it.
+		http.NewResponseController(c.w).SetWriteDeadline(time.Now().Add(killWriteGrace))
+		c.writeDeadline = true
+	}
+	js.mu.Unlock()
+	g.log.LogAttrs(context.Background(), slog.LevelWarn, "gateway: job killed",
+		slog.String("job", job), slog.Int("live_calls", n))
+	return n
+}
+
+// JobUsage is the gateway's running account of a job.
+type JobUsage struct {
+	Calls   int64   // calls that went upstream, steps or not
+	Steps   int     // steps admitted, over all the job's sessions
+	Usage   Usage   // tokens of every call
+	CostUSD float64 // cost of the priced calls
+	Live    int     // calls in flight
+	Killed  bool
+}
+
+// JobUsage returns the account of job (zero for a job the gateway has not seen).
+func (g *Gateway) JobUsage(job string) JobUsage {
+	g.mu.Lock()
+	js := g.jobs[job]
+	g.mu.Unlock()
+	if js == nil {
+		return JobUsage{}
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	u := JobUsage{Calls: js.calls, Usage: js.usage, CostUSD: js.cost, Live: len(js.live), Killed: js.killed}
+	for _, s := range js.sessions {
+		u.Steps += s.steps
+	}
+	return u
+}
+
+// Forget drops the gateway's account of job (its steps, usage and kill mark), once the job is over
+// and its keys are revoked.
+func (g *Gateway) Forget(job string) {
+	g.mu.Lock()
+	delete(g.jobs, job)
+	g.mu.Unlock()
+}
+
+// route is what a request path asks for.
+type route struct {
+	face   Format
+	ep     Endpoint
+	method string
+	upath  string // appended to the record's base URL
+}
+
+func routeOf(p string) (route, bool) {
+	if rest, ok := strings.CutPrefix(p, "/anthropic/v1/"); ok {
+		switch {
+		case rest == "messages":
+			return route{AnthropicMessages, EndpointMessages, http.MethodPost, "/v1/messages"}, true
+		case rest == "messages/count_tokens":
+			return route{AnthropicMessages, EndpointCountTokens, http.MethodPost, "/v1/messages/count_tokens"}, true
+		case rest == "models" || strings.HasPrefix(rest, "models/") && len(rest) > 7 && !strings.Contains(rest[7:], "/"):
+			return route{AnthropicMessages, EndpointModels, http.MethodGet, "/v1/" + rest}, true
+		}
+		return route{face: AnthropicMessages}, false
+	}
+	if rest, ok := strings.CutPrefix(p, "/openai/"); ok {
+		rest = strings.TrimPrefix(rest, "v1/")
+		switch {
+		case rest == "chat/completions":
+			return route{OpenAIChat, EndpointChat, http.MethodPost, "/chat/completions"}, true
+		case rest == "models" || strings.HasPrefix(rest, "models/") && len(rest) > 7 && !strings.Contains(rest[7:], "/"):
+			return route{OpenAIChat, EndpointModels, http.MethodGet, "/" + rest}, true
+		}
+		return route{face: OpenAIChat}, false
+	}
+	return route{face: AnthropicMessages}, false
+}
+
+// call is one request through the gateway.
+type call struct {
+	g     *Gateway
+	w     http.ResponseWriter
+	r     *http.Request
+	rt    route
+	rec   Call
+	grant *Grant
+	key   string // the session key
+	js    *jobState
+	ss    *sessionState
+
+	tenantKey string
+	keyBytes  []byte // tenantKey, for masking
+
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	watchdog *time.Timer
+	wait     time.Duration // the watchdog's time before the answer's headers
+
+	wroteHeader bool
+	clientGone  bool
+	abortConn   bool // end by dropping the client's connection (mirrors an upstream cut)
+	counted     bool // a step: admitted against the limits and accounted for
+	registered  bool
+
+	writeDeadline bool // Kill set a write deadline on the response (guarded by js.mu)
+}
+
+// ServeHTTP serves one call.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{g: g, w: w, r: r}
+	c.rec.Start = time.Now()
+	c.serve()
+	c.finish()
+	if c.abortConn {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// fail answers a gateway error in the face's shape, unless the response has begun.
+func (c *call) fail(e *gwError) {
+	if c.rec.Error == "" {
+		c.rec.Error = e.msg
+	}
+	if c.wroteHeader || c.clientGone {
+		return
+	}
+	e.write(c.w, c.rt.face)
+	c.rec.Status = e.status
+	c.wroteHeader = true
+}
+
+func (c *call) refuse(limit string, e *gwError) {
+	c.rec.Refused = limit
+	c.fail(e)
+}
+
+func (c *call) serve() {
+	g, r := c.g, c.r
+	rt, ok := routeOf(r.URL.Path)
+	c.rt = rt
+	c.rec.Format, c.rec.Endpoint = rt.face, rt.ep
+	if !ok {
+		c.fail(errorf(http.StatusNotFound, "not_found", fmt.Sprintf("oz0 gateway: no endpoint %s %s; the Anthropic face serves /anthropic/v1/messages, /anthropic/v1/messages/count_tokens and /anthropic/v1/models, the OpenAI face /openai/chat/completions and /openai/models", r.Method, r.URL.Path)))
+		return
+	}
+	if r.Method != rt.method {
+		c.w.Header().Set("Allow", rt.method)
+		c.fail(errorf(http.StatusMethodNotAllowed, "invalid_request", fmt.Sprintf("oz0 gateway: method %s is not allowed for %s; use %s", r.Method, r.URL.Path, rt.method)))
+		return
+	}
+
+	// The session key.
+	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			key = strings.TrimSpace(a[7:])
+		}
+	}
+	if key == "" {
+		c.fail(errorf(http.StatusUnauthorized, "authentication", "oz0 gateway: no session key; send the session's key (ANTHROPIC_API_KEY or OPENAI_API_KEY) in x-api-key or Authorization: Bearer"))
+		return
+	}
+	grant, err := g.resolver.Resolve(r.Context(), key)
+	if err != nil {
+		if errors.Is(err, ErrUnknownKey) {
+			c.fail(errorf(http.StatusUnauthorized, "authentication", "oz0 gateway: invalid session key: it is unknown, or its job has ended or was killed"))
+		} else {
+			c.fail(errorf(http.StatusInternalServerError, "api", "oz0 gateway: cannot check the session key: "+strings.ReplaceAll(err.Error(), key, "[session key]")))
+		}
+		return
+	}
+	c.grant, c.key = grant, key
+	c.rec.Job, c.rec.Agent, c.rec.Record = grant.Job, grant.Agent, grant.Record.Name
+
+	// Oz0-Job and Oz0-Agent: taken from the key when absent, and must match it when present.
+	if h, ok := headerValue(r.Header, "Oz0-Job"); ok && h != grant.Job {
+		c.refuse("Oz0-Job", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Job %s does not match the session key, which is job %s's", quoteShort(h), grant.Job)))
+		return
+	}
+	if h, ok := headerValue(r.Header, "Oz0-Agent"); ok && h != grant.Agent {
+		c.refuse("Oz0-Agent", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Agent %s does not match the session key, which is agent %s's in job %s", quoteShort(h), grant.Agent, grant.Job)))
+		return
+	}
+	if !grant.Record.Takes(rt.face) {
+		c.refuse("format", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: the session's model record %s takes %s, not %s", grant.Record.Name, formatList(grant.Record.Formats), rt.face)))
+		return
+	}
+
+	body, tooLarge, err := readBody(r, g.maxBody)
+	if tooLarge {
+		c.fail(errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("oz0 gateway: the request body is larger than %d bytes", g.maxBody)))
+		return
+	}
+	if err != nil {
+		c.clientGone = true
+		c.rec.Error = "cannot read the request body: " + err.Error()
+		return
+	}
+
+	// The body: the model (mapped when the record maps it), whether it streams, include_usage.
+	var info reqInfo
+	if rt.ep == EndpointMessages || rt.ep == EndpointChat || rt.ep == EndpointCountTokens {
+		body, info = rewriteRequest(body, rt.face, grant.Record.Models)
+		c.rec.Model, c.rec.UpstreamModel = info.model, info.model
+		if info.upstreamModel != "" {
+			c.rec.UpstreamModel = info.upstreamModel
+		}
+	}
+	c.counted = rt.ep == EndpointMessages || rt.ep == EndpointChat
+
+	c.js = g.job(grant.Job)
+	c.ctx, c.cancel = context.WithCancelCause(r.Context()) // before admit: Kill may cancel from then on
+	if e, limit := c.admit(); e != nil {
+		c.refuse(limit, e)
+		g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
+			slog.String("job", grant.Job), slog.String("agent", grant.Agent), slog.String("limit", limit), slog.String("reason", e.msg))
+		return
+	}
+
+	// The tenant's key, looked up on every call.
+	if name := grant.Record.Secret; name != "" {
+		var v string
+		err := ErrNoSecret
+		if g.secrets != nil {
+			v, err = g.secrets.Secret(r.Context(), name)
+		}
+		if err != nil || v == "" {
+			why := "is not set"
+			if err != nil && !errors.Is(err, ErrNoSecret) {
+				why = "cannot be read (" + err.Error() + ")"
+			}
+			c.fail(errorf(http.StatusInternalServerError, "api", fmt.Sprintf("oz0 gateway: the provider record %s has no key: the secret %s %s", grant.Record.Name, name, why)))
+			return
+		}
+		c.tenantKey, c.keyBytes = v, []byte(v)
+	}
+
+	c.forward(body, info)
+}
+
+// admit checks the job's kill mark, its budget and the session's limits, and counts the step. It
+// registers the call as live, so Kill can cancel it.
+func (c *call) admit() (*gwError, string) {
+	js, g := c.js, c.grant
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.killed {
+		return errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: job %s was killed; its calls are refused", g.Job)), "kill"
+	}
+	if c.counted {
+		ss := js.sessions[c.key]
+		if ss == nil {
+			ss = &sessionState{}
+			js.sessions[c.key] = ss
+		}
+		c.ss = ss
+		quota := func(status int, msg string) *gwError {
+			return &gwError{status: status, kind: "rate_limit", msg: msg, noRetry: true, quota: true}
+		}
+		if b := g.Budget.Tokens; b > 0 && js.usage.Total() >= b {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.tokens of %d reached for job %s (%d used)", b, g.Job, js.usage.Total())), "budget.tokens"
+		}
+		if b := g.Budget.CostUSD; b > 0 && js.cost >= b {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.cost_usd of $%s reached for job %s ($%s used)", fmtUSD(b), g.Job, fmtUSD(js.cost))), "budget.cost_usd"
+		}
+		if l := g.Limits.MaxTokens; l > 0 && ss.usage.Total() >= l {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_tokens of %d reached for job %s (agent %s's session used %d)", l, g.Job, g.Agent, ss.usage.Total())), "limits.max_tokens"
+		}
+		if l := g.Limits.MaxCostUSD; l > 0 && ss.cost >= l {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_cost_usd of $%s reached for job %s (agent %s's session used $%s)", fmtUSD(l), g.Job, g.Agent, fmtUSD(ss.cost))), "limits.max_cost_usd"
+		}
+		if l := g.Limits.MaxSteps; l > 0 && ss.steps >= l {
+			return &gwError{status: http.StatusTooManyRequests, kind: "rate_limit", noRetry: true,
+				msg: fmt.Sprintf("oz0 gateway: limits.max_steps of %d reached for job %s (agent %s's session has made %d model calls)", l, g.Job, g.Agent, ss.steps)}, "limits.max_steps"
+		}
+		ss.steps++
+		c.rec.Step = ss.steps
+	}
+	js.live[c] = struct{}{}
+	c.registered = true
+	return nil, ""
+}
+
+func fmtUSD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// finish accounts for the call, meters and logs it.
+func (c *call) finish() {
+	if c.watchdog != nil {
+		c.watchdog.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel(nil)
+	}
+	c.rec.Latency = time.Since(c.rec.Start)
+	if c.rec.Priced = c.grant != nil && c.grant.Record.Prices != nil; c.rec.Priced {
+		c.rec.CostUSD = c.grant.Record.Prices.Cost(c.rec.Usage)
+	}
+	if c.rec.Status == 0 && c.clientGone {
+		c.rec.Status = 499 // as nginx says: the client closed the request
+	}
+	if c.keyBytes != nil {
+		c.rec.Error = c.mask(c.rec.Error)
+	}
+	if c.js != nil && c.registered {
+		js := c.js
+		js.mu.Lock()
+		if c.writeDeadline {
+			http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
+		}
+		delete(js.live, c)
+		js.calls++
+		js.usage = js.usage.Add(c.rec.Usage)
+		js.cost += c.rec.CostUSD
+		if c.ss != nil {
+			c.ss.usage = c.ss.usage.Add(c.rec.Usage)
+			c.ss.cost += c.rec.CostUSD
+		}
+		js.mu.Unlock()
+	}
+	if c.grant != nil && c.g.meter != nil {
+		c.g.meter.Record(c.rec)
+	}
+	if c.g.log.Enabled(c.r.Context(), slog.LevelInfo) {
+		c.logCall()
+	}
+}
+
+func (c *call) logCall() {
+	rec := &c.rec
+	attrs := []slog.Attr{
+		slog.String("method", c.r.Method), slog.String("path", c.r.URL.Path), slog.Int("status", rec.Status),
+		slog.String("job", rec.Job), slog.String("agent", rec.Agent), slog.String("record", rec.Record),
+		slog.String("format", string(rec.Format)), slog.String("endpoint", string(rec.Endpoint)),
+	}
+	if rec.Model != "" {
+		attrs = append(attrs, slog.String("model", rec.Model))
+		if rec.UpstreamModel != rec.Model {
+			attrs = append(attrs, slog.String("upstream_model", rec.UpstreamModel))
+		}
+	}
+	attrs = append(attrs, slog.Bool("streamed", rec.Streamed),
+		slog.Int64("input_tokens", rec.Usage.InputTokens), slog.Int64("output_tokens", rec.Usage.OutputTokens),
+		slog.Int64("cache_read_tokens", rec.Usage.CacheReadTokens), slog.Int64("cache_creation_tokens", rec.Usage.CacheCreationTokens),
+		slog.Duration("latency", rec.Latency), slog.Duration("ttfb", rec.TTFB))
+	if rec.Step > 0 {
+		attrs = append(attrs, slog.Int("step", rec.Step))
+	}
+	if rec.Priced {
+		attrs = append(attrs, slog.Float64("cost_usd", rec.CostUSD))
+	}
+	if rec.Aborted {
+		attrs = append(attrs, slog.String("aborted", rec.AbortReason))
+	}
+	if rec.Refused != "" {
+		attrs = append(attrs, slog.String("refused", rec.Refused))
+	}
+	if rec.StreamError != "" {
+		attrs = append(attrs, slog.String("stream_error", rec.StreamError))
+	}
+	if rec.Error != "" {
+		attrs = append(attrs, slog.String("error", rec.Error))
+	}
+	c.g.log.LogAttrs(c.r.Context(), slog.LevelInfo, "gateway: call", attrs...)
+}
+
+// readBody reads the request body, up to max bytes.
+func readBody(r *http.Request, max int64) (body []byte, tooLarge bool, err error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, false, nil
+	}
+	if r.ContentLength > max {
+		return nil, true, nil
+	}
+	size := int64(512)
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1 // room to read the EOF without growing
+	}
+	buf := make([]byte, 0, size)
+	lr := io.LimitReader(r.Body, max+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if int64(len(buf)) > max {
+		return nil, true, nil
+	}
+	return buf, false, nil
+}
+
+func headerValue(h http.Header, name string) (string, bool) {
+	v, ok := h[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+func quoteShort(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// mask hides the tenant's key in s.
+func (c *call) mask(s string) string {
+	if c.tenantKey == "" || !strings.Contains(s, c.tenantKey) {
+		return s
+	}
+	return strings.ReplaceAll(s, c.tenantKey, strings.Repeat("*", len(c.tenantKey)))
+}
+
+// reqInfo is what the gateway reads from a request body.
+type reqInfo struct {
+	model         string // as requested
+	upstreamModel string // when the record maps it
+	stream        bool
+	injected      bool // include_usage was added for the gateway: hide the usage chunk
+}
+
+var includeUsageMember = []byte(`"stream_options":{"include_usage":true},`)
+
+// rewriteRequest reads the model and stream flag of a request body, maps the model, and on an
+// OpenAI stream asks for include_usage when the client did not. A body that is not a JSON object
+// goes unchanged.
+func rewriteRequest(body []byte, face Format, models map[string]string) ([]byte, reqInfo) {
+	var info reqInfo
+	var edits []edit
+	so := member{start: -1}
+	err := topLevel(body, func(m member) bool {
+		switch {
+		case m.keyIs("model"):
+			if s, ok := jsonString(body[m.start:m.end]); ok {
+				info.model = s
+				if up, ok := models[s]; ok && up != s {
+					info.upstreamModel = up
+					edits = append(edits, edit{m.start, m.end, strconv.AppendQuote(nil, up)})
+				}
+			}
+		case m.keyIs("stream"):
+			info.stream = string(body[m.start:m.end]) == "true"
+		case m.keyIs("stream_options"):
+			so = m
+		}
+		return true
+	})
+	if err != nil {
+		return body, reqInfo{}
+	}
+	if face == OpenAIChat && info.stream {
+		if so.start < 0 {
+			at := bytes.IndexByte(body, '{') + 1
+			edits = append(edits, edit{at, at, includeUsageMember})
+			info.injected = true
+		} else if v := body[so.start:so.end]; string(v) == "null" {
+			edits = append(edits, edit{so.start, so.end, []byte(`{"include_usage":true}`)})
+			info.injected = true
+		} else if v[0] == '{' {
+			asked := false
+			var iu member
+			iu.start = -1
+			topLevel(v, func(m member) bool {
+				if m.keyIs("include_usage") {
+					iu = m
+					asked = string(v[m.start:m.end]) == "true"
+				}
+				return true
+			})
+			if !asked {
+				info.injected = true
+				if iu.start >= 0 {
+					edits = append(edits, edit{so.start + iu.start, so.start + iu.end, []byte("true")})
+				} else {
+					at := so.start + 1
+					text := []byte(`"include_usage":true,`)
+					if string(bytes.TrimSpace(v[1:len(v)-1])) == "" {
+						text = text[:len(text)-1]
+					}
+					edits = append(edits, edit{at, at, text})
+				}
+			}
+		}
+	}
+	sortEdits(edits)
+	return applyEdits(body, edits), info
+}
+
+func sortEdits(e []edit) {
+	for i := 1; i < len(e); i++ {
+		for j := i; j > 0 && e[j].start < e[j-1].start; j-- {
+			e[j], e[j-1] = e[j-1], e[j]
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Format is a model API, as a harness lists it in its formats.
+type Format string
+
+// The formats the gateway serves.
+const (
+	AnthropicMessages Format = "anthropic-messages" // Anthropic's Messages API
+	OpenAIChat        Format = "openai-chat"        // OpenAI's Chat Completions API
+)
+
+// Formats lists every format the gateway serves.
+var Formats = []Format{AnthropicMessages, OpenAIChat}
+
+// The providers' own base URLs, with the meaning of ANTHROPIC_BASE_URL and OPENAI_BASE_URL: the
+// gateway appends /v1/messages to an Anthropic base and /chat/completions to an OpenAI base.
+const (
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+)
+
+// Record is one of a tenant's provider records: where a format's calls go and with which key.
+type Record struct {
+	// Name is how jobs, logs and meters name the record, and what model: {use: NAME} picks.
+	Name string
+	// Formats are the model APIs the record takes (the dev fake record takes both).
+	Formats []Format
+	// BaseURLs is the upstream base URL per format, as the provider's SDK would take it in
+	// ANTHROPIC_BASE_URL or OPENAI_BASE_URL; a format without one goes to the provider's own
+	// (DefaultAnthropicBaseURL, DefaultOpenAIBaseURL).
+	BaseURLs map[Format]string
+	// Secret is the name of the secret holding the tenant's provider key, looked up through
+	// Secrets on every call; "" sends no key (the fake).
+	Secret string
+	// Model is the model a session is told to use when its agent names none; "" for none.
+	Model string
+	// Models maps a requested model name to the upstream's; a name not in it goes unchanged.
+	Models map[string]string
+	// Prices, when set, prices every call the record serves; nil: calls are not priced.
+	Prices *Prices
+}
+
+// Takes reports whether the record takes format f.
+func (r *Record) Takes(f Format) bool {
+	for _, g := range r.Formats {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// BaseURL is the upstream base URL of format f, without a trailing slash.
+func (r *Record) BaseURL(f Format) string {
+	u := r.BaseURLs[f]
+	if u == "" {
+		switch f {
+		case AnthropicMessages:
+			u = DefaultAnthropicBaseURL
+		case OpenAIChat:
+			u = DefaultOpenAIBaseURL
+		}
+	}
+	return strings.TrimRight(u, "/")
+}
+
+// Prices is a record's price table, in US dollars per million tokens. There is no built-in list:
+// a tenant states its own.
+type Prices struct {
+	Input      float64 `json:"input" yaml:"input"`             // input tokens not read from or written to the cache
+	Output     float64 `json:"output" yaml:"output"`           // output tokens
+	CacheRead  float64 `json:"cache_read" yaml:"cache_read"`   // input tokens read from the prompt cache
+	CacheWrite float64 `json:"cache_write" yaml:"cache_write"` // input tokens written to the prompt cache
+}
+
+// Cost is the price of usage u, in US dollars.
+func (p *Prices) Cost(u Usage) float64 {
+	if p == nil {
+		return 0
+	}
+	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6
+}
+
+// FakeRecord is the dev record of the fake model API served at baseURL (as its doc says:
+// ANTHROPIC_BASE_URL=baseURL, OPENAI_BASE_URL=baseURL/v1): both formats, no key, model fake-model.
+func FakeRecord(baseURL string) Record {
+	baseURL = strings.TrimRight(baseURL, "/")
+	return Record{
+		Name:     "fake",
+		Formats:  []Format{AnthropicMessages, OpenAIChat},
+		BaseURLs: map[Format]string{AnthropicMessages: baseURL, OpenAIChat: baseURL + "/v1"},
+		Model:    "fake-model",
+	}
+}
+
+// DefaultUse is the model alias that picks the first record taking one of the harness's formats.
+const DefaultUse = "default"
+
+// ResolveModel resolves an agent's model: {use: use} against the tenant's records, in the
+// tenant's order, for a harness that speaks formats (in its order of preference). use "" or
+// "default" picks the first record that takes one of the formats; any other use names a record,
+// which must take one of them. It returns the record and the format the session speaks to it:
+// the harness's first format that the record takes.
+func ResolveModel(records []Record, use string, formats []Format) (*Record, Format, error) {
+	if len(formats) == 0 {
+		return nil, "", errors.New("the harness lists no formats; it needs anthropic-messages or openai-chat")
+	}
+	pick := func(r *Record) (Format, bool) {
+		for _, f := range formats {
+			if r.Takes(f) {
+				return f, true
+			}
+		}
+		return "", false
+	}
+	if use == "" || use == DefaultUse {
+		for i := range records {
+			if f, ok := pick(&records[i]); ok {
+				return &records[i], f, nil
+			}
+		}
+		return nil, "", fmt.Errorf("model: {use: default}: no provider record takes %s (records: %s)", formatList(formats), recordList(records))
+	}
+	for i := range records {
+		if records[i].Name != use {
+			continue
+		}
+		if f, ok := pick(&records[i]); ok {
+			return &records[i], f, nil
+		}
+		return nil, "", fmt.Errorf("model: {use: %s}: the record %s takes %s, and the harness speaks %s",
+			use, use, formatList(records[i].Formats), formatList(formats))
+	}
+	return nil, "", fmt.Errorf("model: {use: %s}: there is no provider record %s (records: %s)", use, use, recordList(records))
+}
+
+func formatList(fs []Format) string {
+	if len(fs) == 0 {
+		return "no format"
+	}
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+func recordList(rs []Record) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = r.Name
+	}
+	return strings.Join(s, ", ")
+}
+
+// Secrets gives the tenant's secrets by name. The gateway asks on every call, so a rotated key
+// is used at once.
+type Secrets interface {
+	Secret(ctx context.Context, name string) (string, error)
+}
+
+// ErrNoSecret is what a Secrets gives for a secret that is not set.
+var ErrNoSecret = errors.New("secret not set")
+
+// SecretsFunc is Secrets that is a function, e.g. over the dev server's secret store:
+//
+//	gateway.SecretsFunc(func(_ context.Context, name string) (string, error) { return store.Get(name) })
+type SecretsFunc func(ctx context.Context, name string) (string, error)
+
+// Secret calls f.
+func (f SecretsFunc) Secret(ctx context.Context, name string) (string, error) { return f(ctx, name) }
+
+// MapSecrets is Secrets from a fixed map.
+type MapSecrets map[string]string
+
+// Secret returns the value of name, or ErrNoSecret.
+func (m MapSecrets) Secret(_ context.Context, name string) (string, error) {
+	if v, ok := m[name]; ok && v != "" {
+		return v, nil
+	}
+	return "", ErrNoSecret
+}
