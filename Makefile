@@ -19,8 +19,10 @@ test: test-deps lint
 test-deps:
 	@scripts/test-deps.sh
 
+# The main job, offline: the guide end to end (scaffold, test, lint, oz0 dev on the fake model,
+# oz0 run, the stream), then the servers stopped.
 demo: build
-	@scripts/demo.sh $(BIN)
+	@scripts/e2e-kit.sh $(BIN)
 
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 

@@ -1,0 +1,214 @@
+// Package doctor checks what a plugin author's machine needs for the oz0 dev loop, and says how
+// to mend each miss.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/lint"
+)
+
+// Level is how a check came out.
+type Level string
+
+// The levels: a fail makes `oz0 doctor` exit 1; a warn is worth knowing but does not block.
+const (
+	OK   Level = "ok"
+	Warn Level = "warn"
+	Fail Level = "fail"
+)
+
+// Result is one check's outcome.
+type Result struct {
+	Check  string `json:"check"`
+	Level  Level  `json:"level"`
+	Detail string `json:"detail"`
+	Mend   string `json:"mend,omitempty"` // how to mend a warn or a fail
+}
+
+// Env is what the checks look at.
+type Env struct {
+	PluginDir string
+	Getenv    func(string) string
+	LookPath  func(string) (string, error)
+}
+
+// MinPython is the oldest Python the templates run on.
+var MinPython = [2]int{3, 10}
+
+// Run runs every check, in order.
+func Run(ctx context.Context, env Env) []Result {
+	if env.LookPath == nil {
+		env.LookPath = exec.LookPath
+	}
+	return []Result{
+		checkPython(ctx, env),
+		checkPlugin(env),
+		checkVenv(ctx, env),
+		checkUV(ctx, env),
+		checkDevServer(ctx, env),
+		checkPort(),
+	}
+}
+
+var pyVersion = regexp.MustCompile(`Python (\d+)\.(\d+)(\.\d+)?`)
+
+func version(ctx context.Context, bin string) (string, int, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("%s --version: %v", bin, err)
+	}
+	m := pyVersion.FindStringSubmatch(string(out))
+	if m == nil {
+		return strings.TrimSpace(string(out)), 0, 0, fmt.Errorf("cannot read the version in %q", strings.TrimSpace(string(out)))
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	return strings.TrimPrefix(m[0], "Python "), major, minor, nil
+}
+
+func tooOld(major, minor int) bool {
+	return major < MinPython[0] || (major == MinPython[0] && minor < MinPython[1])
+}
+
+func checkPython(ctx context.Context, env Env) Result {
+	r := Result{Check: "python"}
+	path, err := env.LookPath("python3")
+	if err != nil {
+		r.Level, r.Detail = Fail, "python3 is not on PATH"
+		r.Mend = fmt.Sprintf("install Python %d.%d or newer (your OS's python3 package, or uv python install)", MinPython[0], MinPython[1])
+		return r
+	}
+	v, major, minor, err := version(ctx, path)
+	switch {
+	case err != nil:
+		r.Level, r.Detail, r.Mend = Fail, err.Error(), "check that "+path+" runs"
+	case tooOld(major, minor):
+		r.Level, r.Detail = Fail, fmt.Sprintf("python3 is %s (%s)", v, path)
+		r.Mend = fmt.Sprintf("install Python %d.%d or newer; the templates need it", MinPython[0], MinPython[1])
+	default:
+		r.Level, r.Detail = OK, fmt.Sprintf("python3 %s (%s)", v, path)
+	}
+	return r
+}
+
+func checkPlugin(env Env) Result {
+	r := Result{Check: "plugin"}
+	rep, err := lint.Run(env.PluginDir)
+	switch {
+	case err != nil:
+		r.Level, r.Detail, r.Mend = Warn, err.Error(), "run oz0 doctor in a plugin's directory, or pass --plugin DIR"
+	case hasRule(rep, "manifest-missing"):
+		r.Level, r.Detail = Warn, "no oz0-plugin.yaml in "+env.PluginDir
+		r.Mend = "cd into a plugin, or make one: oz0 plugin new NAME --template byo-agent --description \"...\""
+	case rep.HasErrors():
+		r.Level, r.Detail, r.Mend = Fail, fmt.Sprintf("the plugin in %s has lint findings: %s", env.PluginDir, lint.Summary(rep)), "run oz0 plugin lint and fix them; oz0 dev refuses to start until then"
+	default:
+		r.Level, r.Detail = OK, fmt.Sprintf("the plugin in %s lints clean (%s)", env.PluginDir, lint.Summary(rep))
+	}
+	return r
+}
+
+func hasRule(rep *lint.Report, rule string) bool {
+	for _, f := range rep.Findings {
+		if f.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+func checkVenv(ctx context.Context, env Env) Result {
+	r := Result{Check: "venv"}
+	if _, err := os.Stat(filepath.Join(env.PluginDir, "pyproject.toml")); err != nil {
+		r.Level, r.Detail = OK, "no pyproject.toml: not a Python plugin, no venv needed"
+		return r
+	}
+	py := filepath.Join(env.PluginDir, ".venv", "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		r.Level, r.Detail = Warn, "the plugin has no .venv: sessions run with python3 and the plugin's src/ on PYTHONPATH, without its dependencies"
+		r.Mend = "run uv sync in the plugin (oz0 then runs its harness with .venv/bin/python)"
+		return r
+	}
+	v, major, minor, err := version(ctx, py)
+	switch {
+	case err != nil:
+		r.Level, r.Detail, r.Mend = Fail, "the plugin's .venv is broken: "+err.Error(), "remove .venv and run uv sync again"
+	case tooOld(major, minor):
+		r.Level, r.Detail, r.Mend = Fail, "the plugin's .venv has Python "+v, "recreate it with a newer Python: uv sync --python 3.12"
+	default:
+		r.Level, r.Detail = OK, fmt.Sprintf(".venv with Python %s", v)
+	}
+	return r
+}
+
+func checkUV(ctx context.Context, env Env) Result {
+	r := Result{Check: "uv"}
+	path, err := env.LookPath("uv")
+	if err != nil {
+		r.Level, r.Detail = Warn, "uv is not on PATH: the guide's uv lock, uv sync and uv run need it"
+		r.Mend = "install uv (https://docs.astral.sh/uv/getting-started/installation/); meanwhile python3 -m unittest discover -s tests runs the template's tests"
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		r.Level, r.Detail, r.Mend = Warn, path+" does not run: "+err.Error(), "reinstall uv"
+		return r
+	}
+	r.Level, r.Detail = OK, strings.TrimSpace(string(out))+" ("+path+")"
+	return r
+}
+
+func checkDevServer(ctx context.Context, env Env) Result {
+	r := Result{Check: "dev server"}
+	raw := env.Getenv(client.ContextEnv)
+	if raw == "" {
+		r.Level, r.Detail = Warn, client.ContextEnv+" is not set: oz0 run, job and secret need a running dev server"
+		r.Mend = "start oz0 dev in the plugin and export the OZ0_CONTEXT line it prints"
+		return r
+	}
+	c, err := client.FromEnv(env.Getenv)
+	if err != nil {
+		r.Level, r.Detail, r.Mend = Fail, err.Error(), "export the line oz0 dev printed"
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		r.Level, r.Detail, r.Mend = Fail, err.Error(), "start oz0 dev again and export the new OZ0_CONTEXT"
+		return r
+	}
+	var agents []string
+	for _, a := range info.Agents {
+		agents = append(agents, fmt.Sprintf("%s → %s", a.Name, a.Record))
+	}
+	r.Level, r.Detail = OK, fmt.Sprintf("oz0 dev at %s runs %s", c.URL(), strings.Join(agents, ", "))
+	return r
+}
+
+func checkPort() Result {
+	r := Result{Check: "port"}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.Level, r.Detail, r.Mend = Fail, "cannot listen on loopback: "+err.Error(), "oz0 dev needs a free loopback port; check the firewall or sandbox"
+		return r
+	}
+	r.Level, r.Detail = OK, "a free loopback port: "+l.Addr().String()
+	l.Close()
+	return r
+}

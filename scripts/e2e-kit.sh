@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The guide, end to end and offline, as a user types it: scaffold acme-triage, test and lint it,
+# check it against the protocol, start `oz0 dev` on the fake model, run the guide's ticket, then
+# set the tenant's key with the provider's upstream pointed at `oz0 fake-model serve` and run it
+# again. Every step is printed; both servers are stopped at the end, whatever happens.
+#
+#   scripts/e2e-kit.sh [path/to/oz0]     (make demo builds oz0 and runs this)
+set -euo pipefail
+OZ0=$(realpath "${1:-bin/oz0}")
+export PATH="$(dirname "$OZ0"):$PATH"
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+bold="" dim="" reset=""
+if [ -t 1 ]; then bold=$'\033[1m' dim=$'\033[2m' reset=$'\033[0m'; fi
+shown() { # the command as a user would type it: arguments with spaces in double quotes
+  local out="" a
+  for a in "$@"; do case "$a" in *[[:space:]]*) out+=" \"$a\"" ;; *) out+=" $a" ;; esac; done
+  printf '%s' "${out# }"
+}
+step() { printf '\n%s$ %s%s\n' "$bold" "$(shown "$@")" "$reset"; "$@"; }
+note() { printf '%s# %s%s\n' "$dim" "$*" "$reset"; }
+waitfor() { # waitfor FILE: until a background server has written it
+  for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done
+  echo "e2e-kit: timed out waiting for $1" >&2; exit 1
+}
+
+cd "$work"
+step oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets"
+step cd acme-triage
+if command -v uv >/dev/null 2>&1 && uv --version >/dev/null 2>&1; then
+  step uv lock
+  step uv sync
+  step uv run pytest -q
+else
+  note "uv is not installed: the template's tests run with the standard library instead"
+  PYTHONDONTWRITEBYTECODE=1 step python3 -m unittest discover -s tests
+fi
+step oz0 plugin lint
+step oz0 plugin test
+
+note "oz0 dev: a dev server and a node with the plugin, on the fake model (no provider key yet)"
+oz0 dev --ready-file "$work/ctx" >"$work/dev.log" 2>"$work/dev.err" &
+pids+=($!)
+waitfor "$work/ctx"
+sed 's/^/  | /' "$work/dev.log"
+export OZ0_CONTEXT=$(cat "$work/ctx")
+step oz0 run acme-triage "I was charged twice for my order"
+
+note "now the tenant's key, with the provider's upstream pointed at a fake model API"
+oz0 fake-model serve --ready-file "$work/fm.url" >"$work/fm.log" 2>&1 &
+pids+=($!)
+waitfor "$work/fm.url"
+export ANTHROPIC_API_KEY="sk-ant-e2e-kit-not-a-real-key"
+printf '\n%s$ printf %%s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY --base-url %s%s\n' "$bold" "$(cat "$work/fm.url")" "$reset"
+printf %s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY --base-url "$(cat "$work/fm.url")"
+step oz0 run acme-triage "I was charged twice for my order"
+step oz0 job list
+printf '\n%se2e-kit: the guide ran offline, end to end%s\n' "$bold" "$reset"
