@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -125,11 +124,12 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 	}()
 
 	r := render.New(ios.Out, job.Agent)
-	enc := json.NewEncoder(ios.Out)
-	enc.SetEscapeHTML(false)
+	var line []byte
 	err := c.Events(ctx, job.ID, 0, func(ev store.Event) error {
 		if asJSON {
-			return enc.Encode(ev)
+			line = append(ev.AppendJSON(line[:0]), '\n')
+			_, err := ios.Out.Write(line)
+			return err
 		}
 		if ev.Type == store.EventStatus && strings.Contains(string(ev.Data), `"waiting_for_approval"`) {
 			r.Close()

@@ -237,12 +237,13 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 4096)
 	for ev := range sub.C {
-		data, err := json.Marshal(ev)
-		if err != nil {
-			return
-		}
-		buf = buf[:0]
-		buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
+		buf = append(buf[:0], "id: "...)
+		buf = strconv.AppendInt(buf, ev.Seq, 10)
+		buf = append(buf, "\nevent: "...)
+		buf = append(buf, ev.Type...)
+		buf = append(buf, "\ndata: "...)
+		buf = ev.AppendJSON(buf)
+		buf = append(buf, "\n\n"...)
 		if _, err := w.Write(buf); err != nil {
 			return
 		}

@@ -337,7 +337,9 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 		}
 		if err != nil {
 			c.rec.Usage, c.rec.StreamError = sp.usage, sp.streamErr
-			if err == io.EOF {
+			// A client that hangs up once it has the last event (as the SDKs do on [DONE]) may
+			// cancel the upstream read before its EOF: the stream is complete all the same.
+			if err == io.EOF || sp.done {
 				if rest := sp.rest(); len(rest) > 0 {
 					mw.Write(rest)
 				}

@@ -164,7 +164,7 @@ func (g *Gateway) job(name string) *jobState {
 }
 
 // killWriteGrace is how long Kill lets a killed call write its last bytes.
-const killWriteGrace = 50 * time.Millisecond
+const killWriteGrace = 25 * time.Millisecond
 
 var (
 	errKilled     = errors.New("the job was killed")

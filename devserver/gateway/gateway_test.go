@@ -455,9 +455,11 @@ rules:
 			case <-time.After(2 * time.Second):
 				t.Fatal("the stream did not end after Kill")
 			}
-			if d := r.at.Sub(killed); d > 100*time.Millisecond {
+			d := r.at.Sub(killed)
+			if d > 100*time.Millisecond {
 				t.Errorf("the stream ended %v after Kill, want at most 100ms", d)
 			}
+			t.Logf("the stream ended %v after Kill", d)
 			if r.err == nil || !strings.Contains(r.err.Error(), "was killed") {
 				t.Errorf("the client's stream error: %v", r.err)
 			}
@@ -600,7 +602,10 @@ rules:
 	key := e.issue("job_slow", "a", Limits{}, Budget{})
 	_, sr := openStream(t, context.Background(), e.openaiURL()+"/chat/completions", openaiHeaders(key),
 		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	// (TestNoBuffering proves the same without timing; here a slow real upstream: a gateway that
+	// buffered would deliver the events together at the end.)
 	var prev time.Time
+	var close []string
 	for i := 0; ; i++ {
 		ev, err := sr.next()
 		if err != nil {
@@ -608,8 +613,8 @@ rules:
 		}
 		now := time.Now()
 		if i > 0 {
-			if gap := now.Sub(prev); gap < 100*time.Millisecond {
-				t.Errorf("events %d and %d came %v apart: held back and sent together", i-1, i, gap)
+			if gap := now.Sub(prev); gap < 50*time.Millisecond {
+				close = append(close, fmt.Sprintf("%d-%d: %v", i-1, i, gap))
 			}
 		}
 		prev = now
@@ -619,6 +624,9 @@ rules:
 		if strings.Contains(ev, `"choices":[]`) {
 			t.Errorf("the client sees the usage chunk it did not ask for: %s", ev)
 		}
+	}
+	if len(close) > 1 { // one late event may be caught up by the next on a busy machine
+		t.Errorf("events sent 150ms apart upstream reached the client together: %v", close)
 	}
 }
 
@@ -928,9 +936,11 @@ func TestKillStalledClient(t *testing.T) {
 	for len(e.meter.Job("job_stall")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if d := time.Since(killed); d > 100*time.Millisecond {
+	d := time.Since(killed)
+	if d > 100*time.Millisecond {
 		t.Errorf("the call ended %v after Kill, want at most 100ms", d)
 	}
+	t.Logf("the call ended %v after Kill", d)
 	if cs := e.meter.Job("job_stall"); len(cs) != 1 || cs[0].AbortReason != AbortKilled {
 		t.Errorf("metered %+v", cs)
 	}

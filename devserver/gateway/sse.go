@@ -20,6 +20,7 @@ type sseParser struct {
 
 	usage     Usage
 	streamErr string
+	done      bool // the stream's last event has passed (message_stop, data: [DONE])
 }
 
 // eventEnd returns the length of the first complete event in data (its blank line included), or -1.
@@ -105,8 +106,9 @@ func eventFields(ev []byte) (name, data []byte) {
 // keep reads one event and says whether to pass it on.
 func (p *sseParser) keep(ev []byte) bool {
 	if p.face == AnthropicMessages {
-		// Only message_start, message_delta and error events matter; the rest pass unread.
-		if !bytes.Contains(ev, []byte("message_start")) && !bytes.Contains(ev, []byte("message_delta")) && !bytes.Contains(ev, []byte("error")) {
+		// Only message_start, message_delta, message_stop and error events matter; the rest pass
+		// unread.
+		if !bytes.Contains(ev, []byte("message_")) && !bytes.Contains(ev, []byte("error")) {
 			return true
 		}
 		_, data := eventFields(ev)
@@ -123,12 +125,18 @@ func (p *sseParser) keep(ev []byte) bool {
 			if u := memberValue(data, "usage"); len(u) > 0 && u[0] == '{' {
 				anthropicUsage(u, &p.usage)
 			}
+		case "message_stop":
+			p.done = true
 		case "error":
 			p.streamErr, _ = jsonString(memberValue(memberValue(data, "error"), "type"))
 		}
 		return true
 	}
 	_, data := eventFields(ev)
+	if string(data) == "[DONE]" {
+		p.done = true
+		return true
+	}
 	if !hasObjectMember(data, []byte(`"usage"`)) {
 		if bytes.HasPrefix(data, []byte(`{"error"`)) {
 			e := memberValue(data, "error")

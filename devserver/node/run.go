@@ -118,7 +118,7 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	switch m := ev.Message.(type) {
 	case harnesskit.Say:
 		if ev.Kind == harnesskit.EventSay {
-			job.rec.add(store.EventSay, map[string]any{"text": m.Text})
+			job.rec.add(store.EventSay, sayData{m.Text}) // the hot path: a struct, not a map
 			return
 		}
 	case harnesskit.PermissionRequest:
@@ -317,4 +317,8 @@ func (n *Node) Close(ctx context.Context) error {
 	case <-time.After(2 * time.Minute):
 		return errors.New("jobs did not end")
 	}
+}
+
+type sayData struct {
+	Text string `json:"text"`
 }
