@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
@@ -60,5 +61,40 @@ func BenchmarkColdPluginNew(b *testing.B) {
 	for b.Loop() {
 		runBin(b, bin, parent, "plugin", "new", fmt.Sprintf("p%d", i), "--template", "byo-agent", "--description", "Sorts support tickets")
 		i++
+	}
+}
+
+// BenchmarkColdDevReady is `oz0 dev` as a user starts it, process start to ready (the
+// --ready-file written), on the scaffolded template; then it is stopped with SIGINT, untimed.
+func BenchmarkColdDevReady(b *testing.B) {
+	bin := oz0Binary(b)
+	parent := b.TempDir()
+	if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: "byo-agent", Description: "Sorts support tickets", Parent: parent}); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(parent, "acme-triage")
+	ready := filepath.Join(b.TempDir(), "ctx")
+	for b.Loop() {
+		cmd := exec.Command(bin, "dev", "--ephemeral", "--ready-file", ready)
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				b.Fatal("oz0 dev not ready in 10 s")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		b.StopTimer()
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		os.Remove(ready)
+		b.StartTimer()
 	}
 }
