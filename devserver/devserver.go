@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/api"
+	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/client"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
@@ -61,6 +62,8 @@ type Server struct {
 	gw       *gateway.Gateway
 	keys     *gateway.MemResolver
 	inflight *inflight
+	inbox    *approvals.Inbox
+	hooks    Hooks
 	node     *node.Node
 	http     *http.Server
 	listener net.Listener
@@ -161,6 +164,10 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.inbox = approvals.New(s.store)
+	if _, err := s.inbox.Interrupt("oz0 dev stopped while it waited; its job was interrupted"); err != nil {
+		return nil, err
+	}
 
 	s.Token = client.NewToken()
 	fakeKey := "oz0f_" + strings.TrimPrefix(client.NewToken(), client.TokenPrefix)
@@ -194,11 +201,12 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
-		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second) },
+		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
+		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
-		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log,
+		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log, Inbox: s.inbox,
 	}))
 	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", fake)))

@@ -271,10 +271,10 @@ func cmdDevHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdSSEResume: sseresume [-client] [-gate FILE SEQ] JOB EVERY follows a job's live stream on the
-// dev server of $OZ0_CONTEXT to its end, dropping the connection after every EVERY events and
-// resuming from the last event it got. It checks that the seqs are 1..N with no gap or
-// duplicate, prints the events as JSON lines as `oz0 job trace` prints them, and on stderr how
+// cmdSSEResume: sseresume [-client] [-after SEQ] [-gate FILE SEQ] JOB EVERY follows a job's live
+// stream on the dev server of $OZ0_CONTEXT to its end, from after event SEQ (default 0),
+// dropping the connection after every EVERY events and resuming from the last event it got. It
+// checks that the seqs are SEQ+1..N with no gap or duplicate, prints the events as JSON lines as `oz0 job trace` prints them, and on stderr how
 // many events and reconnects there were.
 //
 // Without -client it reads GET /api/v1/jobs/JOB/events itself and resumes alternately with
@@ -284,10 +284,15 @@ func cmdDevHTTP(ts *testscript.TestScript, neg bool, args []string) {
 func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 	useClient := false
 	gate, gateSeq := "", int64(0)
+	from := int64(0)
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		switch {
 		case args[0] == "-client":
 			useClient, args = true, args[1:]
+		case args[0] == "-after" && len(args) > 1:
+			n, err := strconv.ParseInt(args[1], 10, 64)
+			ts.Check(err)
+			from, args = n, args[2:]
 		case args[0] == "-gate" && len(args) > 2:
 			n, err := strconv.ParseInt(args[2], 10, 64)
 			ts.Check(err)
@@ -297,7 +302,7 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: sseresume [-client] [-gate FILE SEQ] JOB EVERY")
+		ts.Fatalf("usage: sseresume [-client] [-after SEQ] [-gate FILE SEQ] JOB EVERY")
 	}
 	job := args[0]
 	every, err := strconv.Atoi(args[1])
@@ -323,10 +328,10 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 		proxy := newCuttingProxy(ts, dc.URL, every)
 		defer proxy.Close()
 		c := client.New(client.Context{URL: "http://" + proxy.Addr().String(), Token: dc.Token})
-		err = c.Events(ctx, job, 0, func(ev store.Event) error { take(ev); return nil }, func(error) { reconnects++ })
+		err = c.Events(ctx, job, from, func(ev store.Event) error { take(ev); return nil }, func(error) { reconnects++ })
 		ts.Check(err)
 	} else {
-		after := int64(0)
+		after := from
 		for ended := false; !ended; reconnects++ {
 			if reconnects > 10000 {
 				ts.Fatalf("sseresume: no end after %d reconnects", reconnects)
@@ -341,8 +346,8 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 		reconnects-- // the last connection was no reconnect
 	}
 	for i, ev := range got {
-		if ev.Seq != int64(i+1) || ev.Job != job {
-			ts.Fatalf("sseresume: event %d of the stream is %s seq %d, want %s seq %d (a gap or a repeat)", i+1, ev.Job, ev.Seq, job, i+1)
+		if want := from + int64(i+1); ev.Seq != want || ev.Job != job {
+			ts.Fatalf("sseresume: event %d of the stream is %s seq %d, want %s seq %d (a gap or a repeat)", i+1, ev.Job, ev.Seq, job, want)
 		}
 	}
 	if len(got) == 0 || !got[len(got)-1].Terminal() {

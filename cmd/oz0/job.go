@@ -104,6 +104,9 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			row := func(k, v string) {
 				if v != "" {
+					// A value of several lines (a reason with the end of a harness's stderr)
+					// goes on in its column.
+					v = strings.ReplaceAll(strings.TrimRight(v, "\n"), "\n", "\n\t")
 					fmt.Fprintf(tw, "%s\t%s\n", k, v)
 				}
 			}

@@ -43,6 +43,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdRun(f, nil))
 	root.AddCommand(newCmdSecret(f))
 	root.AddCommand(newCmdJob(f))
+	root.AddCommand(newCmdApproval(f))
 	root.AddCommand(newCmdDoctor(f))
 	root.AddCommand(newCmdFakeModel(f))
 	return root

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,9 +132,15 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 			_, err := ios.Out.Write(line)
 			return err
 		}
-		if ev.Type == store.EventStatus && strings.Contains(string(ev.Data), `"waiting_for_approval"`) {
-			r.Close()
-			fmt.Fprintf(ios.ErrOut, "oz0: job %s is waiting for a person's approval: oz0 approval list\n", job.ID)
+		if ev.Type == store.EventStatus {
+			var st struct {
+				Status store.Status
+				Reason string
+			}
+			if json.Unmarshal(ev.Data, &st) == nil && st.Status == store.StatusWaitingForApproval {
+				r.Close()
+				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", st.Reason)
+			}
 		}
 		return r.Event(render.Event{Type: ev.Type, Data: ev.Data})
 	}, func(err error) {

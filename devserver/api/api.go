@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/client"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
@@ -32,6 +33,7 @@ type Backend struct {
 	Secrets SecretStore
 	Info    func() client.Info
 	Logger  *slog.Logger
+	Inbox   *approvals.Inbox
 }
 
 // SecretStore is the tenant's secrets, as the API changes them.
@@ -51,6 +53,12 @@ func Handler(b *Backend) http.Handler {
 	mux.HandleFunc("POST /api/v1/jobs/{id}/cancel", b.cancelJob)
 	mux.HandleFunc("GET /api/v1/jobs/{id}/events", b.events)
 	mux.HandleFunc("GET /api/v1/jobs/{id}/trace", b.trace)
+	mux.HandleFunc("GET /api/v1/approvals", b.listApprovals)
+	mux.HandleFunc("GET /api/v1/approvals/{id}", b.getApproval)
+	mux.HandleFunc("POST /api/v1/approvals/{id}/approve", b.approve)
+	mux.HandleFunc("POST /api/v1/approvals/{id}/deny", b.deny)
+	mux.HandleFunc("GET /api/v1/approval-rules", b.listRules)
+	mux.HandleFunc("DELETE /api/v1/approval-rules/{id}", b.revokeRule)
 	mux.HandleFunc("GET /api/v1/secrets", b.listSecrets)
 	mux.HandleFunc("PUT /api/v1/secrets/{name}", b.setSecret)
 	mux.HandleFunc("DELETE /api/v1/secrets/{name}", b.removeSecret)
@@ -110,7 +118,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (b *Backend) storeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", err.Error()+"; `oz0 job list` shows the jobs")
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, store.ErrDecided):
+		writeError(w, http.StatusConflict, "decided", err.Error())
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 	}

@@ -305,3 +305,49 @@ func (c *Client) follow(ctx context.Context, job string, after int64, fn func(st
 		}
 	}
 }
+
+// Approvals lists the pending approvals (all of them with all).
+func (c *Client) Approvals(ctx context.Context, all bool) ([]store.Approval, error) {
+	q := ""
+	if all {
+		q = "?all=1"
+	}
+	var out struct {
+		Approvals []store.Approval `json:"approvals"`
+	}
+	return out.Approvals, c.do(ctx, http.MethodGet, "/api/v1/approvals"+q, nil, &out)
+}
+
+// Approve approves a pending approval with a scope (once, job, always); an "always" answer
+// returns the rule it made.
+func (c *Client) Approve(ctx context.Context, id, scope string) (store.Approval, *store.ApprovalRule, error) {
+	var out struct {
+		Approval store.Approval      `json:"approval"`
+		Rule     *store.ApprovalRule `json:"rule"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(id)+"/approve", map[string]string{"scope": scope}, &out)
+	return out.Approval, out.Rule, err
+}
+
+// Deny denies a pending approval; the reason reaches the harness.
+func (c *Client) Deny(ctx context.Context, id, reason string) (store.Approval, error) {
+	var out struct {
+		Approval store.Approval `json:"approval"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(id)+"/deny", map[string]string{"reason": reason}, &out)
+	return out.Approval, err
+}
+
+// Rules lists the "always" rules.
+func (c *Client) Rules(ctx context.Context) ([]store.ApprovalRule, error) {
+	var out struct {
+		Rules []store.ApprovalRule `json:"rules"`
+	}
+	return out.Rules, c.do(ctx, http.MethodGet, "/api/v1/approval-rules", nil, &out)
+}
+
+// RevokeRule removes a rule by id or target.
+func (c *Client) RevokeRule(ctx context.Context, id string) (store.ApprovalRule, error) {
+	var r store.ApprovalRule
+	return r, c.do(ctx, http.MethodDelete, "/api/v1/approval-rules/"+url.PathEscape(id), nil, &r)
+}

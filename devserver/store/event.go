@@ -200,6 +200,9 @@ func (s *Store) AppendBatch(job string, events []NewEvent) ([]Event, error) {
 var errNoRows = sql.ErrNoRows
 
 func (s *Store) readErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	if s.ctx.Err() != nil { // Close cancelled it: the reads in flight fail
 		return ErrClosed
 	}

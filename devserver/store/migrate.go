@@ -54,6 +54,32 @@ var migrations = []migration{
 		// A job's events, in order; also max(seq) and ON DELETE CASCADE.
 		`CREATE UNIQUE INDEX events_by_job ON events (job, seq)`,
 	}},
+	{"approvals and approval rules", []string{
+		`CREATE TABLE approvals (
+			n          INTEGER PRIMARY KEY,
+			id         TEXT    NOT NULL UNIQUE,         -- apr_ + 12 base32 characters
+			job        TEXT    NOT NULL,
+			agent      TEXT    NOT NULL,
+			harness    TEXT    NOT NULL,
+			tool       TEXT    NOT NULL,
+			request    TEXT    NOT NULL,                -- the permission request's id in the session
+			arguments  TEXT    NOT NULL,                -- JSON (masked)
+			why        TEXT    NOT NULL DEFAULT '',
+			status     TEXT    NOT NULL,                -- pending, approved, denied, withdrawn, interrupted
+			scope      TEXT    NOT NULL DEFAULT '',     -- once, job, always (approved)
+			reason     TEXT    NOT NULL DEFAULT '',     -- a denial's or a withdrawal's
+			created_at INTEGER NOT NULL,
+			decided_at INTEGER
+		)`,
+		`CREATE INDEX approvals_by_status ON approvals (status, n)`,
+		`CREATE TABLE approval_rules (
+			n          INTEGER PRIMARY KEY,
+			id         TEXT    NOT NULL UNIQUE,         -- rule_ + 12 base32 characters
+			target     TEXT    NOT NULL UNIQUE,         -- <harness>.<tool>
+			approval   TEXT    NOT NULL DEFAULT '',     -- the approval whose "always" made it
+			created_at INTEGER NOT NULL
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,8 +139,8 @@ func TestMigrateAppliesOnlyNewOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	later := append(append([]migration(nil), migrations...), migration{"approvals", []string{
-		`CREATE TABLE approvals (id TEXT PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs (n))`,
+	later := append(append([]migration(nil), migrations...), migration{"later feature", []string{
+		`CREATE TABLE later_feature (id TEXT PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs (n))`,
 	}})
 	for range 2 {
 		if err := migrate(db, "x", later...); err != nil {
@@ -157,7 +158,7 @@ func TestMigrateAppliesOnlyNewOnes(t *testing.T) {
 	}
 	// A failing migration leaves the database as it was.
 	bad := append(append([]migration(nil), later...), migration{"bad", []string{`CREATE TABLE x (a)`, `NOT SQL`}})
-	if err := migrate(db, "x", bad...); err == nil || !strings.Contains(err.Error(), "schema version 3 (bad)") {
+	if err := migrate(db, "x", bad...); err == nil || !strings.Contains(err.Error(), "schema version 4 (bad)") {
 		t.Fatalf("bad migration: %v", err)
 	}
 	var x int
@@ -168,7 +169,7 @@ func TestMigrateAppliesOnlyNewOnes(t *testing.T) {
 	}
 	// And this oz0 refuses the database that a later one migrated.
 	db.Close()
-	if _, err := Open(dir); !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "schema version 2 and this oz0 knows up to 1") {
+	if _, err := Open(dir); !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), fmt.Sprintf("schema version %d and this oz0 knows up to %d", len(later), len(migrations))) {
 		t.Fatalf("Open of a newer database: %v", err)
 	}
 }

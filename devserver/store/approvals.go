@@ -1,0 +1,267 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ApprovalStatus is where a request for a person's approval stands.
+type ApprovalStatus string
+
+// The approval statuses; all but pending are final.
+const (
+	ApprovalPending     ApprovalStatus = "pending"
+	ApprovalApproved    ApprovalStatus = "approved"
+	ApprovalDenied      ApprovalStatus = "denied"
+	ApprovalWithdrawn   ApprovalStatus = "withdrawn"   // the job ended (cancelled, timed out) first
+	ApprovalInterrupted ApprovalStatus = "interrupted" // oz0 dev stopped while it waited
+)
+
+// Approval scopes, for an approved request: this call only, the rest of the job, or always (a
+// rule for the <harness>.<tool>).
+const (
+	ScopeOnce   = "once"
+	ScopeJob    = "job"
+	ScopeAlways = "always"
+)
+
+// ErrDecided is wrapped by the error for answering an approval that is no longer pending.
+var ErrDecided = errors.New("the approval is no longer pending")
+
+// Approval is a tool call waiting for (or answered by) a person.
+type Approval struct {
+	ID        string          `json:"id"`
+	Job       string          `json:"job"`
+	Agent     string          `json:"agent"`
+	Harness   string          `json:"harness"`
+	Tool      string          `json:"tool"`
+	Request   string          `json:"request"` // the permission request's id in the session
+	Arguments json.RawMessage `json:"arguments"`
+	Why       string          `json:"why"`
+	Status    ApprovalStatus  `json:"status"`
+	Scope     string          `json:"scope,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	DecidedAt time.Time       `json:"decided_at,omitzero"`
+}
+
+// Target is how hooks and rules name the call: <harness>.<tool>.
+func (a Approval) Target() string { return a.Harness + "." + a.Tool }
+
+// ApprovalRule is an "always" answer: calls of Target are approved without asking.
+type ApprovalRule struct {
+	ID        string    `json:"id"`
+	Target    string    `json:"target"`
+	Approval  string    `json:"approval,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + idEncoding.EncodeToString(b[:])[:12]
+}
+
+const approvalColumns = `id, job, agent, harness, tool, request, arguments, why, status, scope, reason, created_at, decided_at`
+
+func scanApproval(r scanner) (Approval, error) {
+	var a Approval
+	var args string
+	var created int64
+	var decided sql.NullInt64
+	if err := r.Scan(&a.ID, &a.Job, &a.Agent, &a.Harness, &a.Tool, &a.Request, &args, &a.Why, &a.Status, &a.Scope, &a.Reason, &created, &decided); err != nil {
+		return a, err
+	}
+	a.Arguments = json.RawMessage(args)
+	a.CreatedAt = fromNanos(created)
+	if decided.Valid {
+		a.DecidedAt = fromNanos(decided.Int64)
+	}
+	return a, nil
+}
+
+// CreateApproval records a pending approval and returns it with its id.
+func (s *Store) CreateApproval(a Approval) (Approval, error) {
+	args, err := s.prepJSON("arguments", a.Arguments)
+	if err != nil {
+		return Approval{}, err
+	}
+	a.ID, a.Arguments, a.Status, a.CreatedAt = newID("apr_"), args, ApprovalPending, time.Now().UTC()
+	a.Why = s.maskString(a.Why)
+	err = s.write(context.Background(), func(x execer) error {
+		_, err := x.ExecContext(context.Background(), `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)`,
+			a.ID, a.Job, a.Agent, a.Harness, a.Tool, a.Request, string(a.Arguments), a.Why, a.Status, "", "", a.CreatedAt.UnixNano())
+		return err
+	})
+	return a, err
+}
+
+// GetApproval reads an approval.
+func (s *Store) GetApproval(id string) (Approval, error) {
+	a, err := scanApproval(s.rdb.QueryRow(`SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("%w: approval %s", ErrNotFound, id)
+	}
+	return a, s.readErr(err)
+}
+
+// ListApprovals lists approvals, oldest first; only those of the given statuses, if any.
+func (s *Store) ListApprovals(statuses ...ApprovalStatus) ([]Approval, error) {
+	q := `SELECT ` + approvalColumns + ` FROM approvals`
+	var args []any
+	if len(statuses) > 0 {
+		q += ` WHERE status IN (?` + strings.Repeat(",?", len(statuses)-1) + `)`
+		for _, st := range statuses {
+			args = append(args, st)
+		}
+	}
+	rows, err := s.rdb.Query(q+` ORDER BY n`, args...)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, s.readErr(err)
+		}
+		out = append(out, a)
+	}
+	return out, s.readErr(rows.Err())
+}
+
+// DecideApproval moves a pending approval to a final status, with the scope of an approval or
+// the reason of a denial. Answering one that is not pending is an error matching ErrDecided
+// that says what became of it.
+func (s *Store) DecideApproval(id string, to ApprovalStatus, scope, reason string) (Approval, error) {
+	if to == ApprovalPending {
+		return Approval{}, invalid("an approval cannot go back to pending")
+	}
+	reason, err := s.prepReason(reason)
+	if err != nil {
+		return Approval{}, err
+	}
+	now := time.Now().UTC().UnixNano()
+	err = s.write(context.Background(), func(x execer) error {
+		res, err := x.ExecContext(context.Background(), `UPDATE approvals SET status = ?, scope = ?, reason = ?, decided_at = ? WHERE id = ? AND status = 'pending'`, to, scope, reason, now, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		var st ApprovalStatus
+		if err := x.QueryRowContext(context.Background(), `SELECT status FROM approvals WHERE id = ?`, id).Scan(&st); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: approval %s", ErrNotFound, id)
+			}
+			return err
+		}
+		return fmt.Errorf("%w: approval %s is %s", ErrDecided, id, st)
+	})
+	if err != nil {
+		return Approval{}, err
+	}
+	return s.GetApproval(id)
+}
+
+// EndApprovals gives every pending approval of job (or of every job, for job "") a final
+// status, withdrawn or interrupted, with a reason; it returns their ids.
+func (s *Store) EndApprovals(job string, to ApprovalStatus, reason string) ([]string, error) {
+	var ids []string
+	now := time.Now().UTC().UnixNano()
+	err := s.write(context.Background(), func(x execer) error {
+		q, args := `SELECT id FROM approvals WHERE status = 'pending'`, []any{}
+		if job != "" {
+			q, args = q+` AND job = ?`, append(args, job)
+		}
+		rows, err := x.QueryContext(context.Background(), q, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		for _, id := range ids {
+			if _, err := x.ExecContext(context.Background(), `UPDATE approvals SET status = ?, reason = ?, decided_at = ? WHERE id = ?`, to, reason, now, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// AddRule records an "always" rule for target (<harness>.<tool>); adding one that exists
+// returns the existing rule.
+func (s *Store) AddRule(target, approval string) (ApprovalRule, error) {
+	r := ApprovalRule{ID: newID("rule_"), Target: target, Approval: approval, CreatedAt: time.Now().UTC()}
+	err := s.write(context.Background(), func(x execer) error {
+		_, err := x.ExecContext(context.Background(), `INSERT INTO approval_rules (id, target, approval, created_at) VALUES (?,?,?,?) ON CONFLICT (target) DO NOTHING`,
+			r.ID, r.Target, r.Approval, r.CreatedAt.UnixNano())
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	rules, err := s.Rules()
+	for _, existing := range rules {
+		if existing.Target == target {
+			return existing, nil
+		}
+	}
+	return r, err
+}
+
+// Rules lists the "always" rules, oldest first.
+func (s *Store) Rules() ([]ApprovalRule, error) {
+	rows, err := s.rdb.Query(`SELECT id, target, approval, created_at FROM approval_rules ORDER BY n`)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	var out []ApprovalRule
+	for rows.Next() {
+		var r ApprovalRule
+		var created int64
+		if err := rows.Scan(&r.ID, &r.Target, &r.Approval, &created); err != nil {
+			return nil, s.readErr(err)
+		}
+		r.CreatedAt = fromNanos(created)
+		out = append(out, r)
+	}
+	return out, s.readErr(rows.Err())
+}
+
+// RevokeRule removes a rule by its id (or its target).
+func (s *Store) RevokeRule(idOrTarget string) (ApprovalRule, error) {
+	var r ApprovalRule
+	err := s.write(context.Background(), func(x execer) error {
+		var created int64
+		err := x.QueryRowContext(context.Background(), `SELECT id, target, approval, created_at FROM approval_rules WHERE id = ? OR target = ?`, idOrTarget, idOrTarget).
+			Scan(&r.ID, &r.Target, &r.Approval, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: rule %s", ErrNotFound, idOrTarget)
+		}
+		if err != nil {
+			return err
+		}
+		r.CreatedAt = fromNanos(created)
+		_, err = x.ExecContext(context.Background(), `DELETE FROM approval_rules WHERE id = ?`, r.ID)
+		return err
+	})
+	return r, err
+}
