@@ -39,7 +39,7 @@ func goPlugin(tb testing.TB, name string, command ...string) string {
 	dir := filepath.Join(tb.TempDir(), name)
 	cmd, _ := json.Marshal(command)
 	files := map[string]string{
-		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
+		"oz0-plugin.yaml":          fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
 		"agents/" + name + ".yaml": fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\n", name, name),
 		"prompts/p.md":             "Say things.\n",
 	}

@@ -107,7 +107,7 @@ func TestSSEParserSplitsAndStrips(t *testing.T) {
 		}
 		out = append(out, p.rest()...)
 		want := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: [DONE]\n\n"
-		if string(out) != want || p.usage != (Usage{InputTokens: 7, OutputTokens: 3}) {
+		if string(out) != want || p.usage != (Usage{InputTokens: 7, OutputTokens: 3}) || !p.done {
 			t.Fatalf("split %d: %q %+v", split, out, p.usage)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,7 +133,7 @@ func (n *Node) Submit(agentName, input string) (store.Job, error) {
 		for _, p := range n.cfg.Plugins.Plugins() {
 			names = append(names, p.AgentNames()...)
 		}
-		return store.Job{}, fmt.Errorf("%w %q; the dev server runs: %v", ErrUnknownAgent, agentName, names)
+		return store.Job{}, fmt.Errorf("%w %q; the dev server runs: %s", ErrUnknownAgent, agentName, strings.Join(names, ", "))
 	}
 	h := p.Harness(a.HarnessName())
 	inputJSON, err := parseInput(a, input)
@@ -192,9 +193,14 @@ func parseInput(a *plugin.Agent, input string) (json.RawMessage, error) {
 	if a.Input.Kind != "json" {
 		return json.Marshal(input)
 	}
+	// encoding/json checks the whole input first, so every syntax error, a truncated or a
+	// trailing one too, comes with its offset.
+	if err := json.Unmarshal([]byte(input), new(json.RawMessage)); err != nil {
+		return nil, &InputError{Msg: fmt.Sprintf("agent %s takes JSON input, and this is not JSON: %s", a.Name, jsonErrorAt(input, err))}
+	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(input)))
 	if err != nil {
-		return nil, &InputError{Msg: fmt.Sprintf("agent %s takes JSON input, and this is not JSON: %s", a.Name, jsonErrorAt(input, err))}
+		return nil, &InputError{Msg: fmt.Sprintf("agent %s takes JSON input, and this is not JSON: %v", a.Name, err)}
 	}
 	if a.Input.Schema != nil {
 		sch, err := compileSchema(a.Input.Schema)
@@ -212,14 +218,23 @@ func parseInput(a *plugin.Agent, input string) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// jsonErrorAt names the line and column of a JSON syntax error.
+// jsonErrorAt names the line and column of a JSON syntax error: of the character that is wrong,
+// or, when the input ends too soon, just past its end.
 func jsonErrorAt(input string, err error) string {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
 		return err.Error()
 	}
+	if strings.TrimSpace(input) == "" {
+		return "the input is empty"
+	}
+	at := int(se.Offset) - 1 // the offset counts the wrong character
+	if strings.HasSuffix(se.Error(), "end of JSON input") {
+		at = len(strings.TrimRight(input, " \t\r\n"))
+	}
+	at = max(0, min(at, len(input)))
 	line, col := 1, 1
-	for _, r := range input[:min(int(se.Offset), len(input))] {
+	for _, r := range input[:at] {
 		if r == '\n' {
 			line, col = line+1, 1
 		} else {
