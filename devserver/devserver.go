@@ -145,6 +145,11 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 	case s.StateDir == "":
 		s.StateDir = filepath.Join(loaded[0].Dir, ".oz0", "dev")
+	default:
+		// Absolute, for the banner and so the plugin watcher can tell it apart from the plugin.
+		if s.StateDir, err = filepath.Abs(s.StateDir); err != nil {
+			return nil, &StartError{Msg: fmt.Sprintf("--state-dir %s: %v", cfg.StateDir, err)}
+		}
 	}
 	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
 		return nil, &StartError{Msg: fmt.Sprintf("cannot make the state directory %s: %v; choose another with --state-dir", s.StateDir, err)}

@@ -16,15 +16,16 @@ import (
 // skipDirs are never part of a plugin's source: state, environments, caches.
 var skipDirs = map[string]bool{".oz0": true, ".venv": true, ".git": true, "__pycache__": true, "node_modules": true, ".pytest_cache": true, ".ruff_cache": true, ".mypy_cache": true}
 
-// fingerprint summarises a plugin's files (names, sizes, times), to notice an edit cheaply.
-func fingerprint(dir string) [32]byte {
+// fingerprint summarises a plugin's files (names, sizes, times), to notice an edit cheaply. The
+// directory stateDir is skipped: a --state-dir inside the plugin changes with every job.
+func fingerprint(dir, stateDir string) [32]byte {
 	h := sha256.New()
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if d.IsDir() {
-			if p != dir && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".oz0")) {
+			if p != dir && (skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".oz0") || p == stateDir) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -49,7 +50,7 @@ func (s *Server) watch() {
 	prints := make([][32]byte, len(dirs))
 	for i, p := range s.Plugins() {
 		dirs[i] = p.Dir
-		prints[i] = fingerprint(p.Dir)
+		prints[i] = fingerprint(p.Dir, s.StateDir)
 	}
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
@@ -60,7 +61,7 @@ func (s *Server) watch() {
 		case <-t.C:
 		}
 		for i, dir := range dirs {
-			fp := fingerprint(dir)
+			fp := fingerprint(dir, s.StateDir)
 			if fp == prints[i] {
 				continue
 			}

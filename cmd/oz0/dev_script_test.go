@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -27,6 +26,7 @@ import (
 // with a bound; none sleeps in place of synchronising.
 func init() {
 	scriptCmds["waitjob"] = cmdWaitJob
+	scriptCmds["waitevent"] = cmdWaitEvent
 	scriptCmds["waitagent"] = cmdWaitAgent
 	scriptCmds["waitgrep"] = cmdWaitGrep
 	scriptCmds["procsgone"] = cmdProcsGone
@@ -84,6 +84,38 @@ func cmdWaitJob(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("job %s is still %s after %s, want %s", j.ID, j.Status, timeout, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdWaitEvent: waitevent ID TYPE REGEXP [TIMEOUT] polls the job's trace on the dev server of
+// $OZ0_CONTEXT until it has an event of TYPE whose data matches REGEXP (default timeout 20s):
+// what a harness wrote is in the store, whatever happens to the job next.
+func cmdWaitEvent(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 {
+		ts.Fatalf("usage: waitevent ID TYPE REGEXP [TIMEOUT]")
+	}
+	c, _ := devClient(ts)
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	timeout := durationArg(ts, args, 3, 20*time.Second)
+	deadline := time.Now().Add(timeout)
+	for {
+		var buf bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Trace(ctx, args[0], &buf)
+		cancel()
+		ts.Check(err)
+		_, evs, err := store.LoadTrace(&buf)
+		ts.Check(err)
+		for _, ev := range evs {
+			if ev.Type == args[1] && re.Match(ev.Data) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitevent: job %s has no %s event matching %q after %s", args[0], args[1], args[2], timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -430,7 +462,6 @@ type cuttingProxy struct {
 func newCuttingProxy(ts *testscript.TestScript, upstream string, every int) *cuttingProxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	ts.Check(err)
-	var cuts atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.RequestURI(), r.Body)
 		if err != nil {
@@ -464,14 +495,12 @@ func newCuttingProxy(ts *testscript.TestScript, upstream string, every int) *cut
 			if bytes.Equal(line, []byte("\n")) {
 				_ = rc.Flush()
 				if n++; n == every {
-					cuts.Add(1)
-					panic(http.ErrAbortHandler) // drops the connection mid-stream
+					panic(http.ErrAbortHandler) // drops the connection mid-stream, quietly
 				}
 			}
 		}
 	})
-	p := &cuttingProxy{Listener: ln, srv: &http.Server{Handler: h, ErrorLog: nil}}
-	p.srv.ErrorLog = nil
+	p := &cuttingProxy{Listener: ln, srv: &http.Server{Handler: h}}
 	go p.srv.Serve(ln)
 	return p
 }

@@ -93,25 +93,62 @@ func runRun(opts *runOptions) error {
 		return cmdutil.Usagef("%s", err)
 	}
 	ctx := context.Background()
-	job, err := c.CreateJob(ctx, client.JobRequest{Agent: opts.Agent, Input: opts.Input})
-	if err != nil {
-		return apiUsageError(err)
-	}
+	req := client.JobRequest{Agent: opts.Agent, Input: opts.Input}
 	if opts.Detach {
+		job, err := c.CreateJob(ctx, req)
+		if err != nil {
+			return apiUsageError(err)
+		}
 		fmt.Fprintln(opts.IO.Out, job.ID)
 		return nil
+	}
+	// Ctrl-C cancels the job from the moment it exists: one that comes while the dev server is
+	// making it stays in sigs until follow cancels the job; a second one gives up waiting.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	job, err := createJob(ctx, c, req)
+	if err != nil {
+		return apiUsageError(err)
 	}
 	if !opts.JSON {
 		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: %s on model record %s (%s)\n", job.ID, job.Agent, job.ModelRecord, job.ModelName)
 	}
-	return follow(ctx, opts.IO, c, job, opts.JSON)
+	return follow(ctx, opts.IO, c, job, opts.JSON, sigs)
 }
 
-// follow renders a job's stream to its end, cancelling it on Ctrl-C, and returns its outcome.
-func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job store.Job, asJSON bool) error {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+// createJob makes a job; a second Ctrl-C while the dev server makes it gives up.
+func createJob(ctx context.Context, c *client.Client, req client.JobRequest) (store.Job, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := make(chan os.Signal, 2)
+	signal.Notify(watch, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(watch)
+	made := make(chan struct{})
+	defer close(made)
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-watch:
+				if n == 2 {
+					cancel()
+					return
+				}
+			case <-made:
+				return
+			}
+		}
+	}()
+	job, err := c.CreateJob(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		return job, fmt.Errorf("interrupted while the dev server at %s made the job; oz0 job list shows whether it did", c.URL())
+	}
+	return job, err
+}
+
+// follow renders a job's stream to its end, cancelling it on a signal from sigs (Ctrl-C), and
+// returns its outcome.
+func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job store.Job, asJSON bool, sigs <-chan os.Signal) error {
 	go func() {
 		for range sigs {
 			if ios.CanPrompt() && !prompt.Confirm(fmt.Sprintf("Cancel job %s?", job.ID)) {
@@ -126,7 +163,18 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 
 	r := render.New(ios.Out, job.Agent)
 	var line []byte
+	// The job's outcome is its terminal status event: the dev server may be gone by the time the
+	// stream ends (it stops after its jobs have ended), so there is no asking it afterwards.
+	var outcome struct {
+		Status store.Status
+		Reason string
+	}
+	broke := "" // the last break said, so that a dead server is one line, not one per retry
 	err := c.Events(ctx, job.ID, 0, func(ev store.Event) error {
+		broke = ""
+		if ev.Terminal() {
+			_ = json.Unmarshal(ev.Data, &outcome)
+		}
 		if asJSON {
 			line = append(ev.AppendJSON(line[:0]), '\n')
 			_, err := ios.Out.Write(line)
@@ -144,7 +192,9 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 		}
 		return r.Event(render.Event{Type: ev.Type, Data: ev.Data})
 	}, func(err error) {
-		if !asJSON {
+		if !asJSON && err.Error() != broke {
+			broke = err.Error()
+			r.Close() // the note goes on a line of its own
 			fmt.Fprintf(ios.ErrOut, "oz0: the live stream broke (%v); resuming\n", err)
 		}
 	})
@@ -152,18 +202,21 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 	if err != nil {
 		return apiUsageError(err)
 	}
-	final, err := c.Job(ctx, job.ID)
-	if err != nil {
-		return err
+	if !outcome.Status.Terminal() {
+		final, err := c.Job(ctx, job.ID)
+		if err != nil {
+			return err
+		}
+		outcome.Status, outcome.Reason = final.Status, final.Reason
 	}
-	if final.Status == store.StatusSucceeded {
+	if outcome.Status == store.StatusSucceeded {
 		return nil
 	}
-	reason := final.Reason
+	reason := outcome.Reason
 	if reason == "" {
-		reason = string(final.Status)
+		reason = string(outcome.Status)
 	}
-	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", final.ID, strings.ReplaceAll(string(final.Status), "_", " "), reason)}
+	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", job.ID, strings.ReplaceAll(string(outcome.Status), "_", " "), reason)}
 }
 
 // apiUsageError maps the API's refusals of what the user asked (an unknown agent, bad input, no

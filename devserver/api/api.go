@@ -115,6 +115,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// jobError is storeError for a call about one job: an unknown job says where the jobs are.
+func (b *Backend) jobError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", err.Error()+"; `oz0 job list` shows the jobs")
+		return
+	}
+	b.storeError(w, err)
+}
+
 func (b *Backend) storeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -184,7 +193,7 @@ func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
 func (b *Backend) getJob(w http.ResponseWriter, r *http.Request) {
 	j, err := b.Store.GetJob(r.PathValue("id"))
 	if err != nil {
-		b.storeError(w, err)
+		b.jobError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, j)
@@ -194,7 +203,7 @@ func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	j, err := b.Store.GetJob(id)
 	if err != nil {
-		b.storeError(w, err)
+		b.jobError(w, err)
 		return
 	}
 	if j.Status.Terminal() {
@@ -213,7 +222,7 @@ func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err = b.Store.GetJob(id)
 	if err != nil {
-		b.storeError(w, err)
+		b.jobError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, j)
@@ -237,7 +246,7 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 	}
 	sub, err := b.Store.Subscribe(r.Context(), id, after)
 	if err != nil {
-		b.storeError(w, err)
+		b.jobError(w, err)
 		return
 	}
 	defer sub.Close()
@@ -277,7 +286,7 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 func (b *Backend) trace(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := b.Store.GetJob(id); err != nil {
-		b.storeError(w, err)
+		b.jobError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
