@@ -215,8 +215,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		Stdin:  inR,
 		Stdout: outW,
 		Stderr: errW,
-		// A group of its own, so that SIGTERM and SIGKILL reach the harness's children too.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: procAttr(),
 		// A guard only: with *os.File pipes exec starts no copying goroutines, so there is no
 		// I/O for Wait to wait on.
 		WaitDelay: s.grace,
