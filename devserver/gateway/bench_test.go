@@ -323,3 +323,55 @@ func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.Request = r
 	return resp, nil
 }
+
+// BenchmarkKillToStreamEnd is the kill switch's latency: a live stream (the fake sends an event
+// every 50 ms) is cut by Kill, timed from Kill to the client's read ending. The goal is 100 ms;
+// the tests check only that Kill ends the stream long before the upstream would have.
+func BenchmarkKillToStreamEnd(b *testing.B) {
+	s, err := fakemodel.ParseScript("kill.yaml", []byte("rules:\n  - reply: {text: \"a b c d e f g h i j k l m n o p q r s t u v w x y z\", stream_delay: 50ms}\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := httptest.NewServer(fakemodel.New(s))
+	b.Cleanup(up.Close)
+	keys := NewMemResolver()
+	gw, err := New(Config{Resolver: keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.StripPrefix("/gateway", gw))
+	b.Cleanup(srv.Close)
+	body := `{"model":"fake-model","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		job := "job_kill" + strings.Repeat("x", i%7) + time.Now().Format("150405.000000000")
+		key := keys.Issue(Grant{Job: job, Agent: "a", Record: FakeRecord(up.URL)})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/gateway/anthropic/v1/messages", strings.NewReader(body))
+		req.Header.Set("x-api-key", key)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("content-type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadString('\n'); err != nil { // the stream has begun
+			b.Fatal(err)
+		}
+		ended := make(chan time.Time, 1)
+		go func() {
+			io.Copy(io.Discard, br)
+			ended <- time.Now()
+		}()
+		killed := time.Now()
+		gw.Kill(job)
+		lat = append(lat, (<-ended).Sub(killed))
+		resp.Body.Close()
+		gw.Forget(job)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50-kill")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99-kill")
+}
