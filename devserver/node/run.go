@@ -43,8 +43,10 @@ func (n *Node) run(job *Job, j store.Job, model string) {
 		Job: job.ID, Agent: a.Name, Record: job.Record,
 		Limits: gateway.Limits{MaxSteps: a.Limits.MaxSteps, MaxTokens: a.Limits.MaxTokens, MaxCostUSD: a.Limits.MaxCostUSD},
 	})
-	defer n.cfg.Keys.RevokeJob(job.ID)
+	// Deferred calls run last first: revoke the job's keys, then forget its account, so that no
+	// call can land between them and make the account anew.
 	defer n.cfg.Gateway.Forget(job.ID)
+	defer n.cfg.Keys.RevokeJob(job.ID)
 
 	var options json.RawMessage
 	if len(a.Harness.Options) > 0 {
