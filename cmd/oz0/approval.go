@@ -31,18 +31,6 @@ it with a reason, which reaches the harness and so the model.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	withClient := func(fn func(*client.Client, []string) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			c, err := client.FromEnv(f.Getenv)
-			if err != nil {
-				return cmdutil.Usagef("%s", err)
-			}
-			if err := fn(c, args); err != nil {
-				return apiUsageError(err)
-			}
-			return nil
-		}
-	}
 	ctx := context.Background()
 	out := f.IOStreams.Out
 
@@ -52,7 +40,7 @@ it with a reason, which reaches the harness and so the model.`,
 		Short:   "List the approvals waiting for a person",
 		Example: "  oz0 approval list\n  oz0 approval list --all --json",
 		Args:    noArgs,
-		RunE: withClient(func(c *client.Client, _ []string) error {
+		RunE: withClient(f, func(c *client.Client, _ []string) error {
 			list, err := c.Approvals(ctx, all)
 			if err != nil {
 				return err
@@ -92,7 +80,7 @@ it with a reason, which reaches the harness and so the model.`,
 		Short:   "Approve a waiting tool call: once, for the rest of its job, or always",
 		Example: "  oz0 approval approve apr_abc123\n  oz0 approval approve apr_abc123 --scope job",
 		Args:    argsBetween(1, 1, "one approval ID"),
-		RunE: withClient(func(c *client.Client, args []string) error {
+		RunE: withClient(f, func(c *client.Client, args []string) error {
 			a, rule, err := c.Approve(ctx, args[0], scope)
 			if err != nil {
 				return err
@@ -117,7 +105,7 @@ it with a reason, which reaches the harness and so the model.`,
 		Short:   "Deny a waiting tool call; the reason reaches the model",
 		Example: `  oz0 approval deny apr_abc123 --reason "billing is told by a person"`,
 		Args:    argsBetween(1, 1, "one approval ID"),
-		RunE: withClient(func(c *client.Client, args []string) error {
+		RunE: withClient(f, func(c *client.Client, args []string) error {
 			if reason == "" {
 				return cmdutil.Usagef("a denial needs --reason \"...\": the harness, and so the model, reads it")
 			}
@@ -137,7 +125,7 @@ it with a reason, which reaches the harness and so the model.`,
 		Short:   "List the always rules: calls approved without asking",
 		Example: "  oz0 approval rules",
 		Args:    noArgs,
-		RunE: withClient(func(c *client.Client, _ []string) error {
+		RunE: withClient(f, func(c *client.Client, _ []string) error {
 			rules, err := c.Rules(ctx)
 			if err != nil {
 				return err
@@ -169,7 +157,7 @@ it with a reason, which reaches the harness and so the model.`,
 		Short:   "Revoke an always rule (by its id or its <harness>.<tool>)",
 		Example: "  oz0 approval revoke rule_abc123\n  oz0 approval revoke acme-triage.notify_team",
 		Args:    argsBetween(1, 1, "one RULE"),
-		RunE: withClient(func(c *client.Client, args []string) error {
+		RunE: withClient(f, func(c *client.Client, args []string) error {
 			r, err := c.RevokeRule(ctx, args[0])
 			if err != nil {
 				return err

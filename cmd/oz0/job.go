@@ -25,18 +25,6 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	withClient := func(fn func(*client.Client, []string) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			c, err := client.FromEnv(f.Getenv)
-			if err != nil {
-				return cmdutil.Usagef("%s", err)
-			}
-			if err := fn(c, args); err != nil {
-				return apiUsageError(err)
-			}
-			return nil
-		}
-	}
 	ctx := context.Background()
 	out := f.IOStreams.Out
 
@@ -48,7 +36,7 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 		Short:   "List jobs, newest first",
 		Example: "  oz0 job list\n  oz0 job list --status failed --json",
 		Args:    noArgs,
-		RunE: withClient(func(c *client.Client, _ []string) error {
+		RunE: withClient(f, func(c *client.Client, _ []string) error {
 			jobs, err := c.Jobs(ctx, status, agent, limit)
 			if err != nil {
 				return err
@@ -90,7 +78,7 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Show a job's record",
 		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --json",
 		Args:    argsBetween(1, 1, "one job ID"),
-		RunE: withClient(func(c *client.Client, args []string) error {
+		RunE: withClient(f, func(c *client.Client, args []string) error {
 			j, err := c.Job(ctx, args[0])
 			if err != nil {
 				return err
@@ -134,7 +122,7 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 		Short:   "Cancel a job: SIGTERM to its session's process group, then SIGKILL after a grace period",
 		Example: "  oz0 job cancel job_abc…",
 		Args:    argsBetween(1, 1, "one job ID"),
-		RunE: withClient(func(c *client.Client, args []string) error {
+		RunE: withClient(f, func(c *client.Client, args []string) error {
 			j, err := c.Cancel(ctx, args[0])
 			if err != nil {
 				return err
@@ -151,7 +139,7 @@ calls with their decisions and results, model calls with tokens and latency, log
 loads again (it is the format of the store's trace).`,
 		Example: "  oz0 job trace job_abc… > job.jsonl",
 		Args:    argsBetween(1, 1, "one job ID"),
-		RunE: withClient(func(c *client.Client, args []string) error {
+		RunE: withClient(f, func(c *client.Client, args []string) error {
 			return c.Trace(ctx, args[0], out)
 		}),
 	}
