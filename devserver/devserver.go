@@ -22,6 +22,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/client"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/devserver/hooks"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
@@ -43,6 +44,8 @@ type Config struct {
 	Log io.Writer
 	// Poll is how often plugin files are checked for changes; 0 is 300 ms, < 0 is never.
 	Poll time.Duration
+	// HooksFile is the tenant's hooks; "" is hooks.yaml in the state directory, if it exists.
+	HooksFile string
 	// Getenv reads oz0 dev's environment: OZ0_ANTHROPIC_BASE_URL and OZ0_OPENAI_BASE_URL give the
 	// providers' upstreams when their keys are set without --base-url. nil reads nothing.
 	Getenv func(string) string
@@ -57,21 +60,23 @@ type Server struct {
 	Token    string
 	StateDir string
 
-	store    *store.Store
-	secrets  *secrets.Store
-	gw       *gateway.Gateway
-	keys     *gateway.MemResolver
-	inflight *inflight
-	inbox    *approvals.Inbox
-	hooks    Hooks
-	node     *node.Node
-	http     *http.Server
-	listener net.Listener
-	plugins  atomic.Pointer[[]*plugin.Plugin]
-	records  *records
-	log      *slog.Logger
-	out      io.Writer
-	outMu    sync.Mutex
+	store     *store.Store
+	secrets   *secrets.Store
+	gw        *gateway.Gateway
+	keys      *gateway.MemResolver
+	inflight  *inflight
+	inbox     *approvals.Inbox
+	hooks     Hooks
+	hookSet   *hooks.Set
+	hooksFile string
+	node      *node.Node
+	http      *http.Server
+	listener  net.Listener
+	plugins   atomic.Pointer[[]*plugin.Plugin]
+	records   *records
+	log       *slog.Logger
+	out       io.Writer
+	outMu     sync.Mutex
 
 	stopWatch chan struct{}
 	watchDone chan struct{}
@@ -169,6 +174,26 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	hooksFile := cfg.HooksFile
+	if hooksFile == "" {
+		hooksFile = filepath.Join(s.StateDir, hooks.FileName)
+	} else if _, err := os.Stat(hooksFile); err != nil {
+		return nil, &StartError{Msg: fmt.Sprintf("--hooks %s: %v", hooksFile, err)}
+	}
+	set, err := hooks.Load(hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
+	var cfgErr *hooks.ConfigError
+	if errors.As(err, &cfgErr) {
+		s.say("%s", cfgErr.Error())
+		return nil, &StartError{Msg: fmt.Sprintf("the hooks in %s have %d problem(s); fix them, then start oz0 dev again", hooksFile, len(cfgErr.Problems))}
+	}
+	if err != nil {
+		return nil, &StartError{Msg: fmt.Sprintf("cannot load the hooks in %s: %v", hooksFile, err)}
+	}
+	cleanups = append(cleanups, func() { set.Close() })
+	s.hookSet, s.hooksFile = set, hooksFile
+	if set.Len() > 0 {
+		s.hooks = hookSet{set}
+	}
 	s.inbox = approvals.New(s.store)
 	if _, err := s.inbox.Interrupt("oz0 dev stopped while it waited; its job was interrupted"); err != nil {
 		return nil, err
@@ -245,6 +270,7 @@ func (s *Server) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		nodeErr := s.node.Close(ctx)
+		s.hookSet.Close()
 		shutCtx, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel2()
 		if err := s.http.Shutdown(shutCtx); err != nil {
@@ -344,6 +370,9 @@ func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string) {
 			note = ": the fake model, as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
 		}
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, note)
+	}
+	if n := s.hookSet.Len(); n > 0 {
+		s.say("  hooks   %d from %s: %s", n, s.hooksFile, strings.Join(s.hookSet.Names(), ", "))
 	}
 	if len(interrupted) > 0 {
 		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(interrupted))

@@ -208,13 +208,13 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	closers = append(closers, errR, errW)
 
 	s.cmd = &exec.Cmd{
-		Path:   exe,
-		Args:   append([]string{exe}, spec.Command[1:]...),
-		Env:    env,
-		Dir:    s.workdir,
-		Stdin:  inR,
-		Stdout: outW,
-		Stderr: errW,
+		Path:        exe,
+		Args:        append([]string{exe}, spec.Command[1:]...),
+		Env:         env,
+		Dir:         s.workdir,
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      errW,
 		SysProcAttr: procAttr(),
 		// A guard only: with *os.File pipes exec starts no copying goroutines, so there is no
 		// I/O for Wait to wait on.

@@ -23,6 +23,7 @@ type devOptions struct {
 	Ephemeral  bool
 	ReadyFile  string
 	FakeScript string
+	Hooks      string
 }
 
 func newCmdDev(f *cmdutil.Factory) *cobra.Command {
@@ -48,6 +49,7 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().BoolVar(&opts.Ephemeral, "ephemeral", false, "keep state in a temporary directory, removed when oz0 dev stops")
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
+	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
 	return cmd
 }
 
@@ -68,7 +70,7 @@ func runDev(f *cmdutil.Factory, opts *devOptions) error {
 	srv, err := devserver.Start(ctx, devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: f.Version, FakeScript: script, Out: f.IOStreams.Out, Log: f.IOStreams.ErrOut, Started: started,
-		Getenv: f.Getenv,
+		Getenv: f.Getenv, HooksFile: opts.Hooks,
 	})
 	var startErr *devserver.StartError
 	if errors.As(err, &startErr) {

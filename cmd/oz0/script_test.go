@@ -38,6 +38,23 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			// Python writes no bytecode into the scaffolded trees the scripts compare.
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+			// Scripts that build a Go program (a plugin hook) use this repository and the
+			// caches the test itself was built with, offline.
+			repo, err := filepath.Abs("../..")
+			if err != nil {
+				return err
+			}
+			env.Setenv("OZ0_REPO", repo)
+			for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+				out, err := exec.Command("go", "env", k).Output()
+				if err != nil {
+					return err
+				}
+				env.Setenv(k, strings.TrimSpace(string(out)))
+			}
+			env.Setenv("GOPROXY", "off")
+			env.Setenv("GOFLAGS", "-mod=readonly")
+			env.Setenv("CGO_ENABLED", "0")
 			return nil
 		},
 	})
