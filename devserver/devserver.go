@@ -90,7 +90,7 @@ type StartError struct{ Msg string }
 func (e *StartError) Error() string { return e.Msg }
 
 // Start starts a dev server. On error nothing is left running.
-func Start(ctx context.Context, cfg Config) (s *Server, err error) {
+func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
 	}
@@ -110,7 +110,7 @@ func Start(ctx context.Context, cfg Config) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{cfg: cfg, out: cfg.Out, log: slog.New(slog.NewTextHandler(cfg.Log, nil)), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
+	s := &Server{cfg: cfg, out: cfg.Out, log: slog.New(slog.NewTextHandler(cfg.Log, nil)), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
 	var cleanups []func()
 	defer func() {
 		if err != nil {
