@@ -512,3 +512,23 @@ func ratString(r *big.Rat) string {
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
+
+// FileError holds every problem found in one YAML file checked against a schema (a fake model
+// script, a hooks file): the error of their loaders.
+type FileError struct {
+	Name     string // the file's name as given to the loader
+	Problems []Problem
+}
+
+// Error gives one line per problem, name:line:col: error kind message, as oz0 plugin lint prints
+// findings; control characters in them are escaped.
+func (e *FileError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s:%d:%d: error %s %s", OneLine(e.Name), p.Line, p.Col, p.Kind, OneLine(p.Message))
+	}
+	return b.String()
+}

@@ -103,23 +103,7 @@ type ErrorReply struct {
 }
 
 // ScriptError holds every problem found in a script.
-type ScriptError struct {
-	Name     string // the script's name as given to ParseScript or LoadScript
-	Problems []schemas.Problem
-}
-
-// Error gives one line per problem, name:line:col: error kind message, as oz0 plugin lint prints
-// findings; control characters in them are escaped.
-func (e *ScriptError) Error() string {
-	var b strings.Builder
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%s:%d:%d: error %s %s", schemas.OneLine(e.Name), p.Line, p.Col, p.Kind, schemas.OneLine(p.Message))
-	}
-	return b.String()
-}
+type ScriptError = schemas.FileError
 
 // LoadScript reads and parses the script file at path. A script with problems gives a
 // *ScriptError that lists them all; a file that cannot be read gives another error.

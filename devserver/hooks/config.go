@@ -48,23 +48,7 @@ const (
 )
 
 // ConfigError holds every problem found in a hooks file.
-type ConfigError struct {
-	Name     string // the file's name as given to Load or Parse
-	Problems []schemas.Problem
-}
-
-// Error gives one line per problem, name:line:col: error kind message, as oz0 plugin lint prints
-// findings; control characters in them are escaped.
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%s:%d:%d: error %s %s", schemas.OneLine(e.Name), p.Line, p.Col, p.Kind, schemas.OneLine(p.Message))
-	}
-	return b.String()
-}
+type ConfigError = schemas.FileError
 
 // Option configures a Set.
 type Option func(*options)
