@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -46,14 +45,7 @@ it with a reason, which reaches the harness and so the model.`,
 				return err
 			}
 			if listJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				for _, a := range list {
-					if err := enc.Encode(a); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(out, list)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(f.IOStreams.ErrOut, "no approvals waiting")
@@ -131,13 +123,7 @@ it with a reason, which reaches the harness and so the model.`,
 				return err
 			}
 			if rulesJSON {
-				enc := json.NewEncoder(out)
-				for _, r := range rules {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(out, rules)
 			}
 			if len(rules) == 0 {
 				fmt.Fprintln(f.IOStreams.ErrOut, "no rules: every call that needs a person asks")

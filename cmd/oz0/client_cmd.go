@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/devserver/client"
@@ -20,4 +23,16 @@ func withClient(f *cmdutil.Factory, fn func(*client.Client, []string) error) fun
 		}
 		return nil
 	}
+}
+
+// writeJSONLines prints one JSON object a line, as every --json listing does.
+func writeJSONLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
 }

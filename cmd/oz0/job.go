@@ -42,14 +42,7 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			if listJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				for _, j := range jobs {
-					if err := enc.Encode(j); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(out, jobs)
 			}
 			if len(jobs) == 0 {
 				fmt.Fprintln(f.IOStreams.ErrOut, `no jobs yet; start one with: oz0 run AGENT "input"`)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -78,13 +77,7 @@ is trimmed. --base-url points a provider key's record at another upstream.`,
 				return apiUsageError(err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(f.IOStreams.Out)
-				for _, s := range list {
-					if err := enc.Encode(s); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(f.IOStreams.Out, list)
 			}
 			if len(list) == 0 {
 				io.WriteString(f.IOStreams.ErrOut, "no secrets; set one with: printf %s \"$KEY\" | oz0 secret set NAME\n")
