@@ -101,7 +101,7 @@ class FakeModelAPI:
 class Run:
     """One harness process, started as a node starts it."""
 
-    def __init__(self, test: HarnessTest, argv: list[str] | None = None) -> None:
+    def __init__(self, test: SessionCase, argv: list[str] | None = None) -> None:
         self.test = test
         self.proc = subprocess.Popen(
             argv or [sys.executable, "-m", PACKAGE],
@@ -179,7 +179,9 @@ class Run:
                 pass
 
 
-class HarnessTest(unittest.TestCase):
+class SessionCase(unittest.TestCase):
+    """Runs sessions of the harness as a node does, against a fake Anthropic API."""
+
     def setUp(self) -> None:
         self.api = FakeModelAPI()
         self.addCleanup(self.api.close)
@@ -256,7 +258,8 @@ class HarnessTest(unittest.TestCase):
         run.send({"type": "permission", "id": event["id"], "decision": "allow",
                   "arguments": event["arguments"]})
 
-    # -- the tests -------------------------------------------------------------------------
+
+class HarnessTest(SessionCase):
 
     def test_happy_path(self) -> None:
         events, code, run = self.session(self.allow)
@@ -397,3 +400,74 @@ class HarnessTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# The adapters, driven by stand-ins with the shape of a compiled LangGraph graph and a CrewAI
+# crew (no framework is installed to test them): each calls its tool, made with asked(), once.
+ADAPTER_SCRIPT = """
+from PKG.harness import main
+from PKG.adapters import asked, run_crew, run_langgraph
+
+def lookup_order(order_id: str, detail: bool = False) -> str:
+    "Look an order up."
+    return "order " + order_id + " ships tomorrow"
+
+class Graph:
+    def __init__(self, tool):
+        self.tool = tool
+
+    def invoke(self, state, config=None):
+        text = state["messages"][0]["content"]
+        seen = self.tool(order_id="A-1")
+        answer = dict(role="assistant", content=[dict(type="text", text=seen)])
+        return dict(messages=[dict(role="user", content=text), answer])
+
+class Output:
+    def __init__(self, raw):
+        self.raw = raw
+
+class Crew:
+    def __init__(self, tool):
+        self.tool = tool
+
+    def kickoff(self, inputs):
+        return Output(inputs["input"] + " / " + self.tool("A-2"))
+
+def run(session):
+    tool = asked(session, "lookup_order", lookup_order)
+    assert tool.__name__ == "lookup_order" and tool.__doc__ == "Look an order up."
+    return dict(graph=run_langgraph(session, Graph(tool)), crew=run_crew(session, Crew(tool)))
+
+main(run)
+"""
+
+
+class AdaptersTest(SessionCase):
+    def run_adapters(self, answer):
+        script = ADAPTER_SCRIPT.replace("PKG", PACKAGE)
+        request = self.request(text="Where is my order?", tools=["lookup_order"])
+        return self.session(answer, request=request, argv=[sys.executable, "-c", script])
+
+    def test_asked_tools_run_when_allowed(self) -> None:
+        events, code, run = self.run_adapters(self.allow)
+        self.assertEqual(code, 0, run.log())
+        asks = [e for e in events if e["type"] == "permission_request"]
+        self.assertEqual([a["arguments"] for a in asks],
+                         [{"order_id": "A-1", "detail": False}, {"order_id": "A-2", "detail": False}])
+        self.assertEqual(events[-1], {"type": "result", "output": {
+            "graph": "order A-1 ships tomorrow",
+            "crew": "Where is my order? / order A-2 ships tomorrow",
+        }})
+
+    def test_a_refused_call_is_the_tools_answer(self) -> None:
+        def deny(run: Run, event: dict) -> None:
+            run.send({"type": "permission", "id": event["id"], "decision": "deny",
+                      "reason": "orders are private"})
+
+        events, code, run = self.run_adapters(deny)
+        self.assertEqual(code, 0, run.log())
+        self.assertFalse([e for e in events if e["type"] == "tool_result"])
+        self.assertEqual(events[-1]["output"], {
+            "graph": "refused: orders are private",
+            "crew": "Where is my order? / refused: orders are private",
+        })
