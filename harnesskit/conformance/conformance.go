@@ -499,43 +499,35 @@ func (e *env) denied(t *target) (string, string, bool) {
 	s := e.run(t, sessionSpec{decide: func(context.Context, *harnesskit.Ask) harnesskit.Decision {
 		return harnesskit.Deny(DenyReason)
 	}})
-	if got, ok := s.protocolOK(); !ok {
-		return got, "", false
-	}
-	if len(s.asked) == 0 {
-		return "no permission_request; " + s.describe(), "", false
-	}
-	for _, a := range s.asked {
-		if r, ok := s.results[a.ID]; ok && r.Error == "" {
-			return fmt.Sprintf("the denied call %s of %s ran: its tool_result came back", a.ID, a.Tool), "", false
-		}
-	}
-	if !s.endedCleanly() {
-		return s.describe(), "", false
-	}
-	return "denied; " + s.describe(), "", true
+	return s.checkRefused("denied", "denied")
 }
 
 func (e *env) unlistedTool(t *target) (string, string, bool) {
 	s := e.run(t, sessionSpec{tools: []string{}})
+	if s.decided > 0 {
+		return fmt.Sprintf("the decider saw %d request(s) for unlisted tools", s.decided), "", false
+	}
+	return s.checkRefused("refused", "refused by the node")
+}
+
+// checkRefused is what a harness whose calls were all refused (what: denied, refused) must show: it asked, none of the
+// refused tools ran, and it ended with a result or an error line.
+func (s *session) checkRefused(what, how string) (string, string, bool) {
 	if got, ok := s.protocolOK(); !ok {
 		return got, "", false
 	}
 	if len(s.asked) == 0 {
 		return "no permission_request; " + s.describe(), "", false
 	}
-	if s.decided > 0 {
-		return fmt.Sprintf("the decider saw %d request(s) for unlisted tools", s.decided), "", false
-	}
 	for _, a := range s.asked {
 		if r, ok := s.results[a.ID]; ok && r.Error == "" {
-			return fmt.Sprintf("the refused call %s of %s ran: its tool_result came back", a.ID, a.Tool), "", false
+			return fmt.Sprintf("the %s call %s of %s ran: its tool_result came back", what, a.ID, a.Tool), "", false
 		}
 	}
 	if !s.endedCleanly() {
 		return s.describe(), "", false
 	}
-	return "refused by the node; " + s.describe(), "", true
+	return how + "; " + s.describe(), "", true
 }
 
 func (e *env) maxSteps(t *target) (string, string, bool) {
