@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -170,6 +171,10 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 		Reason string
 	}
 	broke := "" // the last break said, so that a dead server is one line, not one per retry
+	// An inline answer form (on a terminal) is closed when the stream ends, before oz0 exits, so
+	// the terminal is left as it was.
+	var inline sync.WaitGroup
+	closeInline := func() {}
 	err := c.Events(ctx, job.ID, 0, func(ev store.Event) error {
 		broke = ""
 		if ev.Terminal() {
@@ -185,9 +190,18 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 				Status store.Status
 				Reason string
 			}
+			// The job moved on (answered elsewhere, or ended): the inline form goes first.
+			closeInline()
+			inline.Wait()
 			if json.Unmarshal(ev.Data, &st) == nil && st.Status == store.StatusWaitingForApproval {
 				r.Close()
 				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", st.Reason)
+				if ios.CanPrompt() {
+					var waitCtx context.Context
+					waitCtx, closeInline = context.WithCancel(ctx)
+					inline.Add(1)
+					go func() { defer inline.Done(); answerInline(waitCtx, ios, c, job.ID) }()
+				}
 			}
 		}
 		return r.Event(render.Event{Type: ev.Type, Data: ev.Data})
@@ -199,6 +213,8 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 		}
 	})
 	r.Close()
+	closeInline()
+	inline.Wait()
 	if err != nil {
 		return apiUsageError(err)
 	}
@@ -229,4 +245,35 @@ func apiUsageError(err error) error {
 		}
 	}
 	return err
+}
+
+// answerInline offers, on a terminal, to answer the job's waiting approvals here rather than from
+// another terminal; backing out leaves them in the inbox.
+func answerInline(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job string) {
+	list, err := c.Approvals(ctx, false)
+	if err != nil {
+		return
+	}
+	for _, a := range list {
+		if a.Job != job {
+			continue
+		}
+		title := fmt.Sprintf("%s %s — %s", a.Target(), render.CompactJSON(a.Arguments), a.Why)
+		choice, reason, ok := prompt.Approval(ctx, title)
+		if ctx.Err() != nil {
+			return // answered elsewhere, or the job ended: nothing to say
+		}
+		if !ok {
+			fmt.Fprintf(ios.ErrOut, "oz0: left %s in the inbox\n", a.ID)
+			continue
+		}
+		if choice == "deny" {
+			_, err = c.Deny(ctx, a.ID, reason)
+		} else {
+			_, _, err = c.Approve(ctx, a.ID, choice)
+		}
+		if err != nil {
+			fmt.Fprintf(ios.ErrOut, "oz0: %v\n", err)
+		}
+	}
 }

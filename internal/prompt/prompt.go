@@ -3,6 +3,7 @@
 package prompt
 
 import (
+	"context"
 	"errors"
 
 	"github.com/charmbracelet/huh"
@@ -67,4 +68,29 @@ func Confirm(title string) bool {
 		return false
 	}
 	return yes
+}
+
+// Approval asks a person to answer a tool call waiting for approval: "once", "job", "always" or
+// "deny" (with a reason). ok is false when they back out or choose to leave it for later.
+func Approval(ctx context.Context, title string) (choice, reason string, ok bool) {
+	choice = "once"
+	form := huh.NewForm(
+		huh.NewGroup(huh.NewSelect[string]().Title("Approve "+title+"?").Options(
+			huh.NewOption("approve this call", "once"),
+			huh.NewOption("approve it for the rest of this job", "job"),
+			huh.NewOption("approve it always (a rule, until revoked)", "always"),
+			huh.NewOption("deny it", "deny"),
+			huh.NewOption("leave it in the inbox", "later"),
+		).Value(&choice)),
+		huh.NewGroup(huh.NewInput().Title("Why? (the model reads it)").Value(&reason).Validate(func(s string) error {
+			if s == "" {
+				return errors.New("a denial needs a reason")
+			}
+			return nil
+		})).WithHideFunc(func() bool { return choice != "deny" }),
+	)
+	if err := form.RunWithContext(ctx); err != nil || choice == "later" {
+		return "", "", false
+	}
+	return choice, reason, true
 }
