@@ -21,22 +21,8 @@ import (
 )
 
 func (l *linter) lintAgentDir(d dirEntry) {
-	st, err := fs.Stat(l.fsys, d.path)
-	if err != nil {
-		if notExist(err) {
-			l.addAt(ManifestFile, d.node, 0, "agents-dir-missing", "agents directory `%s` does not exist", d.written)
-			return
-		}
-		l.setFatal(err)
-		return
-	}
-	if !st.IsDir() {
-		l.addAt(ManifestFile, d.node, 0, "agents-dir-missing", "agents entry `%s` is not a directory", d.written)
-		return
-	}
-	entries, err := fs.ReadDir(l.fsys, d.path)
-	if err != nil {
-		l.setFatal(err)
+	entries, ok := l.readListedDir(d, "agents", "agents-dir-missing", false)
+	if !ok {
 		return
 	}
 	for _, e := range entries {
@@ -352,4 +338,30 @@ func oneLine(s string) string {
 		s = s[:297] + "..."
 	}
 	return s
+}
+
+// readListedDir reads a directory the manifest lists under key (agents, skills). A missing one is
+// a finding of rule, unless missingOK (it then holds nothing); one that is not a directory is a
+// finding of rule too; an I/O error is fatal. ok is false when there is nothing to lint.
+func (l *linter) readListedDir(d dirEntry, key, rule string, missingOK bool) (entries []fs.DirEntry, ok bool) {
+	st, err := fs.Stat(l.fsys, d.path)
+	switch {
+	case err != nil && notExist(err):
+		if !missingOK {
+			l.addAt(ManifestFile, d.node, 0, rule, "%s directory `%s` does not exist", key, d.written)
+		}
+		return nil, false
+	case err != nil:
+		l.setFatal(err)
+		return nil, false
+	case !st.IsDir():
+		l.addAt(ManifestFile, d.node, 0, rule, "%s entry `%s` is not a directory", key, d.written)
+		return nil, false
+	}
+	entries, err = fs.ReadDir(l.fsys, d.path)
+	if err != nil {
+		l.setFatal(err)
+		return nil, false
+	}
+	return entries, true
 }

@@ -15,21 +15,9 @@ import (
 const SkillFile = "SKILL.md"
 
 func (l *linter) lintSkillDir(d dirEntry) {
-	st, err := fs.Stat(l.fsys, d.path)
-	if err != nil {
-		if notExist(err) {
-			return // a listed skills directory that does not exist holds no skills
-		}
-		l.setFatal(err)
-		return
-	}
-	if !st.IsDir() {
-		l.addAt(ManifestFile, d.node, 0, "skill-missing", "skills entry `%s` is not a directory", d.written)
-		return
-	}
-	entries, err := fs.ReadDir(l.fsys, d.path)
-	if err != nil {
-		l.setFatal(err)
+	// A listed skills directory that does not exist holds no skills.
+	entries, ok := l.readListedDir(d, "skills", "skill-missing", true)
+	if !ok {
 		return
 	}
 	for _, e := range entries {

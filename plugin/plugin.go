@@ -5,7 +5,6 @@ package plugin
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -259,6 +258,3 @@ func (p *Plugin) Tools(a *Agent) []string {
 	}
 	return nil
 }
-
-// ErrNoAgent is wrapped by errors about an unknown agent.
-var ErrNoAgent = errors.New("no such agent")
