@@ -27,6 +27,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -123,11 +124,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// The plugins first: a plugin that does not lint is refused before anything is made.
 	var loaded []*plugin.Plugin
 	for _, dir := range cfg.PluginDirs {
-		p, rep, err := plugin.Load(dir)
-		var lintErr *plugin.LintError
-		if errors.As(err, &lintErr) {
-			_ = lint.Write(cfg.Out, rep, "text", cfg.Version)
-			return nil, &StartError{Msg: fmt.Sprintf("%s; oz0 dev starts once it lints clean", err)}
+		p, _, err := lint.Load(dir)
+		var re *diag.ReportError
+		if errors.As(err, &re) {
+			return nil, err // its findings are the reason; oz0 dev starts once it lints clean
 		}
 		if err != nil {
 			return nil, &StartError{Msg: fmt.Sprintf("cannot load the plugin in %s: %v", dir, err)}
@@ -181,10 +181,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, &StartError{Msg: fmt.Sprintf("--hooks %s: %v", hooksFile, err)}
 	}
 	set, err := hooks.Load(hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
-	var cfgErr *hooks.ConfigError
-	if errors.As(err, &cfgErr) {
-		s.say("%s", cfgErr.Error())
-		return nil, &StartError{Msg: fmt.Sprintf("the hooks in %s have %d problem(s); fix them, then start oz0 dev again", hooksFile, len(cfgErr.Problems))}
+	var re *diag.ReportError
+	if errors.As(err, &re) {
+		return nil, err // its findings are the reason; oz0 dev starts once they are fixed
 	}
 	if err != nil {
 		return nil, &StartError{Msg: fmt.Sprintf("cannot load the hooks in %s: %v", hooksFile, err)}

@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/schemas"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // Formats that a harness may list: the model APIs the gateway serves.
@@ -63,10 +64,13 @@ type dirEntry struct {
 // directories it lists.
 func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
 	const file = ManifestFile
-	root, v := l.loadYAML(file, schemas.Manifest, 0, data)
+	root, v, valid := l.loadYAML(file, schemas.Manifest, 0, data)
 	m := asMap(v)
 	if m == nil {
 		return nil, nil
+	}
+	if valid {
+		l.decode(file, m, &l.typedManifest)
 	}
 
 	// Harnesses.

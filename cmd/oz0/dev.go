@@ -61,7 +61,7 @@ func runDev(f *cmdutil.Factory, opts *devOptions) error {
 	if opts.FakeScript != "" {
 		var err error
 		if script, err = fakemodel.LoadScript(opts.FakeScript); err != nil {
-			return cmdutil.Usagef("%s", err)
+			return err
 		}
 	}
 	if opts.Ephemeral && opts.StateDir != "" {

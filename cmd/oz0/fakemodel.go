@@ -114,17 +114,6 @@ func runFakeModelServe(ctx context.Context, opts *fakeModelServeOptions) error {
 	script := fakemodel.DefaultScript()
 	if opts.Script != "" {
 		s, err := fakemodel.LoadScript(opts.Script)
-		var se *fakemodel.ScriptError
-		if errors.As(err, &se) {
-			// As oz0 plugin lint's text format: the findings, then a count.
-			what := "1 problem"
-			count := "1 error"
-			if n := len(se.Problems); n != 1 {
-				what, count = fmt.Sprintf("%d problems", n), fmt.Sprintf("%d errors", n)
-			}
-			fmt.Fprintf(opts.IO.Out, "%s\n%s\n", se.Error(), count)
-			return &cmdutil.FindingsError{Msg: fmt.Sprintf("the fake model script %s has %s (listed on stdout); nothing was served", opts.Script, what)}
-		}
 		if err != nil {
 			return err
 		}

@@ -162,9 +162,9 @@ func TestFakeModelServeExitCodes(t *testing.T) {
 		code           int
 		stdout, stderr string
 	}{
-		{[]string{"fake-model", "serve", "--script", bad}, cmdutil.ExitFindings,
-			bad + ":2:27: error invalid-value `delay` must be a duration such as 20ms, 2s or 1m30s, not `soon`\n",
-			"oz0: the fake model script " + bad + " has 1 problem (listed on stdout); nothing was served\n"},
+		{[]string{"fake-model", "serve", "--script", bad}, cmdutil.ExitFindings, "",
+			bad + ":2:27: error invalid-value `delay` must be a duration such as 20ms, 2s or 1m30s, not `soon`\n1 error\n" +
+				"oz0: the fake model script " + bad + " has 1 error; nothing was run\n"},
 		{[]string{"fake-model", "serve", "--addr", "0.0.0.0:0"}, cmdutil.ExitUsage, "",
 			"oz0: --addr \"0.0.0.0:0\" is not a loopback address: the fake model API only listens on 127.0.0.1, ::1 or localhost, e.g. --addr 127.0.0.1:8089\n"},
 		{[]string{"fake-model", "serve", "--addr", ":8089"}, cmdutil.ExitUsage, "", "is not a loopback address"},

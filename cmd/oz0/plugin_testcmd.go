@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -17,7 +16,6 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/plugin"
 )
 
 type pluginTestOptions struct {
@@ -73,22 +71,14 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p, rep, err := plugin.Load(opts.Dir)
-	var lintErr *plugin.LintError
-	if errors.As(err, &lintErr) {
-		if werr := lint.Write(opts.IO.ErrOut, rep, "text", ""); werr != nil {
-			return werr
-		}
-		return &cmdutil.FindingsError{Msg: err.Error()}
-	}
+	p, _, err := lint.Load(opts.Dir)
 	if err != nil {
 		return err
 	}
 	var script *fakemodel.Script
 	if opts.Script != "" {
-		script, err = fakemodel.LoadScript(opts.Script)
-		if err != nil {
-			return cmdutil.Usagef("%s", err)
+		if script, err = fakemodel.LoadScript(opts.Script); err != nil {
+			return err
 		}
 	}
 	out := opts.IO.Out

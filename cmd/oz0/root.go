@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // newCmdRoot builds the whole command tree.
@@ -59,9 +60,15 @@ func execute(f *cmdutil.Factory, args []string) int {
 	}
 	var silent *cmdutil.SilentError
 	var findings *cmdutil.FindingsError
+	var report *diag.ReportError
 	switch {
 	case errors.As(err, &silent):
 	case errors.As(err, &findings) && findings.Msg == "":
+	case errors.As(err, &report):
+		// A file the user gave has problems: all of them, as oz0 plugin lint prints them, then
+		// what had them.
+		_ = diag.Write(f.IOStreams.ErrOut, report.Report, diag.FormatText, f.Version)
+		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s has %s; nothing was run\n", report.What, diag.Summary(report.Report))
 	default:
 		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", oneLine(err.Error()))
 	}

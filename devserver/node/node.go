@@ -202,11 +202,7 @@ func parseInput(a *plugin.Agent, input string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, &InputError{Msg: fmt.Sprintf("agent %s takes JSON input, and this is not JSON: %v", a.Name, err)}
 	}
-	if a.Input.Schema != nil {
-		sch, err := compileSchema(a.Input.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: its input schema: %w", a.Name, err)
-		}
+	if sch := a.Input.Compiled; sch != nil {
 		if err := sch.Validate(v); err != nil {
 			return nil, &InputError{Msg: fmt.Sprintf("the input does not match agent %s's input schema: %s", a.Name, schemaError(err))}
 		}
@@ -242,18 +238,6 @@ func jsonErrorAt(input string, err error) string {
 		}
 	}
 	return fmt.Sprintf("line %d, column %d: %s", line, col, se.Error())
-}
-
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("oz0:agent-schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("oz0:agent-schema.json")
 }
 
 // schemaError is a validation error in one line: each leaf at its JSON pointer.

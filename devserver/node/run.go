@@ -230,13 +230,9 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 
 // checkOutput checks a result against the agent's output schema; "" when it passes.
 func checkOutput(job *Job, output json.RawMessage) string {
-	out := job.Agent.Output
-	if out.Kind != "json" || out.Schema == nil {
+	sch := job.Agent.Output.Compiled
+	if job.Agent.Output.Kind != "json" || sch == nil {
 		return ""
-	}
-	sch, err := compileSchema(out.Schema)
-	if err != nil {
-		return "the agent's output schema does not compile: " + err.Error()
 	}
 	v, err := jsonUnmarshal(output)
 	if err != nil {

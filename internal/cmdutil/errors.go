@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // Exit codes, as DESIGN.md fixes them.
@@ -46,12 +47,13 @@ func ExitCode(err error) int {
 	var usage *UsageError
 	var findings *FindingsError
 	var silent *SilentError
+	var report *diag.ReportError
 	switch {
 	case errors.As(err, &silent):
 		return silent.Code
 	case errors.As(err, &usage):
 		return ExitUsage
-	case errors.As(err, &findings):
+	case errors.As(err, &findings), errors.As(err, &report):
 		return ExitFindings
 	case errors.Is(err, prompt.ErrCancel):
 		return ExitUsage // as gh does: the command was not carried out
