@@ -92,6 +92,10 @@ func (l *linter) addAt(file string, n *yaml.Node, offset int, rule, format strin
 		line, col = n.Line+offset, n.Column
 	}
 	l.add(file, line, col, rule, format, args...)
+	if endLine, endCol := schemas.End(n); endLine > 0 {
+		d := &l.findings[len(l.findings)-1]
+		d.EndLine, d.EndCol = endLine+offset, endCol
+	}
 }
 
 func (l *linter) addProblems(file string, ds []diag.Diagnostic, offset int) {

@@ -396,3 +396,25 @@ func TestLocate(t *testing.T) {
 		}
 	}
 }
+
+func TestEndOfPlainScalars(t *testing.T) {
+	root := parse(t, "name: acmé\nquoted: \"x\"\nblock: |\n  a\n")
+	k, v := Locate(root, "name")
+	if l, c := End(k); l != 1 || c != 5 {
+		t.Errorf("key ends at %d:%d", l, c)
+	}
+	if l, c := End(v); l != 1 || c != 11 {
+		t.Errorf("value ends at %d:%d (columns count characters)", l, c)
+	}
+	for _, key := range []string{"quoted", "block"} {
+		if _, v := Locate(root, key); v == nil {
+			t.Fatal(key)
+		} else if l, c := End(v); l != 0 || c != 0 {
+			t.Errorf("%s: %d:%d, want unknown", key, l, c)
+		}
+	}
+	ps := ValidateYAML(Agent, parse(t, "name: a\nruntime: harness:a\ninstructions: p.md\ncolour: red\n"))
+	if len(ps) != 1 || ps[0].Line != 4 || ps[0].Col != 1 || ps[0].EndLine != 4 || ps[0].EndCol != 7 {
+		t.Errorf("unknown key: %+v", ps)
+	}
+}

@@ -123,7 +123,9 @@ func (m *mapper) add(n *yaml.Node, kind string, loc []string, msg string) {
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, n.Column
 	}
-	m.problems = append(m.problems, problem(line, col, kind, Pointer(loc...), msg))
+	d := problem(line, col, kind, Pointer(loc...), msg)
+	d.EndLine, d.EndCol = End(n)
+	m.problems = append(m.problems, d)
 }
 
 // node returns the value node at loc, or the nearest ancestor that exists.

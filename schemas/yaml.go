@@ -9,6 +9,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -30,6 +31,16 @@ const (
 // the caller's to set.
 func problem(line, col int, rule, ptr, msg string) diag.Diagnostic {
 	return diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: rule, Pointer: ptr, Message: msg}
+}
+
+// End is where the text of n ends, exclusive: for a plain scalar on one line (a key, a name, a
+// number), the line and the column after its last character; 0, 0 when it cannot be told from
+// the node (a quoted or folded scalar, a mapping, a list).
+func End(n *yaml.Node) (line, col int) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style != 0 || n.Line == 0 || strings.ContainsAny(n.Value, "\n\r") || n.Value == "" {
+		return 0, 0
+	}
+	return n.Line, n.Column + utf8.RuneCountInString(n.Value)
 }
 
 // Limits bound the work of turning a YAML node tree into values.

@@ -56,7 +56,9 @@ at all (the directory does not exist, permission denied), 2 on a usage error.
 
 - ` + "`text`" + ` (the default): one line per finding, ` + "`path:line:col: severity rule message`" + ` (` + "`path: severity rule message`" + ` for a finding about a whole file), then a summary line:
   ` + "`2 errors, 1 warning`" + `, ` + "`1 warning`" + `, or ` + "`no problems`" + `.
-- ` + "`json`" + `: JSON lines, one object per finding: ` + "`{\"file\":…,\"line\":…,\"col\":…,\"severity\":…,\"rule\":…,\"message\":…}`" + `;
+- ` + "`json`" + `: JSON lines, one object per finding: ` + "`{\"file\":…,\"line\":…,\"col\":…,\"severity\":…,\"rule\":…,\"message\":…}`" + `,
+  with ` + "`end_line`" + ` and ` + "`end_col`" + ` (exclusive) when the end of the offending text is known (a key, a
+  plain value) and ` + "`fix`" + ` when there is a hint beyond the rule's;
   nothing when there are no findings.
 - ` + "`sarif`" + `: a SARIF 2.1.0 log for code scanning (GitHub's ` + "`upload-sarif`" + `), with every rule in
   ` + "`tool.driver.rules`" + ` (its help links to this page) and one result per finding.
