@@ -70,6 +70,9 @@ type Cond struct {
 type Reply struct {
 	Text        string     // the answer's text; a json reply is here as compact JSON
 	ToolCalls   []ToolCall // after the text
+	// CallOfferedTool: the answer calls the first tool the request offers, with arguments made
+	// from its schema, in place of ToolCalls.
+	CallOfferedTool bool
 	StopReason  string     // end_turn, max_tokens, stop_sequence or tool_use; "": from ToolCalls
 	Usage       *Usage     // nil: estimated
 	Delay       time.Duration
@@ -318,6 +321,7 @@ func (p *parser) reply(path []string, m map[string]any) Reply {
 			}
 		}
 	}
+	out.CallOfferedTool, _ = m["call_offered_tool"].(bool)
 	out.StopReason, _ = m["stop_reason"].(string)
 	if u, ok := m["usage"].(map[string]any); ok {
 		count := func(k string, def int) int {

@@ -105,7 +105,7 @@ rules:
 		"bad.yaml:11:14: error invalid-value `delay` must be a duration such as 20ms, 2s or 1m30s, not `3 seconds`\n" +
 		"bad.yaml:12:21: error invalid-value `stream_delay` must be at most 1h0m0s, not 2h\n" +
 		"bad.yaml:13:11: error invalid-value rule name `one` is used twice (first on line 3); names must be unique\n" +
-		"bad.yaml:14:12: error invalid-value `reply` needs text, json, tool_call, tool_calls or error\n" +
+		"bad.yaml:14:12: error invalid-value `reply` needs text, json, tool_call, tool_calls, call_offered_tool or error\n" +
 		"bad.yaml:16:25: error invalid-value `name` must be a tool name: letters, digits, _, . and -, at most 128 characters, not `bad name`\n" +
 		"bad.yaml:17:34: error invalid-value `status` does not apply to kind cut: the connection drops, with no status to send\n" +
 		"bad.yaml:18:20: error invalid-value `error` needs a kind or a status\n" +
