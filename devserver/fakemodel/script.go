@@ -68,16 +68,16 @@ type Cond struct {
 
 // Reply is a rule's answer.
 type Reply struct {
-	Text        string     // the answer's text; a json reply is here as compact JSON
-	ToolCalls   []ToolCall // after the text
+	Text      string     // the answer's text; a json reply is here as compact JSON
+	ToolCalls []ToolCall // after the text
 	// CallOfferedTool: the answer calls the first tool the request offers, with arguments made
 	// from its schema, in place of ToolCalls.
 	CallOfferedTool bool
-	StopReason  string     // end_turn, max_tokens, stop_sequence or tool_use; "": from ToolCalls
-	Usage       *Usage     // nil: estimated
-	Delay       time.Duration
-	StreamDelay time.Duration
-	Error       *ErrorReply // answer with an error instead
+	StopReason      string // end_turn, max_tokens, stop_sequence or tool_use; "": from ToolCalls
+	Usage           *Usage // nil: estimated
+	Delay           time.Duration
+	StreamDelay     time.Duration
+	Error           *ErrorReply // answer with an error instead
 }
 
 // ToolCall is one tool call of a reply.
