@@ -183,7 +183,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		return nil, fmt.Errorf("harnesskit: the session request: %w", err)
 	}
 
-	exe, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
+	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
 		return nil, fmt.Errorf("harnesskit: %w", err)
 	}
@@ -208,8 +208,8 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	closers = append(closers, errR, errW)
 
 	s.cmd = &exec.Cmd{
-		Path:        exe,
-		Args:        append([]string{exe}, spec.Command[1:]...),
+		Path:        argv[0],
+		Args:        argv,
 		Env:         env,
 		Dir:         s.workdir,
 		Stdin:       inR,

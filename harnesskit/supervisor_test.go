@@ -493,6 +493,9 @@ func TestSessionEnvironmentIsMinimal(t *testing.T) {
 		"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/gateway/anthropic", "ANTHROPIC_API_KEY": "oz0s_session_key",
 		"OPENAI_BASE_URL": "http://127.0.0.1:9/gateway/openai/v1", "OPENAI_API_KEY": "oz0s_session_key",
 		"OZ0_JOB": "job_test_1", "OZ0_AGENT": "acme-triage",
+		// Anthropic's and OpenAI's SDKs add these headers to every call.
+		"ANTHROPIC_CUSTOM_HEADERS": "Oz0-Job: job_test_1\nOz0-Agent: acme-triage",
+		"OPENAI_CUSTOM_HEADERS":    "Oz0-Job: job_test_1\nOz0-Agent: acme-triage",
 	}
 	if fmt.Sprint(env) != fmt.Sprint(want) {
 		t.Errorf("the harness's environment\n got %v\nwant %v", env, want)

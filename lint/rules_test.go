@@ -121,7 +121,17 @@ func TestRules(t *testing.T) {
 			"src/acme_triage/cli.py": "print()\n",
 			"src/single.py":          "print()\n",
 			"flat/__main__.py":       "print()\n",
+			"run.py":                 "print()\n",
+			"bin/h":                  "#!/bin/sh\n",
 		}, nil},
+		{"command-missing", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: two\n    command: [sh, harness.sh]\n    formats: [openai-chat]\n  - name: three\n    command: [./bin/agent]\n    formats: [openai-chat]\n  - name: four\n    command: [sh, ../outside.sh]\n    formats: [openai-chat]\n  - name: five\n    command: [oz0-no-such-program-here]\n    formats: [openai-chat]\nagents: [agents/]"),
+		}, []expect{
+			{"oz0-plugin.yaml:14:19 command-missing", "harness `two` runs sh `harness.sh`, which is not a file of the plugin"},
+			{"oz0-plugin.yaml:17:15 command-missing", "harness `three` runs `./bin/agent`, which is not a file of the plugin"},
+			{"oz0-plugin.yaml:20:19 path-escape", "harness `four` runs `../outside.sh`, which is outside the plugin"},
+			{"oz0-plugin.yaml:23:15 program-not-found", "harness `five` runs `oz0-no-such-program-here`, which is not on this machine's PATH"},
+		}},
 		{"dotted module missing", map[string]string{"oz0-plugin.yaml": replace(templateManifest, `"acme_triage"]`, `"acme_triage.nope"]`)}, []expect{
 			{"oz0-plugin.yaml:9:31 module-missing", "no src/acme_triage/nope/__main__.py or src/acme_triage/nope.py"},
 		}},

@@ -125,6 +125,20 @@ var Rules = []Rule{
 		Fix:     "Create the module (the byo-agent template has src/NAME/__main__.py), or correct the command.",
 	},
 	{
+		ID: "command-missing", Severity: Error,
+		Short:   "A harness command runs a file that is not in the plugin.",
+		Help:    "The node runs a harness's command in the session's own empty working directory, and resolves against the plugin's directory the program when it is written as a path (./bin/agent) and the file an interpreter runs: node harness.mjs, deno run main.ts, bun run index.ts, python agent.py, bash run.sh. That file must exist in the plugin. Other arguments are passed as written.",
+		Example: "harness `shop` runs node `harness.mjs`, which is not a file of the plugin (it is resolved against the plugin's directory)",
+		Fix:     "Create the file, or correct the command; paths are relative to the plugin's directory.",
+	},
+	{
+		ID: "program-not-found", Severity: Warning,
+		Short:   "A harness command's program is not on this machine's PATH.",
+		Help:    "A bare program name (node, deno, my-agent) is looked up on the session's PATH. Python is not checked: the node runs the plugin's .venv python when there is one. A warning, since the machine that runs the plugin may have what this one lacks.",
+		Example: "harness `shop` runs `deno`, which is not on this machine's PATH",
+		Fix:     "Install the program, or write the command with a path inside the plugin.",
+	},
+	{
 		ID: "unknown-harness", Severity: Error,
 		Short:   "An agent's runtime names a harness the manifest does not declare.",
 		Help:    "runtime: harness:NAME must name one of the harnesses of oz0-plugin.yaml. The closest name is suggested.",
