@@ -1,4 +1,4 @@
-// Package prompt asks a person for missing values with a charmbracelet/huh form. Commands take
+// Package prompt asks a person for missing values with a huh form (charm.land/huh/v2). Commands take
 // the Prompter interface so tests can answer without a terminal.
 package prompt
 
@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/charmbracelet/huh"
+	"charm.land/huh/v2"
 )
 
 // ErrCancel is returned when a person backs out of a form; nothing was done.
