@@ -5,15 +5,25 @@ BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
 
-.PHONY: build test test-deps demo bench lint clean
+.PHONY: build test test-deps cross demo bench lint clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
-# The whole suite: formatting, vet, unit tests, fuzz seeds and the testscript end-to-end scripts
-# (which also run the template's Python tests with unittest and pytest).
-test: test-deps lint
+# The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds and the testscript
+# end-to-end scripts (which also run the template's Python tests with unittest and pytest).
+test: test-deps lint cross
 	$(GO) test -count=1 ./...
+
+# oz0 builds for linux and darwin on amd64 and arm64; lint and test build the native one (linux/amd64
+# on CI). vet on darwin compiles the test files too. Cached after the first run.
+CROSS := darwin/arm64 darwin/amd64 linux/arm64
+cross:
+	@for t in $(CROSS); do \
+	  echo "GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./..."; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; \
+	done
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
 # What the tests need and a fresh machine lacks (pytest for the template's tests).
 test-deps:

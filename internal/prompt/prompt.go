@@ -1,4 +1,4 @@
-// Package prompt asks a person for missing values with a charmbracelet/huh form. Commands take
+// Package prompt asks a person for missing values with a huh form (charm.land/huh/v2). Commands take
 // the Prompter interface so tests can answer without a terminal.
 package prompt
 
@@ -6,7 +6,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/charmbracelet/huh"
+	"charm.land/bubbles/v2/key"
+	"charm.land/huh/v2"
 )
 
 // ErrCancel is returned when a person backs out of a form; nothing was done.
@@ -54,7 +55,7 @@ func (Huh) Ask(questions []Question) error {
 		}
 		fields = append(fields, in)
 	}
-	err := huh.NewForm(huh.NewGroup(fields...)).Run()
+	err := newForm(huh.NewGroup(fields...)).Run()
 	if errors.Is(err, huh.ErrUserAborted) {
 		return ErrCancel
 	}
@@ -64,7 +65,7 @@ func (Huh) Ask(questions []Question) error {
 // Confirm asks a yes/no question; false when the person backs out.
 func Confirm(title string) bool {
 	yes := false
-	if err := huh.NewConfirm().Title(title).Value(&yes).Run(); err != nil {
+	if err := newForm(huh.NewGroup(huh.NewConfirm().Title(title).Value(&yes))).WithShowHelp(false).Run(); err != nil {
 		return false
 	}
 	return yes
@@ -74,7 +75,7 @@ func Confirm(title string) bool {
 // "deny" (with a reason). ok is false when they back out or choose to leave it for later.
 func Approval(ctx context.Context, title string) (choice, reason string, ok bool) {
 	choice = "once"
-	form := huh.NewForm(
+	form := newForm(
 		huh.NewGroup(huh.NewSelect[string]().Title("Approve "+title+"?").Options(
 			huh.NewOption("approve this call", "once"),
 			huh.NewOption("approve it for the rest of this job", "job"),
@@ -93,4 +94,11 @@ func Approval(ctx context.Context, title string) (choice, reason string, ok bool
 		return "", "", false
 	}
 	return choice, reason, true
+}
+
+// newForm is a huh form that Esc backs out of as well as Ctrl-C (huh's default is Ctrl-C only).
+func newForm(groups ...*huh.Group) *huh.Form {
+	keys := huh.NewDefaultKeyMap()
+	keys.Quit = key.NewBinding(key.WithKeys("ctrl+c", "esc"))
+	return huh.NewForm(groups...).WithKeyMap(keys)
 }
