@@ -34,7 +34,7 @@ func TestRenderFillsEveryPlaceholder(t *testing.T) {
 		"oz0-plugin.yaml", "agents/acme-triage.yaml", "prompts/acme-triage.md",
 		"src/acme_triage/harness.py", "src/acme_triage/agent.py", "src/acme_triage/legacy.py",
 		"src/acme_triage/adapters.py", "src/acme_triage/__init__.py", "src/acme_triage/__main__.py",
-		"tests/test_harness.py", "AGENTS.md", ".claude/skills/oz0-plugin/SKILL.md",
+		"tests/sessions.py", "tests/test_harness.py", "tests/test_agent.py", "AGENTS.md", ".claude/skills/oz0-plugin/SKILL.md",
 		"pyproject.toml", ".gitignore", "README.md", ".github/workflows/ci.yml",
 	} {
 		if !paths[want] {

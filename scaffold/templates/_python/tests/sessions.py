@@ -1,0 +1,313 @@
+"""What the tests share: the harness run over a pipe as a node runs it, and a fake model API.
+
+Standard library only. Not a test module itself: test_*.py files import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "{{.Package}}"
+NAME = "{{.Name}}"
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src"
+INSTRUCTIONS = (ROOT / "prompts" / f"{NAME}.md").read_text(encoding="utf-8")
+
+TICKET = "I was charged twice for my order"
+MODEL_NAME = "claude-fake-1"
+SESSION_KEY = "oz0s_test_0123456789abcdef"
+JOB = "job_test_1"
+
+TIMEOUT = 10.0  # seconds for any one wait: a broken harness fails the test instead of hanging
+
+Answer = Callable[["Run", dict[str, Any]], None]
+
+
+class FakeModelAPI:
+    """Anthropic's Messages API and OpenAI's Chat Completions, scripted: records every request
+    and answers `text` (not streamed)."""
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = None
+                with api.lock:
+                    api.requests.append(
+                        {"path": self.path, "headers": dict(self.headers.items()), "body": body}
+                    )
+                model = body.get("model") if isinstance(body, dict) else None
+                if self.path.endswith("/v1/messages"):
+                    self.answer(200, {
+                        "id": "msg_fake_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [{"type": "text", "text": api.text}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 42, "output_tokens": 17},
+                    })
+                elif self.path.endswith("/chat/completions"):
+                    self.answer(200, {
+                        "id": "chatcmpl-fake1",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": model,
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": api.text}}],
+                        "usage": {"prompt_tokens": 42, "completion_tokens": 17,
+                                  "total_tokens": 59},
+                    })
+                else:
+                    error = {"type": "not_found_error", "message": f"no route {self.path}"}
+                    self.answer(404, {"type": "error", "error": error})
+
+            def answer(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode("utf-8")
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+        host, port = self.server.server_address[:2]
+        # Base URLs with a path and a trailing slash, like the gateway's.
+        self.anthropic_url = f"http://{host}:{port}/gateway/anthropic/"
+        self.openai_url = f"http://{host}:{port}/gateway/openai/"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def calls(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.requests)
+
+
+class Run:
+    """One harness process, started as a node starts it."""
+
+    def __init__(self, test: SessionCase, argv: list[str] | None = None) -> None:
+        self.test = test
+        self.proc = subprocess.Popen(
+            argv or [sys.executable, "-m", PACKAGE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=test.workdir,
+            env=test.env(),
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stdout: list[bytes] = []
+        self.stderr: list[bytes] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.stderr_reader = threading.Thread(target=self._drain, daemon=True)
+        self.stderr_reader.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in iter(self.proc.stdout.readline, b""):
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in iter(self.proc.stderr.readline, b""):
+            self.stderr.append(line)
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        assert self.proc.stdin is not None
+        line = message if isinstance(message, str) else json.dumps(message)
+        self.proc.stdin.write(line.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+
+    def next_event(self) -> dict[str, Any] | None:
+        """The next line of stdout, parsed; None at EOF."""
+        try:
+            raw = self.lines.get(timeout=TIMEOUT)
+        except queue.Empty:
+            self.test.fail(f"no line from the harness in {TIMEOUT} s{self.log()}")
+        if raw is None:
+            return None
+        self.stdout.append(raw)
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            self.test.fail(f"stdout line is not JSON: {raw!r}{self.log()}")
+        self.test.assertIsInstance(event, dict)
+        self.test.assertTrue(raw.endswith(b"\n"))
+        return event
+
+    def finish(self) -> int:
+        """Closes stdin as a node does after the last line; returns the exit code."""
+        self.close_stdin()
+        try:
+            code = self.proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self.test.fail(f"the harness did not exit after its last line{self.log()}")
+        while (event := self.next_event()) is not None:
+            self.test.fail(f"a line after the last: {event}")
+        return code
+
+    def log(self) -> str:
+        """The harness's stderr so far; all of it once the process has exited."""
+        if self.proc.poll() is not None:
+            # The reader may not have drained the pipe yet: wait for it to reach the end.
+            self.stderr_reader.join(timeout=TIMEOUT)
+        return "\nstderr:\n" + b"".join(self.stderr).decode("utf-8", "replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+
+class SessionCase(unittest.TestCase):
+    """Runs sessions of the harness as a node does, against a fake model API."""
+
+    model_text = ""
+    """What the fake model API answers."""
+
+    extra_pythonpath: tuple[Path, ...] = ()
+    """Directories put before src/ on PYTHONPATH (stand-ins of a framework, say)."""
+
+    def setUp(self) -> None:
+        self.api = FakeModelAPI(self.model_text)
+        self.addCleanup(self.api.close)
+        self.tmp = Path(tempfile.mkdtemp(prefix="oz0-harness-test-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.workdir = self.tmp / "work"
+        self.state_dir = self.tmp / "state"
+        self.workdir.mkdir()
+        self.state_dir.mkdir()
+
+    def env(self) -> dict[str, str]:
+        headers = f"Oz0-Job: {JOB}\nOz0-Agent: {NAME}"
+        env = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": str(self.state_dir),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(self.state_dir),
+            "PYTHONPATH": os.pathsep.join(str(p) for p in (*self.extra_pythonpath, SRC)),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "ANTHROPIC_BASE_URL": self.api.anthropic_url,
+            "ANTHROPIC_API_KEY": SESSION_KEY,
+            "OPENAI_BASE_URL": self.api.openai_url,
+            "OPENAI_API_KEY": SESSION_KEY,
+            "ANTHROPIC_CUSTOM_HEADERS": headers,
+            "OPENAI_CUSTOM_HEADERS": headers,
+            "OZ0_JOB": JOB,
+            "OZ0_AGENT": NAME,
+        }
+        if "SYSTEMROOT" in os.environ:  # Windows cannot start Python without it
+            env["SYSTEMROOT"] = os.environ["SYSTEMROOT"]
+        return env
+
+    def request(self, text: str = TICKET, **changes: Any) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "type": "session",
+            "protocol": 1,
+            "job": JOB,
+            "agent": NAME,
+            "harness": NAME,
+            "text": text,
+            "input": text,
+            "instructions": INSTRUCTIONS,
+            "model": {"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
+            "tools": ["notify_team"],
+            "limits": {"max_steps": 10, "timeout_s": 600},
+            "workdir": str(self.workdir),
+            "state_dir": str(self.state_dir),
+            "options": {},
+        }
+        request.update(changes)
+        return request
+
+    def start(self, argv: list[str] | None = None) -> Run:
+        run = Run(self, argv)
+        self.addCleanup(run.kill)
+        return run
+
+    def session(
+        self,
+        answer: Answer | None = None,
+        request: dict[str, Any] | None = None,
+        argv: list[str] | None = None,
+    ) -> tuple[list[dict[str, Any]], int, Run]:
+        """Runs one session to its last line. answer(run, permission_request) answers each
+        permission request. Returns (events, exit code, run)."""
+        run = self.start(argv)
+        run.send(request or self.request())
+        events = []
+        while True:
+            event = run.next_event()
+            if event is None:
+                self.fail(f"stdout closed before a result or an error{run.log()}")
+            events.append(event)
+            if event["type"] == "permission_request":
+                self.assertIsNotNone(answer, f"unexpected permission request {event}")
+                assert answer is not None
+                answer(run, event)
+            if event["type"] in ("result", "error"):
+                break
+        return events, run.finish(), run
+
+    @staticmethod
+    def allow(run: Run, event: dict[str, Any]) -> None:
+        run.send({"type": "permission", "id": event["id"], "decision": "allow",
+                  "arguments": event["arguments"]})
+
+    @staticmethod
+    def deny(reason: str) -> Answer:
+        def answer(run: Run, event: dict[str, Any]) -> None:
+            run.send({"type": "permission", "id": event["id"], "decision": "deny",
+                      "reason": reason})
+        return answer
+
+    @staticmethod
+    def says(events: list[dict[str, Any]]) -> str:
+        """Everything the session said, joined."""
+        return "".join(e["text"] for e in events if e["type"] == "say")

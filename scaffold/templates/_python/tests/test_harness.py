@@ -1,0 +1,194 @@
+"""The harness protocol (harness.py) over a pipe, as a node runs it, with small agents of the
+tests' own and a fake model API served by the test.
+
+Standard library only: `uv run pytest` and `python3 -m unittest discover -s tests -v` both run it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import unittest
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sessions import (  # noqa: E402
+    INSTRUCTIONS,
+    JOB,
+    MODEL_NAME,
+    NAME,
+    PACKAGE,
+    SESSION_KEY,
+    TICKET,
+    Run,
+    SessionCase,
+)
+
+
+def agent(body: str) -> list[str]:
+    """A harness whose run(session) is body, indented; argv to start it."""
+    lines = "\n".join("    " + line for line in body.strip().splitlines())
+    script = (
+        "import os, sys\n"
+        f"from {PACKAGE}.harness import Refused, main\n"
+        "def notify_team(team, summary):\n"
+        "    return f'told the {team} team: {summary}'\n"
+        "def run(session):\n"
+        f"{lines}\n"
+        "main(run)\n"
+    )
+    return [sys.executable, "-c", script]
+
+
+NOTIFY = agent("""
+try:
+    told = session.call_tool('notify_team', {'team': 'billing', 'summary': session.text},
+                             notify_team)
+except Refused as why:
+    return f'refused: {why}'
+return told
+""")
+
+
+class ToolCallTest(SessionCase):
+
+    def test_allowed_call_runs_and_reports(self) -> None:
+        events, code, run = self.session(self.allow, argv=NOTIFY)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual([e["type"] for e in events],
+                         ["permission_request", "tool_result", "result"])
+        asked, told, result = events
+        self.assertEqual(asked["tool"], "notify_team")
+        self.assertEqual(asked["arguments"], {"team": "billing", "summary": TICKET})
+        self.assertEqual(told["id"], asked["id"])
+        self.assertEqual(told["tool"], "notify_team")
+        self.assertEqual(told["result"], f"told the billing team: {TICKET}")
+        self.assertEqual(result["output"], f"told the billing team: {TICKET}")
+
+    def test_allow_with_changed_arguments(self) -> None:
+        def answer(run: Run, event: dict[str, Any]) -> None:
+            run.send("this line is not JSON")  # stray input is ignored
+            run.send({"type": "something_new", "id": event["id"]})  # so is an unknown type
+            run.send({"type": "permission", "id": "p999", "decision": "allow"})  # and a stranger
+            run.send({"type": "permission", "id": event["id"], "decision": "allow",
+                      "arguments": {"team": "account", "summary": "changed by a hook"}})
+
+        events, code, run = self.session(answer, argv=NOTIFY)
+        self.assertEqual(code, 0, run.log())
+        told = next(e for e in events if e["type"] == "tool_result")
+        self.assertEqual(told["result"], "told the account team: changed by a hook")
+
+    def test_denied_call_raises_refused(self) -> None:
+        events, code, run = self.session(self.deny("policy says no"), argv=NOTIFY)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual([e["type"] for e in events], ["permission_request", "result"])
+        self.assertEqual(events[-1]["output"], "refused: policy says no")
+
+    def test_node_closing_stdin_refuses_open_requests(self) -> None:
+        events, code, run = self.session(lambda run, event: run.close_stdin(), argv=NOTIFY)
+        self.assertEqual(code, 0, run.log())
+        self.assertIn("refused: the node closed the session", events[-1]["output"])
+
+
+class ModelCallTest(SessionCase):
+    model_text = "the model's answer"
+
+    def test_anthropic_messages(self) -> None:
+        events, code, run = self.session(argv=agent("return session.complete(session.text)"))
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual(events, [{"type": "result", "output": "the model's answer"}])
+        calls = self.api.calls()
+        self.assertEqual(len(calls), 1)
+        call = calls[0]
+        headers = {k.lower(): v for k, v in call["headers"].items()}
+        self.assertEqual(call["path"], "/gateway/anthropic/v1/messages")
+        self.assertEqual(headers["x-api-key"], SESSION_KEY)
+        self.assertEqual(headers["anthropic-version"], "2023-06-01")
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(headers["oz0-job"], JOB)
+        self.assertEqual(headers["oz0-agent"], NAME)
+        body = call["body"]
+        self.assertEqual(body["model"], MODEL_NAME)
+        self.assertEqual(body["system"], INSTRUCTIONS)
+        self.assertIsInstance(body["max_tokens"], int)
+        self.assertEqual(body["messages"], [{"role": "user", "content": TICKET}])
+
+    def test_openai_chat_when_the_record_speaks_it(self) -> None:
+        request = self.request(model={"name": "gpt-fake", "format": "openai-chat",
+                                      "record": "openai"})
+        events, code, run = self.session(request=request,
+                                         argv=agent("return session.complete(session.text)"))
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual(events, [{"type": "result", "output": "the model's answer"}])
+        call = self.api.calls()[0]
+        headers = {k.lower(): v for k, v in call["headers"].items()}
+        self.assertEqual(call["path"], "/gateway/openai/chat/completions")
+        self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
+        self.assertEqual(headers["oz0-job"], JOB)
+        self.assertEqual(headers["oz0-agent"], NAME)
+        self.assertEqual(call["body"]["model"], "gpt-fake")
+        self.assertEqual(call["body"]["messages"], [
+            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "user", "content": TICKET},
+        ])
+
+    def test_max_steps(self) -> None:
+        request = self.request(limits={"max_steps": 1, "timeout_s": 600})
+        argv = agent("session.complete('one')\nsession.complete('two')\nreturn 'not reached'")
+        events, code, run = self.session(request=request, argv=argv)
+        self.assertEqual(code, 1)
+        self.assertEqual(events[-1]["type"], "error")
+        self.assertIn("limits.max_steps", events[-1]["message"])
+        self.assertIn("1", events[-1]["message"])
+        self.assertEqual(len(self.api.calls()), 1)
+
+
+class ProtocolTest(SessionCase):
+
+    def test_stray_output_does_not_corrupt_stdout(self) -> None:
+        argv = agent("""
+print('a stray print')
+sys.stdout.write('no newline')
+os.write(1, b'straight to fd 1\\n')
+os.system('echo from a child process')
+session.say('still fine')
+print(input.__name__, sys.stdin.read())
+return {'ok': True, 'text': session.text}
+""")
+        events, code, run = self.session(argv=argv)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual(events, [{"type": "say", "text": "still fine"},
+                                  {"type": "result", "output": {"ok": True, "text": TICKET}}])
+        for line in run.stdout:
+            self.assertIsInstance(json.loads(line), dict)
+        log = run.log()
+        for stray in ("a stray print", "no newline", "straight to fd 1", "from a child process"):
+            self.assertIn(stray, log)
+
+    def test_failing_agent_ends_with_an_error(self) -> None:
+        events, code, run = self.session(argv=agent("raise RuntimeError('the agent broke')"))
+        self.assertEqual(code, 1)
+        self.assertEqual(events, [{"type": "error", "message": "RuntimeError: the agent broke"}])
+        self.assertIn("Traceback", run.log())
+
+    def test_other_protocol_is_refused(self) -> None:
+        events, code, _ = self.session(request=self.request(protocol=2),
+                                       argv=agent("return 'not reached'"))
+        self.assertEqual(code, 1)
+        self.assertEqual(len(events), 1)
+        self.assertEqual(events[0]["type"], "error")
+        self.assertIn("protocol 1", events[0]["message"])
+        self.assertEqual(self.api.calls(), [])
+
+    def test_first_line_not_a_session(self) -> None:
+        events, code, _ = self.session(request={"type": "permission", "id": "p1"},
+                                       argv=agent("return 'not reached'"))
+        self.assertEqual(code, 1)
+        self.assertEqual(events[0]["type"], "error")
+        self.assertIn("protocol 1", events[0]["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()

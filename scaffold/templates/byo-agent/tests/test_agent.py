@@ -1,0 +1,136 @@
+"""agent.py, run as a node runs it: the harness over a pipe, with a fake model API that answers
+the ticket the way legacy.triage() expects. And adapters.py, driven by stand-ins of a LangGraph
+graph and a CrewAI crew.
+
+Standard library only: `uv run pytest` and `python3 -m unittest discover -s tests -v` both run it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import unittest
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sessions import PACKAGE, TICKET, Run, SessionCase  # noqa: E402
+
+REPLY = "Sorry about the double charge; we have refunded the second one."
+
+
+class AgentTest(SessionCase):
+    model_text = json.dumps({"team": "billing", "reply": REPLY})
+
+    def test_happy_path(self) -> None:
+        events, code, run = self.session(self.allow)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual([e["type"] for e in events],
+                         ["say", "permission_request", "tool_result", "result"])
+        say, asked, told, result = events
+        self.assertEqual(say["text"], "Sorting the ticket. ")
+        self.assertEqual(asked["tool"], "notify_team")
+        self.assertEqual(asked["arguments"], {"team": "billing", "summary": TICKET})
+        self.assertEqual(told["id"], asked["id"])
+        self.assertEqual(told["result"], f"told the billing team: {TICKET}")
+        self.assertNotIn("error", told)
+        self.assertEqual(result["output"], f"billing: {REPLY}")
+        self.assertEqual(len(self.api.calls()), 1)
+
+    def test_runs_with_the_arguments_the_job_allowed(self) -> None:
+        def answer(run: Run, event: dict[str, Any]) -> None:
+            run.send({"type": "permission", "id": event["id"], "decision": "allow",
+                      "arguments": {"team": "account", "summary": "changed by a hook"}})
+
+        events, code, run = self.session(answer)
+        self.assertEqual(code, 0, run.log())
+        told = next(e for e in events if e["type"] == "tool_result")
+        self.assertEqual(told["result"], "told the account team: changed by a hook")
+        self.assertEqual(events[-1], {"type": "result", "output": f"billing: {REPLY}"})
+
+    def test_denied_tool(self) -> None:
+        events, code, run = self.session(self.deny("policy says no"))
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual([e["type"] for e in events],
+                         ["say", "permission_request", "say", "result"])
+        self.assertEqual(events[2]["text"], "(The team was not told: policy says no) ")
+        self.assertEqual(events[-1]["output"], f"billing: {REPLY}")
+
+    def test_node_closing_stdin_refuses_open_requests(self) -> None:
+        events, code, run = self.session(lambda run, event: run.close_stdin())
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual(events[2]["type"], "say")
+        self.assertIn("The team was not told: the node closed the session", events[2]["text"])
+        self.assertEqual(events[-1]["type"], "result")
+
+
+# The adapters, driven by stand-ins with the shape of a compiled LangGraph graph and a CrewAI
+# crew (no framework is installed to test them): each calls its tool, made with asked(), once.
+ADAPTER_SCRIPT = """
+from PKG.harness import main
+from PKG.adapters import asked, run_crew, run_langgraph
+
+def lookup_order(order_id: str, detail: bool = False) -> str:
+    "Look an order up."
+    return "order " + order_id + " ships tomorrow"
+
+class Graph:
+    def __init__(self, tool):
+        self.tool = tool
+
+    def invoke(self, state, config=None):
+        text = state["messages"][0]["content"]
+        seen = self.tool(order_id="A-1")
+        answer = dict(role="assistant", content=[dict(type="text", text=seen)])
+        return dict(messages=[dict(role="user", content=text), answer])
+
+class Output:
+    def __init__(self, raw):
+        self.raw = raw
+
+class Crew:
+    def __init__(self, tool):
+        self.tool = tool
+
+    def kickoff(self, inputs):
+        return Output(inputs["input"] + " / " + self.tool("A-2"))
+
+def run(session):
+    tool = asked(session, "lookup_order", lookup_order)
+    assert tool.__name__ == "lookup_order" and tool.__doc__ == "Look an order up."
+    return dict(graph=run_langgraph(session, Graph(tool)), crew=run_crew(session, Crew(tool)))
+
+main(run)
+"""
+
+
+class AdaptersTest(SessionCase):
+    def run_adapters(self, answer: Any) -> tuple[list[dict[str, Any]], int, Run]:
+        script = ADAPTER_SCRIPT.replace("PKG", PACKAGE)
+        request = self.request(text="Where is my order?", tools=["lookup_order"])
+        return self.session(answer, request=request, argv=[sys.executable, "-c", script])
+
+    def test_asked_tools_run_when_allowed(self) -> None:
+        events, code, run = self.run_adapters(self.allow)
+        self.assertEqual(code, 0, run.log())
+        asks = [e for e in events if e["type"] == "permission_request"]
+        self.assertEqual([a["arguments"] for a in asks],
+                         [{"order_id": "A-1", "detail": False}, {"order_id": "A-2", "detail": False}])
+        self.assertEqual(events[-1], {"type": "result", "output": {
+            "graph": "order A-1 ships tomorrow",
+            "crew": "Where is my order? / order A-2 ships tomorrow",
+        }})
+
+    def test_a_refused_call_is_the_tools_answer(self) -> None:
+        events, code, run = self.run_adapters(self.deny("orders are private"))
+        self.assertEqual(code, 0, run.log())
+        self.assertFalse([e for e in events if e["type"] == "tool_result"])
+        self.assertEqual(events[-1]["output"], {
+            "graph": "refused: orders are private",
+            "crew": "Where is my order? / refused: orders are private",
+        })
+
+
+if __name__ == "__main__":
+    unittest.main()
