@@ -12,13 +12,14 @@ import (
 )
 
 type pluginLintOptions struct {
-	IO     *iostreams.IOStreams
-	Dir    string
-	Format string
+	IO      *iostreams.IOStreams
+	Version string // oz0's, for SARIF
+	Dir     string
+	Format  string
 }
 
 func newCmdPluginLint(f *cmdutil.Factory, runF func(*pluginLintOptions) error) *cobra.Command {
-	opts := &pluginLintOptions{IO: f.IOStreams}
+	opts := &pluginLintOptions{IO: f.IOStreams, Version: f.Version}
 	cmd := &cobra.Command{
 		Use:   "lint [DIR]",
 		Short: "Check a plugin against the schemas and the cross-file rules",
@@ -42,20 +43,20 @@ Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.
 			if runF != nil {
 				return runF(opts)
 			}
-			return runPluginLint(opts, f.Version)
+			return pluginLintRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Format, "format", "text", "output format: "+strings.Join(lint.Formats, ", "))
+	cmd.Flags().StringVar(&opts.Format, "format", lint.Formats[0], "output format: "+strings.Join(lint.Formats, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(lint.Formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func runPluginLint(opts *pluginLintOptions, version string) error {
+func pluginLintRun(opts *pluginLintOptions) error {
 	rep, err := lint.Run(opts.Dir)
 	if err != nil {
 		return err
 	}
-	if err := lint.Write(opts.IO.Out, rep, opts.Format, version); err != nil {
+	if err := lint.Write(opts.IO.Out, rep, opts.Format, opts.Version); err != nil {
 		return err
 	}
 	if rep.HasErrors() {

@@ -54,7 +54,7 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 			if runF != nil {
 				return runF(opts)
 			}
-			return runPluginNew(opts)
+			return pluginNewRun(opts)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Template, "template", "t", "", "the template: "+strings.Join(scaffold.TemplateNames(), ", "))
@@ -70,7 +70,7 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 	return cmd
 }
 
-func runPluginNew(opts *pluginNewOptions) error {
+func pluginNewRun(opts *pluginNewOptions) error {
 	parent := opts.Dir
 	if parent == "" {
 		wd, err := opts.Getwd()

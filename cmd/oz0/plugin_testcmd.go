@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,7 +16,6 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -55,7 +54,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return runPluginTest(cmd.Context(), opts)
+			return pluginTestRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print each check as a JSON line")
@@ -67,28 +66,22 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	return cmd
 }
 
-func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p, rep, err := plugin.Load(opts.Dir)
-	var lintErr *plugin.LintError
-	if errors.As(err, &lintErr) {
-		if werr := lint.Write(opts.IO.ErrOut, rep, "text", ""); werr != nil {
-			return werr
-		}
-		return &cmdutil.FindingsError{Msg: err.Error()}
-	}
+	p, _, err := plugin.Load(opts.Dir) // a plugin with lint errors gives a *plugin.LintError
 	if err != nil {
 		return err
 	}
+	for _, h := range opts.Harnesses {
+		if p.Harness(h) == nil {
+			return cmdutil.Usagef("--harness %q: the plugin in %s has no harness %q; it has %s", h, opts.Dir, h, strings.Join(harnessNames(p), ", "))
+		}
+	}
 	var script *fakemodel.Script
 	if opts.Script != "" {
-		script, err = fakemodel.LoadScript(opts.Script)
-		if err != nil {
-			return cmdutil.Usagef("%s", err)
+		if script, err = fakemodel.LoadScript(opts.Script); err != nil {
+			return err
 		}
 	}
 	out := opts.IO.Out
@@ -137,4 +130,12 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 		return &cmdutil.FindingsError{}
 	}
 	return nil
+}
+
+func harnessNames(p *plugin.Plugin) []string {
+	names := make([]string, len(p.Manifest.Harnesses))
+	for i, h := range p.Manifest.Harnesses {
+		names[i] = h.Name
+	}
+	return names
 }
