@@ -101,8 +101,9 @@ func Guard(token string, next http.Handler) http.Handler {
 			}
 		}
 		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+			// The scheme is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
+			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="oz0 dev"`)
 				writeError(w, http.StatusUnauthorized, apiv1.CodeUnauthorized, "missing or wrong bearer token")
 				return
