@@ -26,6 +26,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -376,7 +377,7 @@ func (s *Server) meter(c gateway.Call) {
 	if c.Error != "" {
 		d["error"] = c.Error
 	}
-	b, err := jsonMarshal(d)
+	b, err := jsonutil.Marshal(d)
 	if err == nil {
 		_, err = s.store.Append(c.Job, store.EventModelCall, b)
 	}

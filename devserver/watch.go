@@ -82,7 +82,7 @@ func (s *Server) reload(i int, dir string) {
 	case errors.As(err, &lintErr):
 		s.outMu.Lock()
 		fmt.Fprintf(s.out, "reload: kept the last good version of %s: %s\n", name, err)
-		_ = lint.Write(s.out, rep, "text", s.cfg.Version)
+		_ = lint.Write(s.out, rep, lint.Formats[0], s.cfg.Version) // the text format
 		s.outMu.Unlock()
 		return
 	case err != nil:

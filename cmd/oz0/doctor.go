@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,6 +9,7 @@ import (
 	"github.com/orchestrator-zero/oz0/doctor"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 type doctorOptions struct {
@@ -44,8 +44,7 @@ func doctorRun(ctx context.Context, opts *doctorOptions) error {
 	results := doctor.Run(ctx, doctor.Env{PluginDir: opts.Plugin, Getenv: opts.Getenv})
 	out := opts.IO.Out
 	failed := 0
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(out)
 	for _, r := range results {
 		if r.Level == doctor.Fail {
 			failed++

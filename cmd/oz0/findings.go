@@ -20,7 +20,7 @@ func reportFindings(w io.Writer, err error) error {
 	var fileErr *schemas.FileError
 	switch {
 	case errors.As(err, &lintErr):
-		if werr := lint.Write(w, lintErr.Report, "text", ""); werr != nil {
+		if werr := lint.Write(w, lintErr.Report, lint.Formats[0], ""); werr != nil { // the text format
 			return werr
 		}
 		return &cmdutil.FindingsError{Msg: err.Error()}

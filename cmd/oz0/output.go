@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
-	"strings"
 
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/textutil"
 )
 
 // clientOptions is what every command that talks to the dev server has: its streams, and the
@@ -23,8 +23,7 @@ func newClientOptions(f *cmdutil.Factory) clientOptions {
 
 // writeJSONLines prints one JSON object a line, as every --json listing does.
 func writeJSONLines[T any](w io.Writer, items []T) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(w)
 	for _, it := range items {
 		if err := enc.Encode(it); err != nil {
 			return err
@@ -35,9 +34,5 @@ func writeJSONLines[T any](w io.Writer, items []T) error {
 
 // clipLine fits a value into a table cell: one line, at most n runes.
 func clipLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return textutil.Clip(oneLine(s), n)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/signal"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -85,8 +85,7 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		}
 	}
 	out := opts.IO.Out
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(out)
 	started := ""
 	report, err := conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,

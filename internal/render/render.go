@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Stream renders events for one agent's job. It is not safe for concurrent use.
@@ -173,11 +174,9 @@ func CompactJSON(v json.RawMessage) string {
 	if err := dec.Decode(&x); err != nil {
 		return string(v)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(x); err != nil {
+	b, err := jsonutil.Marshal(x)
+	if err != nil {
 		return string(v)
 	}
-	return strings.TrimSuffix(buf.String(), "\n")
+	return string(b)
 }
