@@ -33,7 +33,7 @@ import (
 // Config says what to serve.
 type Config struct {
 	PluginDirs []string // at least one
-	Addr       string   // loopback host:port; "" is 127.0.0.1:0 (a free port)
+	Addr       string   // loopback host:port; "" is 127.0.0.1:0 (a free port); Start refuses to serve off loopback
 	StateDir   string   // "" is <first plugin>/.oz0/dev
 	Ephemeral  bool     // state in a temporary directory, removed on Close
 	Version    string
@@ -64,7 +64,6 @@ type Server struct {
 	secrets     *secrets.Store
 	gw          *gateway.Gateway
 	fake        *fakemodel.Server
-	fakeKey     string
 	keys        *gateway.MemResolver
 	inflight    *inflight
 	inbox       *approvals.Inbox
@@ -92,9 +91,10 @@ type Server struct {
 var ErrAgentConflict = errors.New("an agent name must be unique across the plugins oz0 dev serves")
 
 // Start starts a dev server, step by step; on error, what the steps made is undone and nothing
-// is left running. A plugin with lint errors gives an error wrapping a *plugin.LintError, and a
-// hooks file with problems a *hooks.ConfigError; every other error is the environment's (a busy
-// port, a state directory that cannot be made or is in use).
+// is left running. A plugin with lint errors gives an error wrapping a *plugin.LintError, a hooks
+// file with problems a *hooks.ConfigError, and two plugins with an agent of the same name an error
+// wrapping ErrAgentConflict; every other error is the environment's (a busy port, a file that
+// cannot be read, a state directory that cannot be made or is in use).
 func Start(cfg Config) (_ *Server, err error) {
 	s := newServer(cfg)
 	defer func() {
@@ -247,13 +247,14 @@ func (s *Server) listen() error {
 // behind them.
 func (s *Server) startGateway() error {
 	s.Token = apiv1.NewToken()
-	s.fakeKey = "oz0f_" + strings.TrimPrefix(apiv1.NewToken(), apiv1.TokenPrefix)
+	// The fake model answers only the gateway, which holds its key as the fake record's secret.
+	fakeKey := "oz0f_" + strings.TrimPrefix(apiv1.NewToken(), apiv1.TokenPrefix)
 	script := s.cfg.FakeScript
 	if script == nil {
 		script = fakemodel.DefaultScript()
 	}
 	scriptCopy := *script
-	scriptCopy.RequireKey = s.fakeKey
+	scriptCopy.RequireKey = fakeKey
 	s.fake = fakemodel.New(&scriptCopy)
 
 	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", s.cfg.Getenv)
@@ -262,7 +263,7 @@ func (s *Server) startGateway() error {
 	var err error
 	s.gw, err = gateway.New(gateway.Config{
 		Resolver: s.inflight,
-		Secrets:  gateway.SecretsFunc(s.records.secret(s.fakeKey)),
+		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
 		Meter:    gateway.MeterFunc(s.meter),
 		Logger:   s.log.With("part", "gateway"),
 	})
