@@ -151,7 +151,9 @@ func createJob(ctx context.Context, c *client.Client, req apiv1.JobRequest) (api
 // returns its outcome.
 func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.Job, sigs <-chan os.Signal) error {
 	ios, asJSON := opts.IO, opts.JSON
-	go cancelOnSignal(ctx, opts, c, job.ID, sigs)
+	followed := make(chan struct{})
+	defer close(followed)
+	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed)
 
 	r := render.New(ios.Out, job.Agent)
 	var line []byte
@@ -220,9 +222,18 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", job.ID, strings.ReplaceAll(string(outcome.Status), "_", " "), reason)}
 }
 
-// cancelOnSignal cancels the job on each signal from sigs (Ctrl-C), after asking on a terminal.
-func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal) {
-	for range sigs {
+// cancelOnSignal cancels the job on each signal from sigs (Ctrl-C), after asking on a terminal,
+// until sigs closes or the job has been followed to its end.
+func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal, followed <-chan struct{}) {
+	for {
+		select {
+		case _, ok := <-sigs:
+			if !ok {
+				return
+			}
+		case <-followed:
+			return
+		}
 		if opts.IO.CanPrompt() && !opts.Prompter.Confirm(fmt.Sprintf("Cancel job %s?", job)) {
 			continue
 		}

@@ -158,7 +158,7 @@ func TestRunCtrlCAsksBeforeCancelling(t *testing.T) {
 		sigs := make(chan os.Signal, 1)
 		sigs <- syscall.SIGINT
 		close(sigs)
-		cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs)
+		cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil)
 		if fs.cancels != tc.cancels || len(p.asked) != tc.asked {
 			t.Errorf("terminal %v, confirm %v: %d cancels, asked %q", tc.tty, tc.confirm, fs.cancels, p.asked)
 		}
