@@ -5,15 +5,35 @@ BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
 
-.PHONY: build test test-deps demo bench lint clean
+.PHONY: build test test-deps cross race demo bench lint clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
-# The whole suite: formatting, vet, unit tests, fuzz seeds and the testscript end-to-end scripts
-# (which also run the template's Python tests with unittest and pytest).
-test: test-deps lint
+# The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds and the testscript
+# end-to-end scripts (which also run the template's Python tests with unittest and pytest), then
+# the race detector.
+test: test-deps lint cross
 	$(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory race
+
+# The packages whose goroutines share state, under the race detector. On linux -race needs cgo,
+# so this step alone sets CGO_ENABLED=1 (with a C compiler: test-deps installs gcc); the binary
+# and every other test stay CGO_ENABLED=0.
+RACE_PKGS := ./devserver/gateway/... ./devserver/store/... ./devserver/node/... ./harnesskit/... \
+	./devserver/hooks/... ./devserver/approvals/... ./devserver/api/...
+race: test-deps
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
+
+# oz0 builds for linux and darwin on amd64 and arm64; lint and test build the native one (linux/amd64
+# on CI). vet on darwin compiles the test files too. Cached after the first run.
+CROSS := darwin/arm64 darwin/amd64 linux/arm64
+cross:
+	@for t in $(CROSS); do \
+	  echo "GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./..."; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; \
+	done
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
 # What the tests need and a fresh machine lacks (pytest for the template's tests).
 test-deps:

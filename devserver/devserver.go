@@ -27,6 +27,8 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -91,9 +93,9 @@ type Server struct {
 var ErrAgentConflict = errors.New("an agent name must be unique across the plugins oz0 dev serves")
 
 // Start starts a dev server, step by step; on error, what the steps made is undone and nothing
-// is left running. A plugin with lint errors gives an error wrapping a *plugin.LintError, a hooks
-// file with problems a *hooks.ConfigError, and two plugins with an agent of the same name an error
-// wrapping ErrAgentConflict; every other error is the environment's (a busy port, a file that
+// is left running. A plugin with lint errors or a hooks file with problems gives a
+// *diag.ReportError, and two plugins with an agent of the same name an error wrapping
+// ErrAgentConflict; every other error is the environment's (a busy port, a file that
 // cannot be read, a state directory that cannot be made or is in use).
 func Start(cfg Config) (_ *Server, err error) {
 	s := newServer(cfg)
@@ -140,10 +142,10 @@ func newServer(cfg Config) *Server {
 func (s *Server) loadPlugins() error {
 	var loaded []*plugin.Plugin
 	for _, dir := range s.cfg.PluginDirs {
-		p, _, err := plugin.Load(dir)
-		var lintErr *plugin.LintError
-		if errors.As(err, &lintErr) {
-			return fmt.Errorf("%w; oz0 dev starts once it lints clean", err)
+		p, _, err := lint.Load(dir)
+		var re *diag.ReportError
+		if errors.As(err, &re) {
+			return err // its findings are the reason; oz0 dev starts once it lints clean
 		}
 		if err != nil {
 			return fmt.Errorf("cannot load the plugin in %s: %w", dir, err)
@@ -212,9 +214,9 @@ func (s *Server) loadHooks() error {
 		return fmt.Errorf("--hooks: %w", err)
 	}
 	set, err := hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
-	var cfgErr *hooks.ConfigError
-	if errors.As(err, &cfgErr) {
-		return err
+	var re *diag.ReportError
+	if errors.As(err, &re) {
+		return err // its findings are the reason; oz0 dev starts once they are fixed
 	}
 	if err != nil {
 		return fmt.Errorf("cannot load the hooks in %s: %w", s.hooksFile, err)

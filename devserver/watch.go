@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -72,17 +73,17 @@ func (s *Server) watch() {
 }
 
 func (s *Server) reload(i int, dir string) {
-	p, rep, err := plugin.Load(dir)
+	p, rep, err := lint.Load(dir)
 	name := filepath.Base(dir)
 	if old := s.Plugins(); i < len(old) {
 		name = old[i].Manifest.Name
 	}
-	var lintErr *plugin.LintError
+	var re *diag.ReportError
 	switch {
-	case errors.As(err, &lintErr):
+	case errors.As(err, &re):
 		s.outMu.Lock()
-		fmt.Fprintf(s.out, "reload: kept the last good version of %s: %s\n", name, err)
-		_ = lint.Write(s.out, rep, lint.Formats[0], s.cfg.Version) // the text format
+		fmt.Fprintf(s.out, "reload: kept the last good version of %s: it has %s; fix them and save again\n", name, diag.Summary(rep))
+		_ = diag.Write(s.out, rep, diag.FormatText, s.cfg.Version)
 		s.outMu.Unlock()
 		return
 	case err != nil:

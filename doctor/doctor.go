@@ -17,6 +17,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // Level is how a check came out.
@@ -115,15 +116,15 @@ func checkPlugin(env Env) Result {
 		r.Level, r.Detail = Warn, "no oz0-plugin.yaml in "+env.PluginDir
 		r.Mend = "cd into a plugin, or make one: oz0 plugin new NAME --template byo-agent --description \"...\""
 	case rep.HasErrors():
-		r.Level, r.Detail, r.Mend = Fail, fmt.Sprintf("the plugin in %s has lint findings: %s", env.PluginDir, lint.Summary(rep)), "run oz0 plugin lint and fix them; oz0 dev refuses to start until then"
+		r.Level, r.Detail, r.Mend = Fail, fmt.Sprintf("the plugin in %s has lint findings: %s", env.PluginDir, diag.Summary(rep)), "run oz0 plugin lint and fix them; oz0 dev refuses to start until then"
 	default:
-		r.Level, r.Detail = OK, fmt.Sprintf("the plugin in %s lints clean (%s)", env.PluginDir, lint.Summary(rep))
+		r.Level, r.Detail = OK, fmt.Sprintf("the plugin in %s lints clean (%s)", env.PluginDir, diag.Summary(rep))
 	}
 	return r
 }
 
-func hasRule(rep *lint.Report, rule string) bool {
-	for _, f := range rep.Findings {
+func hasRule(rep *diag.Report, rule string) bool {
+	for _, f := range rep.Diagnostics {
 		if f.Rule == rule {
 			return true
 		}

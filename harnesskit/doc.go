@@ -25,7 +25,8 @@
 //     (only a process that left the group can still hold it).
 //   - Each end is decided once, by the first of: the harness's result or error, a protocol
 //     violation, the timeout, cancellation, the process's exit (after stdout is drained), or stdout
-//     closed without a last line for the grace period.
+//     closed without a last line for the grace period. Session.Cancel decides the end before it
+//     returns, so a line not yet read when it is called (a result too) comes after the end.
 //   - Events go to the sink one at a time, in order, from the goroutine that saw them; a slow sink
 //     slows the harness (its writes block) and loses nothing. The sink is never called after Wait
 //     returns, and EventEnd is the last call.

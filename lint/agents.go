@@ -15,9 +15,12 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/orchestrator-zero/oz0/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 func (l *linter) lintAgentDir(d dirEntry) {
@@ -47,11 +50,16 @@ func (l *linter) lintAgent(file string) {
 	if st != fileOK {
 		return
 	}
-	root, v := l.loadYAML(file, schemas.Agent, 0, data)
+	root, v, valid := l.loadYAML(file, schemas.Agent, 0, data)
 	m := asMap(v)
 	if m == nil {
 		return
 	}
+	la := &loadedAgent{file: file}
+	if valid {
+		l.decode(file, m, &la.typed)
+	}
+	l.loaded = append(l.loaded, la)
 
 	// name: unique, and the file is named after it.
 	if name, ok := asString(m["name"]); ok && name != "" {
@@ -73,7 +81,7 @@ func (l *linter) lintAgent(file string) {
 			h = l.harnesses[hn]
 			if h == nil {
 				_, n := schemas.Locate(root, "runtime")
-				msg := fmt.Sprintf("runtime names harness `%s`, which %s does not declare", schemas.Clip(hn), ManifestFile)
+				msg := fmt.Sprintf("runtime names harness `%s`, which %s does not declare", diag.Clip(hn), ManifestFile)
 				if s, ok := schemas.Closest(hn, l.harnessNames); ok {
 					msg += fmt.Sprintf("; did you mean `%s`?", s)
 				} else if len(l.harnessNames) > 0 {
@@ -84,71 +92,60 @@ func (l *linter) lintAgent(file string) {
 		}
 	}
 
-	l.checkInstructions(file, root, m)
-	for _, key := range []string{"input", "output"} {
-		l.checkIOSchema(file, root, m, key)
-	}
+	la.instructions = l.checkInstructions(file, root, m)
+	la.input = l.checkIO(file, root, m, "input")
+	la.output = l.checkIO(file, root, m, "output")
 	l.checkLimits(file, root, asMap(m["limits"]))
 	l.checkApprovals(file, root, asMap(m["harness"]), h)
 }
 
 var agentHarnessRef = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
-func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]any) {
+// checkInstructions checks the agent's prompt file and returns its text.
+func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]any) string {
 	p, ok := asString(m["instructions"])
 	if !ok || p == "" {
-		return // the schema reports it
+		return "" // the schema reports it
 	}
 	_, n := schemas.Locate(root, "instructions")
 	rel, ok := relPath(p)
 	if !ok {
 		l.addAt(file, n, 0, "path-escape", "`instructions` must be a path inside the plugin, not `%s`", p)
-		return
+		return ""
 	}
-	st, err := fs.Stat(l.fsys, rel)
-	if err != nil {
-		if notExist(err) {
-			l.addAt(file, n, 0, "instructions-missing", "instructions file %s does not exist", rel)
-			return
-		}
-		l.setFatal(err)
-		return
+	data, st := l.readAt(file, n, "instructions", rel, "instructions-missing")
+	switch st {
+	case fileMissing:
+		l.addAt(file, n, 0, "instructions-missing", "instructions file %s does not exist", rel)
+		return ""
+	case fileBad:
+		return ""
 	}
-	if !st.Mode().IsRegular() {
-		l.addAt(file, n, 0, "instructions-missing", "instructions %s is not a file", rel)
-		return
+	if line, col, msg, bad := binaryText(data); bad {
+		l.add(rel, line, col, "not-text", "%s", msg)
+		return ""
 	}
-	empty, err := l.blank(rel)
-	if err != nil {
-		l.setFatal(err)
-		return
-	}
-	if empty {
+	if len(bytes.TrimFunc(data, unicode.IsSpace)) == 0 {
 		l.addAt(file, n, 0, "instructions-missing", "instructions file %s is empty", rel)
+		return ""
 	}
+	return string(data)
 }
 
-// blank reports whether a file holds only white space; it reads at most
-// until the first other character.
-func (l *linter) blank(name string) (bool, error) {
-	f, err := l.fsys.Open(name)
+// readAt reads the file rel that a key of file names at node n; what keeps it from being read is
+// reported there, where the author named it, a target that is not a file under notFile.
+func (l *linter) readAt(file string, n *yaml.Node, key, rel, notFile string) ([]byte, fileState) {
+	st, err := fs.Stat(l.fsys, rel)
 	if err != nil {
-		return false, err
+		return nil, l.unreadable(rel, err, func(rule, msg string) {
+			l.addAt(file, n, 0, rule, "`%s`: %s", key, composed(msg))
+		})
 	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		n, err := f.Read(buf)
-		if len(bytes.TrimFunc(buf[:n], unicode.IsSpace)) > 0 {
-			return false, nil
-		}
-		if err == io.EOF {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
+	if !st.Mode().IsRegular() {
+		l.addAt(file, n, 0, notFile, "`%s`: %s is not a file", key, rel)
+		return nil, fileBad
 	}
+	return l.read(rel)
 }
 
 func (l *linter) checkLimits(file string, root *yaml.Node, lim map[string]any) {
@@ -212,67 +209,78 @@ func (l *linter) checkApprovals(file string, root *yaml.Node, hm map[string]any,
 			continue
 		}
 		_, n := schemas.Locate(root, "harness", "requires_approval", strconv.Itoa(idx[j]))
-		l.addAt(file, n, 0, "approval-unlisted-tool", "`%s` requires approval but the agent may not call it; %s", t, where)
+		l.addAt(file, n, 0, "approval-unlisted-tool", "`%s` requires approval but the agent may not call it; %s", t, composed(where))
 	}
 }
 
-// checkIOSchema checks input/output {schema: ...}: a file of the plugin
-// or an inline schema, compiled as a JSON Schema.
-func (l *linter) checkIOSchema(file string, root *yaml.Node, m map[string]any, key string) {
-	iom := asMap(m[key])
-	if iom == nil {
-		return
-	}
-	sv, ok := iom["schema"]
-	if !ok {
-		return
-	}
-	_, n := schemas.Locate(root, key, "schema")
-	switch s := sv.(type) {
+// checkIO checks input/output (text, json, or {schema: ...}: a file of the plugin or an inline
+// schema, compiled as a JSON Schema) and returns it as the node takes it.
+func (l *linter) checkIO(file string, root *yaml.Node, m map[string]any, key string) plugin.IO {
+	io := plugin.IO{Kind: "text"}
+	switch v := m[key].(type) {
 	case string:
-		rel, ok := relPath(s)
-		if !ok {
-			l.addAt(file, n, 0, "path-escape", "`%s.schema` must be a path inside the plugin, not `%s`", key, s)
-			return
-		}
-		data, st := l.read(rel)
-		switch st {
-		case fileMissing:
-			l.addAt(file, n, 0, "input-schema", "%s schema %s does not exist", key, rel)
-			return
-		case fileBad:
-			return
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			l.addAt(file, n, 0, "input-schema", "%s schema %s is not JSON: %s", key, rel, composed(oneLine(err.Error())))
-			return
-		}
-		if err := l.compileSchema(rel, doc); err != nil {
-			for _, msg := range schemaMessages(err, nil) {
-				l.addAt(file, n, 0, "input-schema", "%s schema %s is not a valid JSON Schema: %s", key, rel, composed(msg.Message))
-			}
-		}
+		io.Kind = v
+		return io
 	case map[string]any:
-		if err := l.compileSchema(fmt.Sprintf(".inline-%s-%s.json", strings.TrimSuffix(path.Base(file), ".yaml"), key), s); err != nil {
-			for _, p := range schemaMessages(err, n) {
-				l.add(file, p.Line, p.Col, "input-schema", "the inline %s schema is not a valid JSON Schema: %s", key, composed(p.Message))
+		io.Kind = "json"
+		sv, ok := v["schema"]
+		if !ok {
+			return io
+		}
+		_, n := schemas.Locate(root, key, "schema")
+		switch s := sv.(type) {
+		case string:
+			rel, ok := relPath(s)
+			if !ok {
+				l.addAt(file, n, 0, "path-escape", "`%s.schema` must be a path inside the plugin, not `%s`", key, s)
+				return io
 			}
+			data, st := l.readAt(file, n, key+".schema", rel, "not-a-file")
+			switch st {
+			case fileMissing:
+				l.addAt(file, n, 0, "input-schema", "%s schema %s does not exist", key, rel)
+				return io
+			case fileBad:
+				return io
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+			if err != nil {
+				l.addAt(file, n, 0, "input-schema", "%s schema %s is not JSON: %s", key, rel, composed(oneLine(err.Error())))
+				return io
+			}
+			sch, err := l.compileSchema(rel, doc)
+			if err != nil {
+				for _, msg := range schemaMessages(err, nil) {
+					l.addAt(file, n, 0, "input-schema", "%s schema %s is not a valid JSON Schema: %s", key, rel, composed(msg.Message))
+				}
+				return io
+			}
+			io.Schema, io.SchemaFile, io.Compiled = data, rel, sch
+		case map[string]any:
+			sch, err := l.compileSchema(fmt.Sprintf(".inline-%s-%s.json", strings.TrimSuffix(path.Base(file), ".yaml"), key), s)
+			if err != nil {
+				for _, p := range schemaMessages(err, n) {
+					l.add(file, p.Line, p.Col, "input-schema", "the inline %s schema is not a valid JSON Schema: %s", key, composed(p.Message))
+				}
+				return io
+			}
+			io.Schema, io.Compiled = mustJSON(s), sch
 		}
 	}
+	return io
 }
 
 // schemaMessages explains a schema compiler error; a schema that breaks
 // the metaschema gives one problem per cause, placed under root (the
 // inline schema's node) when there is one.
-func schemaMessages(err error, root *yaml.Node) []schemas.Problem {
+func schemaMessages(err error, root *yaml.Node) []diag.Diagnostic {
 	var sve *jsonschema.SchemaValidationError
 	if errors.As(err, &sve) {
 		ps := schemas.Explain(sve.Err, root)
 		if root == nil {
 			for i := range ps {
-				if ps[i].Path != "" {
-					ps[i].Message = "at " + ps[i].Path + ": " + ps[i].Message
+				if ps[i].Pointer != "" {
+					ps[i].Message = "at " + ps[i].Pointer + ": " + ps[i].Message
 				}
 			}
 		}
@@ -282,14 +290,16 @@ func schemaMessages(err error, root *yaml.Node) []schemas.Problem {
 	if root != nil {
 		line, col = root.Line, root.Column
 	}
-	return []schemas.Problem{{Line: line, Col: col, Message: oneLine(err.Error())}}
+	return []diag.Diagnostic{{Line: line, Col: col, Message: oneLine(err.Error())}}
 }
 
 // pluginURL is the base under which the plugin's files are given to the
 // JSON Schema compiler; nothing else is loaded.
 const pluginURL = "file:///oz0-plugin/"
 
-func (l *linter) compileSchema(rel string, doc any) (err error) {
+// compileSchema compiles an input or output schema with the plugin's files for its $refs; the
+// node validates jobs with the compiled schema, so what lint compiles is what runs.
+func (l *linter) compileSchema(rel string, doc any) (sch *jsonschema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the schema compiler failed: %v", r)
@@ -300,10 +310,9 @@ func (l *linter) compileSchema(rel string, doc any) (err error) {
 	c.UseLoader(pluginLoader{l})
 	url := pluginURL + rel
 	if err := c.AddResource(url, doc); err != nil {
-		return err
+		return nil, err
 	}
-	_, err = c.Compile(url)
-	return err
+	return c.Compile(url)
 }
 
 type pluginLoader struct{ l *linter }
@@ -345,15 +354,16 @@ func oneLine(s string) string {
 // finding of rule too; an I/O error is fatal. ok is false when there is nothing to lint.
 func (l *linter) readListedDir(d dirEntry, key, rule string, missingOK bool) (entries []fs.DirEntry, ok bool) {
 	st, err := fs.Stat(l.fsys, d.path)
-	switch {
-	case err != nil && notExist(err):
-		if !missingOK {
+	if err != nil {
+		state := l.unreadable(d.path, err, func(rule, msg string) {
+			l.addAt(ManifestFile, d.node, 0, rule, "`%s` entry `%s`: %s", key, d.written, composed(msg))
+		})
+		if state == fileMissing && !missingOK {
 			l.addAt(ManifestFile, d.node, 0, rule, "%s directory `%s` does not exist", key, d.written)
 		}
 		return nil, false
-	case err != nil:
-		l.setFatal(err)
-		return nil, false
+	}
+	switch {
 	case !st.IsDir():
 		l.addAt(ManifestFile, d.node, 0, rule, "%s entry `%s` is not a directory", key, d.written)
 		return nil, false
@@ -364,4 +374,13 @@ func (l *linter) readListedDir(d dirEntry, key, rule string, missingOK bool) (en
 		return nil, false
 	}
 	return entries, true
+}
+
+// mustJSON renders a value made of a YAML document as JSON; such values always can be.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("lint: " + err.Error())
+	}
+	return b
 }

@@ -13,8 +13,8 @@ func BenchmarkLintTemplate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rep, err := Run(dir)
-		if err != nil || len(rep.Findings) > 0 {
-			b.Fatal(err, rep.Findings)
+		if err != nil || len(rep.Diagnostics) > 0 {
+			b.Fatal(err, rep.Diagnostics)
 		}
 	}
 }
@@ -35,8 +35,8 @@ func BenchmarkLint1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, rep := range reps {
-			if len(rep.Findings) > 0 {
-				b.Fatal(rep.Findings)
+			if len(rep.Diagnostics) > 0 {
+				b.Fatal(rep.Diagnostics)
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 func manifestSeeds() []string {
@@ -78,10 +80,10 @@ func FuzzLoadAgent(f *testing.F) {
 	})
 }
 
-func checkReport(t *testing.T, rep *Report) {
+func checkReport(t *testing.T, rep *diag.Report) {
 	t.Helper()
-	for _, f := range rep.Findings {
-		r, ok := RuleByID(f.Rule)
+	for _, f := range rep.Diagnostics {
+		r, ok := diag.RuleByID(f.Rule)
 		if !ok {
 			t.Fatalf("unknown rule %q in %+v", f.Rule, f)
 		}
@@ -92,9 +94,9 @@ func checkReport(t *testing.T, rep *Report) {
 			t.Fatalf("message with a control character: %q", f.Message)
 		}
 	}
-	for _, format := range Formats {
+	for _, format := range diag.Formats {
 		var b strings.Builder
-		if err := Write(&b, rep, format, "test"); err != nil {
+		if err := diag.Write(&b, rep, format, "test"); err != nil {
 			t.Fatalf("Write %s: %v", format, err)
 		}
 	}

@@ -2,13 +2,14 @@ package lint
 
 import (
 	"fmt"
-	"github.com/orchestrator-zero/oz0/schemas"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 func billionLaughs() string {
@@ -79,7 +80,7 @@ func TestHostileInput(t *testing.T) {
 				t.Errorf("took %v", d)
 			}
 			found := false
-			for _, f := range rep.Findings {
+			for _, f := range rep.Diagnostics {
 				if f.File == tc.file {
 					for _, r := range tc.rules {
 						found = found || f.Rule == r
@@ -87,7 +88,7 @@ func TestHostileInput(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("no %v finding for %s in %v", tc.rules, tc.file, rep.Findings)
+				t.Errorf("no %v finding for %s in %v", tc.rules, tc.file, rep.Diagnostics)
 			}
 		})
 	}
@@ -139,7 +140,7 @@ func TestManyProblems(t *testing.T) {
 				t.Errorf("took %v", d)
 			}
 			n := 0
-			for _, f := range rep.Findings {
+			for _, f := range rep.Diagnostics {
 				if f.File == tc.file {
 					n++
 				}
@@ -148,9 +149,9 @@ func TestManyProblems(t *testing.T) {
 				t.Errorf("%d findings in %s, want %d..%d", n, tc.file, tc.min, tc.max)
 			}
 			again, _ := Run(dir)
-			for i := range rep.Findings {
-				if rep.Findings[i] != again.Findings[i] {
-					t.Fatalf("not deterministic: %v vs %v", rep.Findings[i], again.Findings[i])
+			for i := range rep.Diagnostics {
+				if rep.Diagnostics[i] != again.Diagnostics[i] {
+					t.Fatalf("not deterministic: %v vs %v", rep.Diagnostics[i], again.Diagnostics[i])
 				}
 			}
 		})
@@ -164,13 +165,13 @@ func TestLongValuesAreClipped(t *testing.T) {
 		"agents/acme-triage.yaml": replace(templateAgent, "runtime: harness:acme-triage", "runtime: harness:"+long, "timeout: 10m", "timeout: "+long) + "? " + long + "\n: 1\n",
 		"oz0-plugin.yaml":         replace(templateManifest, "formats: [anthropic-messages]", "formats: ["+long+"]"),
 	})
-	if len(rep.Findings) < 4 {
-		for _, f := range rep.Findings {
-			t.Log(f.File, f.Line, f.Rule, schemas.Clip(f.Message))
+	if len(rep.Diagnostics) < 4 {
+		for _, f := range rep.Diagnostics {
+			t.Log(f.File, f.Line, f.Rule, diag.Clip(f.Message))
 		}
-		t.Errorf("findings: %d", len(rep.Findings))
+		t.Errorf("findings: %d", len(rep.Diagnostics))
 	}
-	for _, f := range rep.Findings {
+	for _, f := range rep.Diagnostics {
 		if len(f.Message) > 1000 {
 			t.Errorf("%s: a message of %d bytes", f.Rule, len(f.Message))
 		}

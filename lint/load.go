@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/orchestrator-zero/oz0/schemas"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // MaxFileSize is the size of the largest file the linter parses.
@@ -21,8 +26,9 @@ const ManifestFile = "oz0-plugin.yaml"
 
 type linter struct {
 	fsys     fs.FS
-	dir      string
-	findings []Finding
+	dir      string // as the user gave it, for messages
+	abs      string // the real directory, "" for RunFS: to tell a link that leads out from other errors
+	findings []diag.Diagnostic
 	fatal    error
 
 	// From the manifest; harnessesKnown is false when it could not be read,
@@ -32,6 +38,18 @@ type linter struct {
 	harnessNames   []string
 
 	agents map[string]string // agent name → the file that defines it
+
+	// What was read, for build.
+	typedManifest plugin.Manifest
+	loaded        []*loadedAgent
+}
+
+// loadedAgent is an agent definition as read: its values, its prompt and its schemas.
+type loadedAgent struct {
+	file          string
+	typed         plugin.Agent
+	instructions  string
+	input, output plugin.IO
 }
 
 type harness struct {
@@ -41,43 +59,31 @@ type harness struct {
 }
 
 func (l *linter) add(file string, line, col int, rule, format string, args ...any) {
-	r, ok := RuleByID(rule)
+	r, ok := diag.RuleByID(rule)
 	if !ok {
 		panic("lint: unknown rule " + rule)
 	}
 	for i, a := range args {
 		switch a := a.(type) {
 		case string:
-			args[i] = clipArg(a)
+			args[i] = diag.ClipN(a, maxArg)
 		case composed:
 			args[i] = string(a)
 		}
 	}
-	l.findings = append(l.findings, Finding{
+	l.findings = append(l.findings, diag.Diagnostic{
 		File: file, Line: line, Col: col,
 		Severity: r.Severity, Rule: rule,
-		Message: schemas.OneLine(fmt.Sprintf(format, args...)),
+		Message: diag.OneLine(fmt.Sprintf(format, args...)),
 	})
 }
 
-// maxArg is the most runes of a string argument of a message: values
-// from files are clipped, so that a hostile file cannot make megabyte-long
-// messages. A composed argument, a message built from clipped values, is
-// not.
+// maxArg is the most runes of a string argument of a message: values from files are clipped so
+// that a hostile file cannot make megabyte-long messages, and the longest of oz0's own fit.
 const maxArg = 200
 
+// composed is a message argument built from clipped values, which is not clipped again.
 type composed string
-
-func clipArg(s string) string {
-	if len(s) <= maxArg {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= maxArg {
-		return s
-	}
-	return string(r[:maxArg-1]) + "…"
-}
 
 // addAt adds a finding at a YAML node (line offset for front matter).
 func (l *linter) addAt(file string, n *yaml.Node, offset int, rule, format string, args ...any) {
@@ -86,15 +92,19 @@ func (l *linter) addAt(file string, n *yaml.Node, offset int, rule, format strin
 		line, col = n.Line+offset, n.Column
 	}
 	l.add(file, line, col, rule, format, args...)
+	if endLine, endCol := schemas.End(n); endLine > 0 {
+		d := &l.findings[len(l.findings)-1]
+		d.EndLine, d.EndCol = endLine+offset, endCol
+	}
 }
 
-func (l *linter) addProblems(file string, ps []schemas.Problem, offset int) {
-	for _, p := range ps {
-		line := p.Line
-		if line > 0 {
-			line += offset
+func (l *linter) addProblems(file string, ds []diag.Diagnostic, offset int) {
+	for _, d := range ds {
+		if d.Line > 0 {
+			d.Line += offset
 		}
-		l.add(file, line, p.Col, p.Kind, "%s", composed(p.Message))
+		d.File = file
+		l.findings = append(l.findings, d)
 	}
 }
 
@@ -116,17 +126,13 @@ const (
 	fileBad               // reported (or fatal): do not look further
 )
 
-// read reads a regular file of at most MaxFileSize bytes. A missing file
-// is fileMissing, unreported; a directory, a special file or a file too
-// large is reported; a permission or I/O error is fatal.
+// read reads a regular file of at most MaxFileSize bytes. A missing file is fileMissing,
+// unreported; a directory, a special file, a file too large, a link that leads out of the plugin
+// or loops is reported (on the file itself); a permission or I/O error is fatal.
 func (l *linter) read(name string) ([]byte, fileState) {
 	st, err := fs.Stat(l.fsys, name)
 	if err != nil {
-		if notExist(err) {
-			return nil, fileMissing
-		}
-		l.setFatal(err)
-		return nil, fileBad
+		return nil, l.unreadable(name, err, func(rule, msg string) { l.add(name, 0, 0, rule, "%s", composed(msg)) })
 	}
 	switch {
 	case st.IsDir():
@@ -141,11 +147,7 @@ func (l *linter) read(name string) ([]byte, fileState) {
 	}
 	f, err := l.fsys.Open(name)
 	if err != nil {
-		if notExist(err) {
-			return nil, fileMissing
-		}
-		l.setFatal(err)
-		return nil, fileBad
+		return nil, l.unreadable(name, err, func(rule, msg string) { l.add(name, 0, 0, rule, "%s", composed(msg)) })
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
@@ -160,18 +162,77 @@ func (l *linter) read(name string) ([]byte, fileState) {
 	return data, fileOK
 }
 
-// loadYAML parses and validates a YAML file (or front matter whose first
-// line is line offset+1 of file). v is nil when the file could not be
-// parsed or exceeds the YAML limits.
-func (l *linter) loadYAML(file, schema string, offset int, data []byte) (root *yaml.Node, v any) {
+// unreadable sorts out why name could not be opened: missing (fileMissing, unreported), a link
+// that leads out of the plugin or loops (reported through report, fileBad), or an error that
+// stops the run (fatal, fileBad).
+func (l *linter) unreadable(name string, err error, report func(rule, msg string)) fileState {
+	switch {
+	case notExist(err):
+		return fileMissing
+	case errors.Is(err, syscall.ELOOP):
+		report("symlink-loop", fmt.Sprintf("%s is a symbolic link that loops (or a chain of them too long to follow)", diag.Clip(name)))
+		return fileBad
+	case l.leadsOut(name):
+		report("path-escape", fmt.Sprintf("%s is a symbolic link that leads outside the plugin; a plugin's files must be inside its directory", diag.Clip(name)))
+		return fileBad
+	}
+	l.setFatal(err)
+	return fileBad
+}
+
+// leadsOut reports whether name, inside the plugin, resolves through symbolic links to a place
+// outside it. The os.Root the files are read through refuses such a path with an error that is
+// not exported, so the reason is found again here, for the message.
+func (l *linter) leadsOut(name string) bool {
+	if l.abs == "" {
+		return false
+	}
+	top, err := filepath.EvalSymlinks(l.abs)
+	if err != nil {
+		return false
+	}
+	p := filepath.Join(l.abs, filepath.FromSlash(name))
+	// Resolve the longest prefix that exists: a link to a place outside that does not exist is
+	// refused too. The bound stops a chain that goes round.
+	for range 64 {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			rel, err := filepath.Rel(top, real)
+			return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+		}
+		if target, lerr := os.Readlink(p); lerr == nil {
+			if filepath.IsAbs(target) {
+				p = target
+			} else {
+				p = filepath.Join(filepath.Dir(p), target)
+			}
+			rel, err := filepath.Rel(top, filepath.Clean(p))
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return true
+			}
+			continue
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return false
+		}
+		p = parent
+	}
+	return false
+}
+
+// loadYAML parses and validates a YAML file (or front matter whose first line is line offset+1
+// of file). v is nil when the file could not be parsed or exceeds the YAML limits; valid is
+// whether it has no problems, so that it can be decoded into its type.
+func (l *linter) loadYAML(file, schema string, offset int, data []byte) (root *yaml.Node, v any, valid bool) {
 	root, ps := schemas.ParseYAML(data)
 	l.addProblems(file, ps, offset)
 	if root == nil {
-		return nil, nil
+		return nil, nil, false
 	}
-	v, ps = schemas.DecodeYAML(schema, root)
-	l.addProblems(file, ps, offset)
-	return root, v
+	v, more := schemas.DecodeYAML(schema, root)
+	l.addProblems(file, more, offset)
+	return root, v, len(ps)+len(more) == 0
 }
 
 // relPath cleans a path from the manifest or an agent, relative to the

@@ -2,14 +2,17 @@ package lint
 
 import (
 	"io/fs"
+	"os/exec"
 	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/schemas"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // Formats that a harness may list: the model APIs the gateway serves.
@@ -63,10 +66,13 @@ type dirEntry struct {
 // directories it lists.
 func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
 	const file = ManifestFile
-	root, v := l.loadYAML(file, schemas.Manifest, 0, data)
+	root, v, valid := l.loadYAML(file, schemas.Manifest, 0, data)
 	m := asMap(v)
 	if m == nil {
 		return nil, nil
+	}
+	if valid {
+		l.decode(file, m, &l.typedManifest)
 	}
 
 	// Harnesses.
@@ -101,6 +107,7 @@ func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
 		}
 		l.checkFormats(root, hp, hm, label)
 		l.checkModule(root, hp, hm, label)
+		l.checkCommand(root, hp, hm, label)
 	}
 
 	agentDirs = l.manifestDirs(root, m, "agents")
@@ -162,40 +169,15 @@ func (l *linter) checkFormats(root *yaml.Node, hp []string, hm map[string]any, l
 	}
 }
 
-var pythonProgram = regexp.MustCompile(`^python[0-9.]*$`)
 var pythonModule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 // checkModule checks that python -m MODULE names a module of the plugin.
 func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, label string) {
-	cmd := asList(hm["command"])
-	if len(cmd) < 2 {
+	argv, ok := commandStrings(hm)
+	if !ok {
 		return
 	}
-	prog, ok := asString(cmd[0])
-	if !ok || !pythonProgram.MatchString(path.Base(prog)) {
-		return
-	}
-	mod, at := "", -1
-	for i := 1; i < len(cmd); i++ {
-		a, ok := asString(cmd[i])
-		if !ok {
-			return
-		}
-		if a == "-m" {
-			if i+1 < len(cmd) {
-				mod, _ = asString(cmd[i+1])
-				at = i + 1
-			}
-			break
-		}
-		if strings.HasPrefix(a, "-m") {
-			mod, at = a[2:], i
-			break
-		}
-		if a == "-c" || a == "-" || !strings.HasPrefix(a, "-") {
-			return // a script, -c code or stdin: no module to check
-		}
-	}
+	mod, at := harnesskit.PythonModule(argv)
 	if at < 0 {
 		return
 	}
@@ -217,6 +199,59 @@ func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, la
 		}
 	}
 	l.addAt(ManifestFile, n, 0, "module-missing", "%s runs module `%s`, but there is no src/%s/__main__.py or src/%s.py", label, mod, rel, rel)
+}
+
+// checkCommand checks what the node will resolve of a harness's command: a program written as a
+// path and the file an interpreter runs (node harness.mjs) are files of the plugin; a bare program
+// other than Python is on this machine's PATH.
+func (l *linter) checkCommand(root *yaml.Node, hp []string, hm map[string]any, label string) {
+	argv, ok := commandStrings(hm)
+	if !ok || argv[0] == "" {
+		return
+	}
+	at := func(i int) *yaml.Node {
+		_, n := schemas.Locate(root, append(hp, "command", strconv.Itoa(i))...)
+		return n
+	}
+	prog := argv[0]
+	switch {
+	case strings.ContainsRune(prog, '/') && !path.IsAbs(prog):
+		rel, ok := relPath(prog)
+		if !ok {
+			l.addAt(ManifestFile, at(0), 0, "path-escape", "%s runs `%s`, which is outside the plugin; a harness's program must be in the plugin or on the PATH", label, prog)
+			return
+		}
+		if !l.isFile(rel) {
+			l.addAt(ManifestFile, at(0), 0, "command-missing", "%s runs `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, prog)
+		}
+	case strings.ContainsRune(prog, '/'):
+		// An absolute program: this machine's, not the plugin's; nothing to check portably.
+	case !harnesskit.IsPython(prog) && l.abs != "":
+		if _, err := exec.LookPath(prog); err != nil {
+			l.addAt(ManifestFile, at(0), 0, "program-not-found", "%s runs `%s`, which is not on this machine's PATH", label, prog)
+		}
+	}
+	if i := harnesskit.ScriptArg(argv); i > 0 {
+		file := argv[i]
+		rel, ok := relPath(file)
+		switch {
+		case path.IsAbs(file):
+		case !ok:
+			l.addAt(ManifestFile, at(i), 0, "path-escape", "%s runs `%s`, which is outside the plugin", label, file)
+		case !l.isFile(rel):
+			l.addAt(ManifestFile, at(i), 0, "command-missing", "%s runs %s `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, path.Base(prog), file)
+		}
+	}
+}
+
+// commandStrings is a harness's command as strings; ok is false when it is not a list of strings
+// (the schema says what is wrong).
+func commandStrings(hm map[string]any) ([]string, bool) {
+	items, idx := stringItems(hm["command"])
+	if len(items) == 0 || len(items) != len(asList(hm["command"])) || idx[0] != 0 {
+		return nil, false
+	}
+	return items, true
 }
 
 func (l *linter) isFile(name string) bool {

@@ -111,11 +111,11 @@ func (l *linter) checkDependency(file string, loc *literalFinder, where, dep str
 
 	line, col := loc.find(dep)
 	if name == "litellm" {
-		l.add(file, line, col, "banned-dependency", "`%s` in %s is litellm: %s; call models through the gateway with the Anthropic or OpenAI SDK", dep, where, litellmReason)
+		l.add(file, line, col, "banned-dependency", "`%s` in %s is litellm: %s; call models through the gateway with the Anthropic or OpenAI SDK", dep, where, composed(litellmReason))
 		return
 	}
 	if slices.Contains(extras, "litellm") {
-		l.add(file, line, col, "banned-dependency", "`%s` in %s pulls in litellm: %s; use %s[anthropic]", dep, where, litellmReason, m[1])
+		l.add(file, line, col, "banned-dependency", "`%s` in %s pulls in litellm: %s; use %s[anthropic]", dep, where, composed(litellmReason), m[1])
 		return
 	}
 	if !mustPin(name) || pinned(spec) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // expect is one expected finding: "file:line:col rule" and a part of its
@@ -16,7 +18,7 @@ type expect struct {
 
 func (e expect) String() string { return e.at + " " + e.msg }
 
-func runPlugin(t *testing.T, edits map[string]string) *Report {
+func runPlugin(t *testing.T, edits map[string]string) *diag.Report {
 	t.Helper()
 	dir := writePlugin(t, edits)
 	rep, err := Run(dir)
@@ -26,13 +28,13 @@ func runPlugin(t *testing.T, edits map[string]string) *Report {
 	return rep
 }
 
-func checkFindings(t *testing.T, rep *Report, wants ...expect) {
+func checkFindings(t *testing.T, rep *diag.Report, wants ...expect) {
 	t.Helper()
-	got := map[string][]Finding{}
-	for _, f := range rep.Findings {
+	got := map[string][]diag.Diagnostic{}
+	for _, f := range rep.Diagnostics {
 		at := fmt.Sprintf("%s:%d:%d %s", f.File, f.Line, f.Col, f.Rule)
 		got[at] = append(got[at], f)
-		if r, _ := RuleByID(f.Rule); r.Severity != f.Severity {
+		if r, _ := diag.RuleByID(f.Rule); r.Severity != f.Severity {
 			t.Errorf("%s: severity %s, the rule's is %s", at, f.Severity, r.Severity)
 		}
 	}
@@ -119,7 +121,17 @@ func TestRules(t *testing.T) {
 			"src/acme_triage/cli.py": "print()\n",
 			"src/single.py":          "print()\n",
 			"flat/__main__.py":       "print()\n",
+			"run.py":                 "print()\n",
+			"bin/h":                  "#!/bin/sh\n",
 		}, nil},
+		{"command-missing", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: two\n    command: [sh, harness.sh]\n    formats: [openai-chat]\n  - name: three\n    command: [./bin/agent]\n    formats: [openai-chat]\n  - name: four\n    command: [sh, ../outside.sh]\n    formats: [openai-chat]\n  - name: five\n    command: [oz0-no-such-program-here]\n    formats: [openai-chat]\nagents: [agents/]"),
+		}, []expect{
+			{"oz0-plugin.yaml:14:19 command-missing", "harness `two` runs sh `harness.sh`, which is not a file of the plugin"},
+			{"oz0-plugin.yaml:17:15 command-missing", "harness `three` runs `./bin/agent`, which is not a file of the plugin"},
+			{"oz0-plugin.yaml:20:19 path-escape", "harness `four` runs `../outside.sh`, which is outside the plugin"},
+			{"oz0-plugin.yaml:23:15 program-not-found", "harness `five` runs `oz0-no-such-program-here`, which is not on this machine's PATH"},
+		}},
 		{"dotted module missing", map[string]string{"oz0-plugin.yaml": replace(templateManifest, `"acme_triage"]`, `"acme_triage.nope"]`)}, []expect{
 			{"oz0-plugin.yaml:9:31 module-missing", "no src/acme_triage/nope/__main__.py or src/acme_triage/nope.py"},
 		}},
@@ -267,12 +279,12 @@ func TestOnePass(t *testing.T) {
 		"pyproject.toml":          `[project]` + "\ndependencies = [\"litellm\"]\n",
 	})
 	rules := map[string]bool{}
-	for _, f := range rep.Findings {
+	for _, f := range rep.Diagnostics {
 		rules[f.Rule] = true
 	}
 	for _, r := range []string{"unknown-format", "yaml-syntax", "timeout-duration", "banned-dependency"} {
 		if !rules[r] {
-			t.Errorf("no %s finding in %v", r, rep.Findings)
+			t.Errorf("no %s finding in %v", r, rep.Diagnostics)
 		}
 	}
 	if !rep.HasErrors() {
@@ -313,8 +325,8 @@ func TestRunFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Findings) > 0 {
-		t.Errorf("findings: %v", rep.Findings)
+	if len(rep.Diagnostics) > 0 {
+		t.Errorf("findings: %v", rep.Diagnostics)
 	}
 }
 

@@ -60,7 +60,7 @@ func (l *linter) lintSkill(dir string) {
 		l.add(file, 2, 1, "skill-frontmatter", "the front matter is empty; it needs name and description")
 		return
 	}
-	root, v := l.loadYAML(file, schemas.Skill, offset, fm)
+	root, v, _ := l.loadYAML(file, schemas.Skill, offset, fm)
 	m := asMap(v)
 	if m == nil {
 		return

@@ -126,7 +126,7 @@ func TestTemplateIsClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range rep.Findings {
+	for _, f := range rep.Diagnostics {
 		t.Errorf("unexpected finding: %+v", f)
 	}
 }

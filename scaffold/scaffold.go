@@ -22,12 +22,21 @@ import (
 type Template struct {
 	Name        string
 	Description string
+	// layers are the directories under templates/ the plugin is rendered from, in order: a file
+	// of a later layer replaces one of the same path in an earlier one. Templates share files
+	// (the Python harness) through a common layer, so that there is one source of each.
+	layers []string
 }
 
+// pythonLayer holds what every Python template shares: the harness protocol (harness.py), the
+// package's __main__ and its tests over a pipe.
+const pythonLayer = "_python"
+
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
-// directory of the same name under templates/.
+// directory of the same name under templates/, its last layer.
 var catalogue = []Template{
-	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew"},
+	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
+		layers: []string{pythonLayer, "byo-agent"}},
 }
 
 // Templates returns the catalogue.
@@ -117,30 +126,38 @@ func Render(o Options) ([]File, error) {
 		"Package":     PackageName(o.Name),
 		"Description": o.Description,
 	}
-	root := path.Join("templates", o.Template)
-	var files []File
-	err := fs.WalkDir(templatesFS, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		raw, err := fs.ReadFile(templatesFS, p)
+	t, _ := LookupTemplate(o.Template)
+	rendered := map[string]File{}
+	for _, layer := range t.layers {
+		root := path.Join("templates", layer)
+		err := fs.WalkDir(templatesFS, root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			raw, err := fs.ReadFile(templatesFS, p)
+			if err != nil {
+				return err
+			}
+			rel := strings.TrimPrefix(p, root+"/")
+			tmpl, err := template.New(rel).Option("missingkey=error").Funcs(funcs).Parse(string(raw))
+			if err != nil {
+				return fmt.Errorf("template %s/%s is broken: %w", layer, rel, err)
+			}
+			var buf bytes.Buffer
+			if err := tmpl.Execute(&buf, data); err != nil {
+				return fmt.Errorf("template %s/%s is broken: %w", layer, rel, err)
+			}
+			f := File{Path: renderPath(rel, data), Data: buf.Bytes()}
+			rendered[f.Path] = f
+			return nil
+		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rel := strings.TrimPrefix(p, root+"/")
-		tmpl, err := template.New(rel).Option("missingkey=error").Funcs(funcs).Parse(string(raw))
-		if err != nil {
-			return fmt.Errorf("template %s is broken: %w", rel, err)
-		}
-		var buf bytes.Buffer
-		if err := tmpl.Execute(&buf, data); err != nil {
-			return fmt.Errorf("template %s is broken: %w", rel, err)
-		}
-		files = append(files, File{Path: renderPath(rel, data), Data: buf.Bytes()})
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	files := make([]File, 0, len(rendered))
+	for _, f := range rendered {
+		files = append(files, f)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil

@@ -2,8 +2,11 @@ package scaffold
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -126,4 +129,40 @@ func assertNoLeftovers(t *testing.T, parent string) {
 			t.Errorf("temporary directory %s left behind", e.Name())
 		}
 	}
+}
+
+// Every directory under templates/ is a template of the catalogue or a layer some template uses;
+// the harness has one source, the Python layer, which every Python template renders.
+func TestLayers(t *testing.T) {
+	entries, err := fs.ReadDir(templatesFS, "templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, tp := range catalogue {
+		if last := tp.layers[len(tp.layers)-1]; last != tp.Name {
+			t.Errorf("template %s: its own directory must be its last layer, not %s", tp.Name, last)
+		}
+		for _, l := range tp.layers {
+			used[l] = true
+		}
+		files, err := Render(Options{Name: "acme-triage", Template: tp.Name, Description: "d"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.layers[0] == pythonLayer && !slices.ContainsFunc(files, func(f File) bool { return f.Path == "src/acme_triage/harness.py" }) {
+			t.Errorf("%s: no harness.py", tp.Name)
+		}
+	}
+	for _, e := range entries {
+		if !used[e.Name()] {
+			t.Errorf("templates/%s is neither a template nor a layer of one", e.Name())
+		}
+	}
+	_ = fs.WalkDir(templatesFS, "templates", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && path.Base(p) == "harness.py" && !strings.HasPrefix(p, "templates/"+pythonLayer+"/") {
+			t.Errorf("%s: a copy of the shared harness", p)
+		}
+		return err
+	})
 }

@@ -13,7 +13,7 @@
 //		problems = append(problems, schemas.ValidateYAML(schemas.Agent, root)...)
 //	}
 //
-// where each Problem carries the 1-based line and column of the offending
+// where each diagnostic carries the 1-based line and column of the offending
 // YAML node and a message a person understands.
 package schemas
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 func TestSchemasCompileAndAreDocumented(t *testing.T) {
@@ -145,16 +147,16 @@ func check(t *testing.T, schema, doc string, wants ...expect) {
 	}
 	for i, w := range wants {
 		p := ps[i]
-		if p.Line != w.line || p.Col != w.col || p.Kind != w.kind || !strings.Contains(p.Message, w.msg) {
+		if p.Line != w.line || p.Col != w.col || p.Rule != w.kind || !strings.Contains(p.Message, w.msg) {
 			t.Errorf("problem %d = %v; want %d:%d %s %q", i, p, w.line, w.col, w.kind, w.msg)
 		}
 	}
 }
 
-func dump(ps []Problem) string {
+func dump(ps []diag.Diagnostic) string {
 	var b strings.Builder
 	for _, p := range ps {
-		b.WriteString(p.String() + "\n")
+		fmt.Fprintf(&b, "%d:%d: %s: %s\n", p.Line, p.Col, p.Rule, p.Message)
 	}
 	return b.String()
 }
@@ -268,7 +270,7 @@ func TestToValueTypes(t *testing.T) {
 		}
 	}
 	_, ps = ToValue(parse(t, "a: .inf\n"))
-	if len(ps) != 1 || ps[0].Kind != KindInvalidValue || !strings.Contains(ps[0].Message, "finite") {
+	if len(ps) != 1 || ps[0].Rule != KindInvalidValue || !strings.Contains(ps[0].Message, "finite") {
 		t.Errorf(".inf: %v", ps)
 	}
 	// .inf is reported once, not again as a type error.
@@ -314,7 +316,7 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("parse: %v", ps)
 			}
 			ps = ValidateYAML(Manifest, root)
-			if len(ps) != 1 || ps[0].Kind != KindYAMLLimits || !strings.Contains(ps[0].Message, tc.msg) {
+			if len(ps) != 1 || ps[0].Rule != KindYAMLLimits || !strings.Contains(ps[0].Message, tc.msg) {
 				t.Errorf("got %v, want one yaml-limits problem %q", ps, tc.msg)
 			}
 			if d := time.Since(start); d > 2*time.Second {
@@ -344,7 +346,7 @@ func TestParseYAML(t *testing.T) {
 				t.Fatalf("got %v", ps)
 			}
 			p := ps[0]
-			if p.Kind != tc.kind || !strings.Contains(p.Message, tc.msg) || (tc.line > 0 && (p.Line != tc.line || p.Col != tc.col)) {
+			if p.Rule != tc.kind || !strings.Contains(p.Message, tc.msg) || (tc.line > 0 && (p.Line != tc.line || p.Col != tc.col)) {
 				t.Errorf("got %v; want %d:%d %s %q", p, tc.line, tc.col, tc.kind, tc.msg)
 			}
 		})
@@ -392,5 +394,27 @@ func TestLocate(t *testing.T) {
 		if _, v := Locate(root, p...); v != nil {
 			t.Errorf("%v: found %v", p, v)
 		}
+	}
+}
+
+func TestEndOfPlainScalars(t *testing.T) {
+	root := parse(t, "name: acmé\nquoted: \"x\"\nblock: |\n  a\n")
+	k, v := Locate(root, "name")
+	if l, c := End(k); l != 1 || c != 5 {
+		t.Errorf("key ends at %d:%d", l, c)
+	}
+	if l, c := End(v); l != 1 || c != 11 {
+		t.Errorf("value ends at %d:%d (columns count characters)", l, c)
+	}
+	for _, key := range []string{"quoted", "block"} {
+		if _, v := Locate(root, key); v == nil {
+			t.Fatal(key)
+		} else if l, c := End(v); l != 0 || c != 0 {
+			t.Errorf("%s: %d:%d, want unknown", key, l, c)
+		}
+	}
+	ps := ValidateYAML(Agent, parse(t, "name: a\nruntime: harness:a\ninstructions: p.md\ncolour: red\n"))
+	if len(ps) != 1 || ps[0].Line != 4 || ps[0].Col != 1 || ps[0].EndLine != 4 || ps[0].EndCol != 7 {
+		t.Errorf("unknown key: %+v", ps)
 	}
 }

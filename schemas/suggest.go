@@ -1,7 +1,6 @@
 package schemas
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -81,52 +80,4 @@ func editDistance(a, b string, limit int) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
-}
-
-// Clip shortens a value from a document for a message: at most 80
-// characters, with … in place of the rest.
-func Clip(s string) string {
-	const limit = 80
-	if len(s) <= limit {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit-1]) + "…"
-}
-
-// OneLine escapes control characters (a value from a file can hold
-// them, e.g. "\e[31m" in a quoted YAML string), so that a message is one
-// line and cannot drive a terminal.
-func OneLine(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case isControl(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\t') || (r >= 0x7f && r < 0xa0)
 }

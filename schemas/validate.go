@@ -1,17 +1,17 @@
 package schemas
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // ValidateYAML converts the YAML tree under root (a document node or any
@@ -20,7 +20,7 @@ import (
 // the key, a missing key on the mapping that lacks it, anything else on
 // the value. When the document exceeds DefaultLimits, the only problem is
 // the yaml-limits one.
-func ValidateYAML(schemaName string, root *yaml.Node) []Problem {
+func ValidateYAML(schemaName string, root *yaml.Node) []diag.Diagnostic {
 	_, problems := DecodeYAML(schemaName, root)
 	return problems
 }
@@ -28,35 +28,35 @@ func ValidateYAML(schemaName string, root *yaml.Node) []Problem {
 // DecodeYAML is ValidateYAML that also returns the value ToValue made of
 // root, for checks beyond the schema. The value may be invalid (check the
 // problems) and is nil when the document exceeds DefaultLimits.
-func DecodeYAML(schemaName string, root *yaml.Node) (any, []Problem) {
+func DecodeYAML(schemaName string, root *yaml.Node) (any, []diag.Diagnostic) {
 	c := &converter{lim: DefaultLimits, active: map[*yaml.Node]bool{}}
 	var v any
 	if n := docContent(root); n != nil {
 		v = c.convert(n, 0, "")
 	}
 	if c.fatal != nil {
-		return nil, []Problem{*c.fatal}
+		return nil, []diag.Diagnostic{*c.fatal}
 	}
 	problems := c.problems
 	for _, p := range validateValue(schemaName, root, v) {
 		// A value ToValue left out is already reported: no second message.
-		if !c.dropped[p.Path] || p.Kind != KindInvalidValue {
+		if !c.dropped[p.Pointer] || p.Rule != KindInvalidValue {
 			problems = append(problems, p)
 		}
 	}
-	return v, capProblems(sortProblems(problems))
+	return v, capProblems(diag.Sort(problems))
 }
 
 // ValidateValue validates v, the value ToValue made of root, against the
 // schema file schemaName, and places the problems on root's nodes.
-func ValidateValue(schemaName string, root *yaml.Node, v any) []Problem {
+func ValidateValue(schemaName string, root *yaml.Node, v any) []diag.Diagnostic {
 	return capProblems(validateValue(schemaName, root, v))
 }
 
-func validateValue(schemaName string, root *yaml.Node, v any) []Problem {
+func validateValue(schemaName string, root *yaml.Node, v any) []diag.Diagnostic {
 	sch, err := Compile(schemaName)
 	if err != nil {
-		return []Problem{{Line: 1, Col: 1, Kind: KindInvalidValue, Message: err.Error()}}
+		return []diag.Diagnostic{problem(1, 1, KindInvalidValue, "", err.Error())}
 	}
 	return explain(sch.Validate(v), root)
 }
@@ -66,21 +66,21 @@ func validateValue(schemaName string, root *yaml.Node, v any) []Problem {
 // Problems placed on root's nodes, with the messages ValidateYAML gives.
 // With a nil root every problem is at line 1, column 1. Explain(nil, _) is
 // nil; an error that is not a *jsonschema.ValidationError is one problem.
-func Explain(err error, root *yaml.Node) []Problem {
+func Explain(err error, root *yaml.Node) []diag.Diagnostic {
 	return capProblems(explain(err, root))
 }
 
-func explain(err error, root *yaml.Node) []Problem {
+func explain(err error, root *yaml.Node) []diag.Diagnostic {
 	if err == nil {
 		return nil
 	}
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
-		return []Problem{{Line: 1, Col: 1, Kind: KindInvalidValue, Message: err.Error()}}
+		return []diag.Diagnostic{problem(1, 1, KindInvalidValue, "", err.Error())}
 	}
 	m := &mapper{root: root}
 	m.collect(verr)
-	return sortProblems(m.problems)
+	return diag.Sort(m.problems)
 }
 
 // MaxProblems is the most problems ValidateYAML, DecodeYAML, ValidateValue
@@ -88,15 +88,15 @@ func explain(err error, root *yaml.Node) []Problem {
 // says how many more there are.
 const MaxProblems = 100
 
-func capProblems(ps []Problem) []Problem {
+func capProblems(ps []diag.Diagnostic) []diag.Diagnostic {
 	if len(ps) <= MaxProblems+1 {
 		return ps
 	}
 	more := len(ps) - MaxProblems
 	next := ps[MaxProblems]
 	ps = ps[:MaxProblems:MaxProblems]
-	return append(ps, Problem{Line: next.Line, Col: next.Col, Kind: next.Kind, Path: next.Path,
-		Message: fmt.Sprintf("%s (and %d more problems in this document, not shown)", next.Message, more-1)})
+	return append(ps, problem(next.Line, next.Col, next.Rule, next.Pointer,
+		fmt.Sprintf("%s (and %d more problems in this document, not shown)", next.Message, more-1)))
 }
 
 func docContent(root *yaml.Node) *yaml.Node {
@@ -112,30 +112,10 @@ func docContent(root *yaml.Node) *yaml.Node {
 	return root
 }
 
-func sortProblems(ps []Problem) []Problem {
-	slices.SortStableFunc(ps, func(a, b Problem) int {
-		if c := cmp.Compare(a.Line, b.Line); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Col, b.Col); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Message, b.Message)
-	})
-	out := ps[:0]
-	for i, p := range ps {
-		if i > 0 && p == ps[i-1] {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 type mapper struct {
 	root     *yaml.Node
 	loc      locator
-	problems []Problem
+	problems []diag.Diagnostic
 }
 
 func (m *mapper) add(n *yaml.Node, kind string, loc []string, msg string) {
@@ -143,7 +123,9 @@ func (m *mapper) add(n *yaml.Node, kind string, loc []string, msg string) {
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, n.Column
 	}
-	m.problems = append(m.problems, Problem{Line: line, Col: col, Kind: kind, Path: Pointer(loc...), Message: msg})
+	d := problem(line, col, kind, Pointer(loc...), msg)
+	d.EndLine, d.EndCol = End(n)
+	m.problems = append(m.problems, d)
 }
 
 // node returns the value node at loc, or the nearest ancestor that exists.
@@ -257,7 +239,7 @@ func (m *mapper) leaf(e *jsonschema.ValidationError) {
 			if kn == nil {
 				kn = m.node(loc)
 			}
-			msg := fmt.Sprintf("unknown key `%s`", Clip(p))
+			msg := fmt.Sprintf("unknown key `%s`", diag.Clip(p))
 			if len(loc) > 0 {
 				msg += " in " + describe(loc)
 			}
@@ -311,7 +293,7 @@ func (m *mapper) message(e *jsonschema.ValidationError) string {
 			return fmt.Sprintf("%s %s, not %s", what, em, gotName(k.Got))
 		}
 		if len(k.Want) == 1 && k.Want[0] == "string" && (k.Got == "number" || k.Got == "integer" || k.Got == "boolean") && n != nil && n.Kind == yaml.ScalarNode {
-			msg += fmt.Sprintf("; quote it: \"%s\"", Clip(n.Value))
+			msg += fmt.Sprintf("; quote it: \"%s\"", diag.Clip(n.Value))
 		}
 		return msg
 	case *kind.Const:
@@ -374,7 +356,7 @@ func (m *mapper) message(e *jsonschema.ValidationError) string {
 	case *kind.FalseSchema:
 		return fmt.Sprintf("%s is not allowed here", what)
 	case *kind.PropertyNames:
-		return fmt.Sprintf("key `%s` is not allowed in %s", Clip(k.Property), what)
+		return fmt.Sprintf("key `%s` is not allowed in %s", diag.Clip(k.Property), what)
 	case *kind.InvalidJsonValue:
 		return fmt.Sprintf("%s holds a value that cannot be validated", what)
 	}
@@ -400,7 +382,7 @@ func describe(loc []string) string {
 	if j < 0 {
 		start = 0
 	} else {
-		b.WriteString(Clip(loc[j]))
+		b.WriteString(diag.Clip(loc[j]))
 		start = j + 1
 	}
 	for _, t := range loc[start:] {
@@ -458,7 +440,7 @@ func gotName(t string) string {
 func display(v any) string {
 	switch v := v.(type) {
 	case string:
-		return "`" + Clip(v) + "`"
+		return "`" + diag.Clip(v) + "`"
 	case nil:
 		return "empty"
 	case map[string]any:
@@ -466,7 +448,7 @@ func display(v any) string {
 	case []any:
 		return "a list"
 	}
-	return "`" + Clip(prettyJSON(v)) + "`"
+	return "`" + diag.Clip(prettyJSON(v)) + "`"
 }
 
 // plain shows an allowed value in a list of them.
@@ -485,7 +467,7 @@ func scalarText(n *yaml.Node) string {
 	if n.ShortTag() == "!!null" {
 		return "empty"
 	}
-	return "`" + Clip(n.Value) + "`"
+	return "`" + diag.Clip(n.Value) + "`"
 }
 
 func orValue(s, def string) string {
@@ -511,24 +493,4 @@ func ratString(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// FileError holds every problem found in one YAML file checked against a schema (a fake model
-// script, a hooks file): the error of their loaders.
-type FileError struct {
-	Name     string // the file's name as given to the loader
-	Problems []Problem
-}
-
-// Error gives one line per problem, name:line:col: error kind message, as oz0 plugin lint prints
-// findings; control characters in them are escaped.
-func (e *FileError) Error() string {
-	var b strings.Builder
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%s:%d:%d: error %s %s", OneLine(e.Name), p.Line, p.Col, p.Kind, OneLine(p.Message))
-	}
-	return b.String()
 }

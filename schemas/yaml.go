@@ -9,12 +9,15 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
-// Problem kinds. The lint rule IDs of the same name report them.
+// The rules schema validation reports, as rule IDs of package diag.
 const (
 	KindUnknownKey   = "unknown-key"   // a key the schema does not allow
 	KindMissingKey   = "missing-key"   // a required key is absent
@@ -24,17 +27,20 @@ const (
 	KindNotText      = "not-text"      // binary data, invalid UTF-8, control characters
 )
 
-// Problem is one thing wrong with a document, at a 1-based line and column
-// (0 when unknown).
-type Problem struct {
-	Line, Col int
-	Kind      string // one of the Kind constants
-	Path      string // JSON pointer of the value concerned, e.g. /limits/max_steps; "" for the document
-	Message   string
+// problem is an error diagnostic at line:col about the value at the JSON pointer ptr; its file is
+// the caller's to set.
+func problem(line, col int, rule, ptr, msg string) diag.Diagnostic {
+	return diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: rule, Pointer: ptr, Message: msg}
 }
 
-func (p Problem) String() string {
-	return fmt.Sprintf("%d:%d: %s: %s", p.Line, p.Col, p.Kind, p.Message)
+// End is where the text of n ends, exclusive: for a plain scalar on one line (a key, a name, a
+// number), the line and the column after its last character; 0, 0 when it cannot be told from
+// the node (a quoted or folded scalar, a mapping, a list).
+func End(n *yaml.Node) (line, col int) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style != 0 || n.Line == 0 || strings.ContainsAny(n.Value, "\n\r") || n.Value == "" {
+		return 0, 0
+	}
+	return n.Line, n.Column + utf8.RuneCountInString(n.Value)
 }
 
 // Limits bound the work of turning a YAML node tree into values.
@@ -53,14 +59,14 @@ var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // document are Problems (kinds not-text and yaml-syntax), and the node is
 // nil when there is none. An empty document gives a DocumentNode without
 // content.
-func ParseYAML(data []byte) (root *yaml.Node, problems []Problem) {
+func ParseYAML(data []byte) (root *yaml.Node, problems []diag.Diagnostic) {
 	if p, bad := checkText(data); bad {
-		return nil, []Problem{p}
+		return nil, []diag.Diagnostic{p}
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			root = nil
-			problems = []Problem{{Line: 1, Col: 1, Kind: KindYAMLSyntax, Message: fmt.Sprintf("the YAML parser failed: %v", r)}}
+			problems = []diag.Diagnostic{problem(1, 1, KindYAMLSyntax, "", fmt.Sprintf("the YAML parser failed: %v", r))}
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -69,7 +75,7 @@ func ParseYAML(data []byte) (root *yaml.Node, problems []Problem) {
 		if errors.Is(err, io.EOF) {
 			return &yaml.Node{Kind: yaml.DocumentNode, Line: 1, Column: 1}, nil
 		}
-		return nil, []Problem{yamlError(err)}
+		return nil, []diag.Diagnostic{yamlError(err)}
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
@@ -77,36 +83,36 @@ func ParseYAML(data []byte) (root *yaml.Node, problems []Problem) {
 			return &doc, nil // a trailing --- with nothing after it
 		}
 		n := next.Content[0]
-		return &doc, []Problem{{Line: n.Line, Col: n.Column, Kind: KindYAMLSyntax, Message: "a second YAML document (after ---); the file must hold one"}}
+		return &doc, []diag.Diagnostic{problem(n.Line, n.Column, KindYAMLSyntax, "", "a second YAML document (after ---); the file must hold one")}
 	} else if !errors.Is(err, io.EOF) {
-		return &doc, []Problem{yamlError(err)}
+		return &doc, []diag.Diagnostic{yamlError(err)}
 	}
 	return &doc, nil
 }
 
-func yamlError(err error) Problem {
+func yamlError(err error) diag.Diagnostic {
 	msg := err.Error()
 	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return Problem{Line: line, Col: 1, Kind: KindYAMLSyntax, Message: m[2]}
+		return problem(line, 1, KindYAMLSyntax, "", m[2])
 	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0]
 		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			return Problem{Line: line, Col: 1, Kind: KindYAMLSyntax, Message: m[2]}
+			return problem(line, 1, KindYAMLSyntax, "", m[2])
 		}
 	}
 	if len(msg) > 6 && msg[:6] == "yaml: " {
 		msg = msg[6:]
 	}
-	return Problem{Line: 1, Col: 1, Kind: KindYAMLSyntax, Message: msg}
+	return problem(1, 1, KindYAMLSyntax, "", msg)
 }
 
 // checkText reports the first byte sequence that cannot be in a YAML
 // stream: a NUL (binary data), invalid UTF-8 or a control character.
-func checkText(data []byte) (Problem, bool) {
+func checkText(data []byte) (diag.Diagnostic, bool) {
 	line, col := 1, 1
 	for i := 0; i < len(data); {
 		r, size := utf8.DecodeRune(data[i:])
@@ -123,7 +129,7 @@ func checkText(data []byte) (Problem, bool) {
 			msg = "a byte order mark (U+FEFF) in the middle of the file"
 		}
 		if msg != "" {
-			return Problem{Line: line, Col: col, Kind: KindNotText, Message: msg}, true
+			return problem(line, col, KindNotText, "", msg), true
 		}
 		if r == '\n' {
 			line, col = line+1, 1
@@ -132,23 +138,23 @@ func checkText(data []byte) (Problem, bool) {
 		}
 		i += size
 	}
-	return Problem{}, false
+	return diag.Diagnostic{}, false
 }
 
 // ToValue converts the YAML node tree under root into the plain values
 // that jsonschema validates: map[string]any, []any, string, bool, nil,
 // json.Number for integers and float64 for other numbers. It expands
 // aliases and merge keys (<<) within DefaultLimits; see ToValueLimits.
-func ToValue(root *yaml.Node) (any, []Problem) {
+func ToValue(root *yaml.Node) (any, []diag.Diagnostic) {
 	return ToValueLimits(root, DefaultLimits)
 }
 
 // ToValueLimits is ToValue with explicit limits. When a limit is exceeded
-// it returns a nil value and a yaml-limits Problem: the document must not
+// it returns a nil value and a yaml-limits diagnostic: the document must not
 // be validated further. Other problems (duplicate keys, keys that are not
 // strings, non-finite numbers) come with a usable value that lacks the
 // offending part.
-func ToValueLimits(root *yaml.Node, lim Limits) (any, []Problem) {
+func ToValueLimits(root *yaml.Node, lim Limits) (any, []diag.Diagnostic) {
 	c := &converter{lim: lim, active: map[*yaml.Node]bool{}}
 	if root != nil && root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -161,7 +167,7 @@ func ToValueLimits(root *yaml.Node, lim Limits) (any, []Problem) {
 	}
 	v := c.convert(root, 0, "")
 	if c.fatal != nil {
-		return nil, []Problem{*c.fatal}
+		return nil, []diag.Diagnostic{*c.fatal}
 	}
 	return v, c.problems
 }
@@ -169,20 +175,21 @@ func ToValueLimits(root *yaml.Node, lim Limits) (any, []Problem) {
 type converter struct {
 	lim      Limits
 	nodes    int
-	fatal    *Problem
-	problems []Problem
+	fatal    *diag.Diagnostic
+	problems []diag.Diagnostic
 	active   map[*yaml.Node]bool // alias targets being expanded
 	dropped  map[string]bool     // paths of values left out, already reported
 }
 
 func (c *converter) fail(n *yaml.Node, msg string) {
 	if c.fatal == nil {
-		c.fatal = &Problem{Line: n.Line, Col: n.Column, Kind: KindYAMLLimits, Message: msg}
+		d := problem(n.Line, n.Column, KindYAMLLimits, "", msg)
+		c.fatal = &d
 	}
 }
 
 func (c *converter) problem(n *yaml.Node, kind, path, msg string) {
-	c.problems = append(c.problems, Problem{Line: n.Line, Col: n.Column, Kind: kind, Path: path, Message: msg})
+	c.problems = append(c.problems, problem(n.Line, n.Column, kind, path, msg))
 }
 
 func (c *converter) convert(n *yaml.Node, depth int, path string) any {
@@ -261,7 +268,7 @@ func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any
 			continue
 		}
 		if first, dup := seen[key]; dup {
-			c.problem(k, KindYAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", Clip(key), first.Line))
+			c.problem(k, KindYAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", diag.Clip(key), first.Line))
 			continue
 		}
 		seen[key] = k
@@ -308,7 +315,7 @@ func (c *converter) key(k *yaml.Node, depth int, path string) (string, bool) {
 		return "", false
 	}
 	if tag := kn.ShortTag(); tag != "!!str" {
-		c.problem(k, KindInvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), Clip(kn.Value)))
+		c.problem(k, KindInvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), diag.Clip(kn.Value)))
 		return "", false
 	}
 	return kn.Value, true
@@ -377,7 +384,7 @@ func (c *converter) scalar(n *yaml.Node, path string) any {
 
 func (c *converter) float(n *yaml.Node, f float64, path string) any {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		c.problem(n, KindInvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), Clip(n.Value)))
+		c.problem(n, KindInvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), diag.Clip(n.Value)))
 		if c.dropped == nil {
 			c.dropped = map[string]bool{}
 		}

@@ -154,16 +154,16 @@ func TestExitCodes(t *testing.T) {
 		// Input with problems: 1; input that cannot be read: 3.
 		{"plugin lint bad", "", 1, ""},
 		{"plugin lint " + in("nowhere"), "", 3, "nowhere"},
-		{"plugin test bad", "", 1, "the plugin in bad has 1 lint error(s)"},
-		{"plugin test plug --script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 problem (listed above); nothing was started"},
+		{"plugin test bad", "", 1, "the plugin in bad has 1 error; nothing was run"},
+		{"plugin test plug --script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"plugin test plug --script " + missing, "", 3, "cannot read the fake model script"},
-		{"dev --ephemeral --plugin bad", "", 1, "oz0 dev starts once it lints clean"},
-		{"dev --ephemeral --plugin plug --fake-script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 problem (listed above)"},
+		{"dev --ephemeral --plugin bad", "", 1, "the plugin in bad has 1 error; nothing was run"},
+		{"dev --ephemeral --plugin plug --fake-script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"dev --ephemeral --plugin plug --fake-script " + missing, "", 3, "cannot read the fake model script"},
-		{"dev --ephemeral --plugin plug --hooks " + in("bad-hooks.yaml"), "", 1, "bad-hooks.yaml has 1 problem (listed above)"},
+		{"dev --ephemeral --plugin plug --hooks " + in("bad-hooks.yaml"), "", 1, "bad-hooks.yaml has 1 error; nothing was run"},
 		{"dev --ephemeral --plugin plug --hooks " + missing, "", 3, "--hooks: "},
 		{"dev --ephemeral --plugin plug --plugin plug", "", 1, "agent hello is in both hello and hello"},
-		{"fake-model serve --script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 problem (listed above)"},
+		{"fake-model serve --script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"fake-model serve --script " + missing, "", 3, "cannot read the fake model script"},
 		{"run hello --input-file " + missing, fx.deadCtx, 3, "cannot read --input-file"},
 
@@ -200,7 +200,7 @@ func TestFindingsOnStderr(t *testing.T) {
 	fx := newExitFixtures(t)
 	script := filepath.Join(fx.dir, "bad-script.yaml")
 	want := script + ":2:27: error invalid-value `delay` must be a duration such as 20ms, 2s or 1m30s, not `soon`\n1 error\n" +
-		"oz0: " + script + " has 1 problem (listed above); nothing was started\n"
+		"oz0: the fake model script " + script + " has 1 error; nothing was run\n"
 	for _, args := range [][]string{
 		{"fake-model", "serve", "--script", script},
 		{"dev", "--ephemeral", "--plugin", "plug", "--fake-script", script},
@@ -213,7 +213,7 @@ func TestFindingsOnStderr(t *testing.T) {
 	}
 	code, _, stderr := runOz0(t, fx.dir, "", "", "dev", "--ephemeral", "--plugin", "bad")
 	wantLint := "bad/agents/hello.yaml:5:1: error unknown-key"
-	if code != 1 || !strings.HasPrefix(stderr, wantLint) || !strings.HasSuffix(stderr, "\noz0: the plugin in bad has 1 lint error(s); run `oz0 plugin lint bad` and fix them; oz0 dev starts once it lints clean\n") {
+	if code != 1 || !strings.HasPrefix(stderr, wantLint) || !strings.HasSuffix(stderr, "\noz0: the plugin in bad has 1 error; nothing was run\n") {
 		t.Errorf("oz0 dev --plugin bad: exit %d\nstderr: %s", code, stderr)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
-	"github.com/orchestrator-zero/oz0/internal/textutil"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // clientOptions is what every command that talks to the dev server has: its streams, and the
@@ -34,5 +34,5 @@ func writeJSONLines[T any](w io.Writer, items []T) error {
 
 // clipLine fits a value into a table cell: one line, at most n runes.
 func clipLine(s string, n int) string {
-	return textutil.Clip(oneLine(s), n)
+	return diag.ClipN(oneLine(s), n)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -69,7 +70,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p, _, err := plugin.Load(opts.Dir) // a plugin with lint errors gives a *plugin.LintError
+	p, _, err := lint.Load(opts.Dir) // a plugin with lint errors gives a *diag.ReportError
 	if err != nil {
 		return err
 	}

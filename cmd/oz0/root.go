@@ -55,10 +55,14 @@ Start with a plugin from a template, check it, and run its tests:`,
 func execute(f *cmdutil.Factory, args []string) int {
 	root := newCmdRoot(f)
 	root.SetArgs(args)
-	err := reportFindings(f.IOStreams.ErrOut, root.ExecuteContext(context.Background()))
+	err := root.ExecuteContext(context.Background())
 	var findings *cmdutil.FindingsError
 	if err != nil && !(errors.As(err, &findings) && findings.Msg == "") {
-		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", oneLine(err.Error()))
+		line := err.Error()
+		if summary, ok := reportFindings(f.IOStreams.ErrOut, err, f.Version); ok {
+			line = summary
+		}
+		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", oneLine(line))
 	}
 	return cmdutil.ExitCode(err)
 }

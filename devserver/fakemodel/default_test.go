@@ -71,14 +71,40 @@ func TestFakeModelDefaultScriptOthers(t *testing.T) {
 	ts := httptest.NewServer(New(nil))
 	defer ts.Close()
 	for _, tc := range []struct{ body, want string }{
-		{`{"model":"m","max_tokens":10,"tools":[{"name":"lookup"}],"messages":[{"role":"user","content":"hi"}]}`, "I can answer this without calling a tool."},
-		{`{"model":"m","max_tokens":10,"tools":[{"name":"lookup"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"lookup","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"42"}]}]}`, "Done: the tool has answered."},
+		{`{"model":"m","max_tokens":10,"tools":[{"name":"lookup"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"lookup","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"refused: billing is told by a person"}]}]}`, "The tool answered: refused: billing is told by a person"},
 		{`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "This is oz0's built-in fake model."},
 	} {
 		r := anthropic(t, ts, tc.body)
 		if got, _ := get(obj(t, r.body), "content", 0, "text").(string); r.status != 200 || !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: %d %s", tc.body, r.status, r.body)
 		}
+	}
+	// Tools offered: the answer calls the first, with arguments its schema takes, in either API.
+	r := anthropic(t, ts, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[`+
+		`{"name":"lookup_order","input_schema":{"type":"object","properties":{"order_id":{"type":"string"},"detail":{"type":"boolean"},"region":{"enum":["eu","us"]},"n":{"type":"integer","default":3}},"required":["order_id","region","n"]}},`+
+		`{"name":"other","input_schema":{"type":"object"}}]}`)
+	block := obj(t, r.body)
+	if get(block, "stop_reason") != "tool_use" || get(block, "content", 0, "name") != "lookup_order" {
+		t.Fatalf("anthropic: %s", r.body)
+	}
+	if in, _ := json.Marshal(get(block, "content", 0, "input")); string(in) != `{"n":3,"order_id":"example order_id","region":"eu"}` {
+		t.Errorf("arguments %s", in)
+	}
+	r = openai(t, ts, `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"notify_team","parameters":{"type":"object","properties":{"team":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}}}}}]}`)
+	call := get(obj(t, r.body), "choices", 0, "message", "tool_calls", 0, "function")
+	if m, _ := call.(map[string]any); m["name"] != "notify_team" || m["arguments"] != `{"tags":["example tags"],"team":"example team"}` {
+		t.Errorf("openai: %s", r.body)
+	}
+	// Offered none: a text that says so, not a call of nothing.
+	s, err := ParseScript("s.yaml", []byte("rules: [{reply: {call_offered_tool: true}}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts2 := httptest.NewServer(New(s))
+	defer ts2.Close()
+	r = anthropic(t, ts2, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	if got := get(obj(t, r.body), "content", 0, "text"); got != "(The script calls an offered tool, and the request offers none.)" {
+		t.Errorf("none offered: %s", r.body)
 	}
 	if !strings.Contains(string(DefaultScriptYAML()), "rules:") || DefaultScript().Name != "built-in" || DefaultScript() == DefaultScript() {
 		t.Errorf("DefaultScript")

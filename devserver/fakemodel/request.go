@@ -14,6 +14,7 @@ type convo struct {
 	user           string // the text of the last user message that has text
 	hasUser        bool
 	tools          []string // the names of the tools offered
+	toolSchemas    []any    // their input schemas (parameters), as decoded; nil when absent
 	toolResult     bool     // the conversation ends with a tool result
 	toolResultText string
 	stream         bool
@@ -149,6 +150,7 @@ func parseAnthropic(body []byte, countTokens bool) (*convo, *apiError) {
 				return nil, invalid("tools.%d.name: Field required", i)
 			}
 			c.tools = append(c.tools, name)
+			c.toolSchemas = append(c.toolSchemas, tm["input_schema"])
 		}
 		raw, _ := json.Marshal(tools)
 		c.chars += len(raw)
@@ -305,12 +307,15 @@ func parseOpenAI(body []byte) (*convo, *apiError) {
 		for i, t := range tools {
 			tm, _ := t.(map[string]any)
 			name := ""
+			var schema any
 			if key == "functions" {
 				name, _ = tm["name"].(string)
+				schema = tm["parameters"]
 			} else {
 				for _, k := range []string{"function", "custom"} {
 					if f, ok := tm[k].(map[string]any); ok {
 						name, _ = f["name"].(string)
+						schema = f["parameters"]
 					}
 				}
 			}
@@ -319,6 +324,7 @@ func parseOpenAI(body []byte) (*convo, *apiError) {
 					"Missing required parameter: '%s[%d].function.name'.", key, i)
 			}
 			c.tools = append(c.tools, name)
+			c.toolSchemas = append(c.toolSchemas, schema)
 		}
 		if len(tools) > 0 {
 			raw, _ := json.Marshal(tools)

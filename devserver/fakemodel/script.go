@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -67,13 +68,16 @@ type Cond struct {
 
 // Reply is a rule's answer.
 type Reply struct {
-	Text        string     // the answer's text; a json reply is here as compact JSON
-	ToolCalls   []ToolCall // after the text
-	StopReason  string     // end_turn, max_tokens, stop_sequence or tool_use; "": from ToolCalls
-	Usage       *Usage     // nil: estimated
-	Delay       time.Duration
-	StreamDelay time.Duration
-	Error       *ErrorReply // answer with an error instead
+	Text      string     // the answer's text; a json reply is here as compact JSON
+	ToolCalls []ToolCall // after the text
+	// CallOfferedTool: the answer calls the first tool the request offers, with arguments made
+	// from its schema, in place of ToolCalls.
+	CallOfferedTool bool
+	StopReason      string // end_turn, max_tokens, stop_sequence or tool_use; "": from ToolCalls
+	Usage           *Usage // nil: estimated
+	Delay           time.Duration
+	StreamDelay     time.Duration
+	Error           *ErrorReply // answer with an error instead
 }
 
 // ToolCall is one tool call of a reply.
@@ -102,11 +106,8 @@ type ErrorReply struct {
 	After *int
 }
 
-// ScriptError holds every problem found in a script.
-type ScriptError = schemas.FileError
-
 // LoadScript reads and parses the script file at path. A script with problems gives a
-// *ScriptError that lists them all; a file that cannot be read gives another error.
+// *diag.ReportError that lists them all; a file that cannot be read gives another error.
 func LoadScript(path string) (*Script, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -124,29 +125,32 @@ func LoadScript(path string) (*Script, error) {
 }
 
 // ParseScript parses a script; name is what errors and logs call it. A script with problems gives
-// a *ScriptError that lists them all, each at its line and column. It never panics.
+// a *diag.ReportError that lists them all, each at its line and column. It never panics.
 func ParseScript(name string, data []byte) (*Script, error) {
 	if name == "" {
 		name = "script"
 	}
-	fail := func(ps []schemas.Problem) (*Script, error) {
-		return nil, &ScriptError{Name: name, Problems: ps}
+	fail := func(ds []diag.Diagnostic) (*Script, error) {
+		for i := range ds {
+			ds[i].File = name
+		}
+		return nil, diag.Errorf(ds, "the fake model script %s", name)
 	}
 	if len(data) > MaxScriptBytes {
-		return fail([]schemas.Problem{{Line: 1, Col: 1, Kind: schemas.KindYAMLLimits,
+		return fail([]diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLLimits,
 			Message: fmt.Sprintf("the script is larger than %d MiB; a fake model script is a few rules", MaxScriptBytes>>20)}})
 	}
 	root, problems := schemas.ParseYAML(data)
 	if len(problems) > 0 || root == nil {
 		if len(problems) == 0 {
-			problems = []schemas.Problem{{Line: 1, Col: 1, Kind: schemas.KindYAMLSyntax, Message: "the script is not YAML"}}
+			problems = []diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLSyntax, Message: "the script is not YAML"}}
 		}
 		return fail(problems)
 	}
 	v, problems := schemas.DecodeYAML(SchemaName, root)
 	p := &parser{root: root, bad: map[string]bool{}}
 	for _, pr := range problems {
-		p.bad[pr.Path] = true
+		p.bad[pr.Pointer] = true
 	}
 	s := &Script{Name: name}
 	doc, _ := v.(map[string]any)
@@ -155,7 +159,6 @@ func ParseScript(name string, data []byte) (*Script, error) {
 	}
 	problems = append(problems, p.problems...)
 	if len(problems) > 0 {
-		sortProblems(problems)
 		return fail(problems)
 	}
 	return s, nil
@@ -181,7 +184,7 @@ func DefaultScriptYAML() []byte { return bytes.Clone(defaultYAML) }
 type parser struct {
 	root     *yaml.Node
 	bad      map[string]bool // JSON pointers the schema already reported
-	problems []schemas.Problem
+	problems []diag.Diagnostic
 }
 
 // problem reports msg at the value at path (or its nearest ancestor).
@@ -193,7 +196,7 @@ func (p *parser) problem(path []string, msg string) {
 			break
 		}
 	}
-	p.problems = append(p.problems, schemas.Problem{Line: line, Col: col, Kind: schemas.KindInvalidValue, Path: schemas.Pointer(path...), Message: msg})
+	p.problems = append(p.problems, diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: schemas.KindInvalidValue, Pointer: schemas.Pointer(path...), Message: msg})
 }
 
 func (p *parser) reported(path []string) bool { return p.bad[schemas.Pointer(path...)] }
@@ -318,6 +321,7 @@ func (p *parser) reply(path []string, m map[string]any) Reply {
 			}
 		}
 	}
+	out.CallOfferedTool, _ = m["call_offered_tool"].(bool)
 	out.StopReason, _ = m["stop_reason"].(string)
 	if u, ok := m["usage"].(map[string]any); ok {
 		count := func(k string, def int) int {
@@ -381,146 +385,7 @@ func (p *parser) jsonAt(path []string) (json.RawMessage, error) {
 	if n == nil {
 		return nil, errors.New("not found")
 	}
-	var b bytes.Buffer
-	if err := writeJSON(&b, n, 0); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-// writeJSON writes the YAML node n as JSON, mapping keys in document order; aliases and merge
-// keys are followed as package schemas does (which has already bounded their expansion).
-func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
-	if depth > schemas.DefaultLimits.MaxDepth+8 {
-		return errors.New("nested too deep")
-	}
-	for i := 0; n != nil && n.Kind == yaml.AliasNode; i++ {
-		if i > 64 {
-			return errors.New("an alias loop")
-		}
-		n = n.Alias
-	}
-	if n == nil {
-		b.WriteString("null")
-		return nil
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			b.WriteString("null")
-			return nil
-		}
-		return writeJSON(b, n.Content[0], depth)
-	case yaml.SequenceNode:
-		b.WriteByte('[')
-		for i, c := range n.Content {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeJSON(b, c, depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
-		return nil
-	case yaml.MappingNode:
-		keys, vals, err := mappingEntries(n, 0)
-		if err != nil {
-			return err
-		}
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			kb, _ := marshal(k)
-			b.Write(kb)
-			b.WriteByte(':')
-			if err := writeJSON(b, vals[i], depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
-		return nil
-	case yaml.ScalarNode:
-		v, ps := schemas.ToValue(n)
-		if len(ps) > 0 {
-			return errors.New(ps[0].Message)
-		}
-		vb, err := marshal(v)
-		if err != nil {
-			return err
-		}
-		b.Write(vb)
-		return nil
-	}
-	return errors.New("an unknown kind of YAML node")
-}
-
-// mappingEntries lists the keys of a mapping in order, explicit keys first, then those merge keys
-// (<<) bring in that are not there yet.
-func mappingEntries(n *yaml.Node, depth int) ([]string, []*yaml.Node, error) {
-	if depth > 16 {
-		return nil, nil, errors.New("merge keys nested too deep")
-	}
-	var keys []string
-	var vals []*yaml.Node
-	seen := map[string]bool{}
-	var merges []*yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			merges = append(merges, v)
-			continue
-		}
-		kk := k
-		for j := 0; kk != nil && kk.Kind == yaml.AliasNode && j < 64; j++ {
-			kk = kk.Alias
-		}
-		if kk == nil || kk.Kind != yaml.ScalarNode {
-			return nil, nil, errors.New("a mapping key that is not a string")
-		}
-		if seen[kk.Value] {
-			continue
-		}
-		seen[kk.Value] = true
-		keys = append(keys, kk.Value)
-		vals = append(vals, v)
-	}
-	for _, m := range merges {
-		srcs := []*yaml.Node{m}
-		if t := deref(m); t != nil && t.Kind == yaml.SequenceNode {
-			srcs = t.Content
-		}
-		for _, src := range srcs {
-			t := deref(src)
-			if t == nil || t.Kind != yaml.MappingNode {
-				continue
-			}
-			ks, vs, err := mappingEntries(t, depth+1)
-			if err != nil {
-				return nil, nil, err
-			}
-			for i, k := range ks {
-				if !seen[k] {
-					seen[k] = true
-					keys = append(keys, k)
-					vals = append(vals, vs[i])
-				}
-			}
-		}
-	}
-	return keys, vals, nil
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode; i++ {
-		if i > 64 {
-			return nil
-		}
-		n = n.Alias
-	}
-	return n
+	return schemas.JSON(n)
 }
 
 func intOf(v any) (int, bool) {
@@ -537,20 +402,4 @@ func intOf(v any) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-func sortProblems(ps []schemas.Problem) {
-	// Stable insertion sort: scripts have few problems.
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && less(ps[j], ps[j-1]); j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
-	}
-}
-
-func less(a, b schemas.Problem) bool {
-	if a.Line != b.Line {
-		return a.Line < b.Line
-	}
-	return a.Col < b.Col
 }

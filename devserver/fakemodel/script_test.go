@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -91,7 +92,7 @@ rules:
     times: 0
 `
 	_, err := ParseScript("bad.yaml", []byte(script))
-	var se *ScriptError
+	var se *diag.ReportError
 	if !errors.As(err, &se) {
 		t.Fatalf("err %v", err)
 	}
@@ -104,13 +105,16 @@ rules:
 		"bad.yaml:11:14: error invalid-value `delay` must be a duration such as 20ms, 2s or 1m30s, not `3 seconds`\n" +
 		"bad.yaml:12:21: error invalid-value `stream_delay` must be at most 1h0m0s, not 2h\n" +
 		"bad.yaml:13:11: error invalid-value rule name `one` is used twice (first on line 3); names must be unique\n" +
-		"bad.yaml:14:12: error invalid-value `reply` needs text, json, tool_call, tool_calls or error\n" +
+		"bad.yaml:14:12: error invalid-value `reply` needs text, json, tool_call, tool_calls, call_offered_tool or error\n" +
 		"bad.yaml:16:25: error invalid-value `name` must be a tool name: letters, digits, _, . and -, at most 128 characters, not `bad name`\n" +
 		"bad.yaml:17:34: error invalid-value `status` does not apply to kind cut: the connection drops, with no status to send\n" +
 		"bad.yaml:18:20: error invalid-value `error` needs a kind or a status\n" +
 		"bad.yaml:19:12: error invalid-value `times` must be at least 1, not 0")
-	if got := se.Error(); got != want {
+	if got := reportText(t, se); got != want+"\n13 errors\n" {
 		t.Errorf("problems:\n%s\nwant:\n%s", got, want)
+	}
+	if !strings.HasPrefix(se.Error(), "the fake model script bad.yaml has 13 errors; the first: bad.yaml:1:13: error invalid-value ") || strings.Contains(se.Error(), "\n") {
+		t.Errorf("one line: %s", se.Error())
 	}
 }
 
@@ -136,19 +140,20 @@ func TestFakeModelHostileScripts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := ParseScript("h.yaml", []byte(data))
-			var se *ScriptError
-			if s != nil || !errors.As(err, &se) || len(se.Problems) == 0 {
+			var se *diag.ReportError
+			if s != nil || !errors.As(err, &se) || len(se.Report.Diagnostics) == 0 {
 				t.Fatalf("script %v, err %v", s != nil, err)
 			}
-			if n := strings.Count(se.Error(), "\n"); n != len(se.Problems)-1 {
-				t.Errorf("%d problems on %d lines:\n%s", len(se.Problems), n+1, se.Error())
+			text := reportText(t, se)
+			if n := strings.Count(text, "\n"); n != len(se.Report.Diagnostics)+1 {
+				t.Errorf("%d problems on %d lines:\n%s", len(se.Report.Diagnostics), n, text)
 			}
-			for _, p := range se.Problems {
-				if p.Line < 1 || p.Col < 1 || p.Kind == "" || p.Message == "" {
+			for _, p := range se.Report.Diagnostics {
+				if p.Line < 1 || p.Col < 1 || p.Rule == "" || p.Message == "" || p.File != "h.yaml" || p.Severity != diag.Error {
 					t.Errorf("problem %+v", p)
 				}
 			}
-			t.Log(strings.SplitN(se.Error(), "\n", 2)[0])
+			t.Log(se.Error())
 		})
 	}
 }
@@ -171,7 +176,7 @@ func TestFakeModelLoadScript(t *testing.T) {
 		t.Fatalf("%+v %v", s, err)
 	}
 	_, err = LoadScript(filepath.Join(dir, "missing.yaml"))
-	var se *ScriptError
+	var se *diag.ReportError
 	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "cannot read the fake model script") {
 		t.Errorf("missing file: %v", err)
 	}
@@ -179,7 +184,7 @@ func TestFakeModelLoadScript(t *testing.T) {
 		t.Errorf("a directory: %v", err)
 	}
 	os.WriteFile(p, []byte("rules: [{reply: {}}]\n"), 0o644)
-	if _, err := LoadScript(p); !errors.As(err, &se) || !strings.HasPrefix(err.Error(), p+":1:17: error invalid-value ") {
+	if _, err := LoadScript(p); !errors.As(err, &se) || !strings.HasPrefix(reportText(t, se), p+":1:17: error invalid-value ") {
 		t.Errorf("bad script: %v", err)
 	}
 }
@@ -197,12 +202,22 @@ func FuzzParseScript(f *testing.F) {
 			t.Fatalf("script %v and error %v", s, err)
 		}
 		if err != nil {
-			var se *ScriptError
-			if !errors.As(err, &se) || len(se.Problems) == 0 {
+			var se *diag.ReportError
+			if !errors.As(err, &se) || len(se.Report.Diagnostics) == 0 {
 				t.Fatalf("error %v", err)
 			}
 			return
 		}
 		New(s) // a valid script makes a server
 	})
+}
+
+// reportText is the report as oz0 prints it.
+func reportText(t *testing.T, se *diag.ReportError) string {
+	t.Helper()
+	var b strings.Builder
+	if err := diag.Write(&b, se.Report, diag.FormatText, ""); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -613,17 +613,26 @@ func (x *exchange) complete() {
 }
 
 func resolve(r *Reply, c *convo, seed []byte) *answer {
-	a := &answer{model: c.model, text: r.Text, calls: r.ToolCalls, seed: seed}
-	a.hasText = r.Text != "" || len(r.ToolCalls) == 0
+	text := strings.ReplaceAll(r.Text, "${tool_result}", c.toolResultText)
+	calls := r.ToolCalls
+	if r.CallOfferedTool {
+		if len(c.tools) == 0 {
+			text = "(The script calls an offered tool, and the request offers none.)"
+		} else {
+			calls = []ToolCall{{Name: c.tools[0], Arguments: exampleArguments(c.toolSchemas[0])}}
+		}
+	}
+	a := &answer{model: c.model, text: text, calls: calls, seed: seed}
+	a.hasText = text != "" || len(calls) == 0
 	a.stop = r.StopReason
 	if a.stop == "" {
 		a.stop = "end_turn"
-		if len(r.ToolCalls) > 0 {
+		if len(calls) > 0 {
 			a.stop = "tool_use"
 		}
 	}
-	out := tokens(len(r.Text))
-	for _, tc := range r.ToolCalls {
+	out := tokens(len(text))
+	for _, tc := range calls {
 		out += tokens(len(tc.Name)+len(tc.args())) + 8
 	}
 	a.usage = Usage{InputTokens: c.inputTokens(), OutputTokens: max(1, out)}

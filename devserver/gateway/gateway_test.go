@@ -442,7 +442,7 @@ rules:
 			}()
 			select {
 			case <-first:
-			case <-time.After(5 * time.Second):
+			case <-time.After(liveness):
 				t.Fatal("the stream did not start")
 			}
 			killed := time.Now()
@@ -452,16 +452,12 @@ rules:
 			var r result
 			select {
 			case r = <-done:
-			case <-time.After(2 * time.Second):
+			case <-time.After(liveness):
 				t.Fatal("the stream did not end after Kill")
 			}
-			// The 100 ms goal is measured by BenchmarkKillToStreamEnd; here, only that Kill ended the
-			// stream, long before the upstream would have.
-			d := r.at.Sub(killed)
-			if d > killBound {
-				t.Errorf("the stream ended %v after Kill, want it cut at once (well under %v)", d, killBound)
-			}
-			t.Logf("the stream ended %v after Kill", d)
+			// How soon is BenchmarkKillToStreamEnd's to measure; here, that Kill cut the stream: the
+			// client's error says so, and it got only some of the events.
+			t.Logf("the stream ended %v after Kill", r.at.Sub(killed))
 			if r.err == nil || !strings.Contains(r.err.Error(), "was killed") {
 				t.Errorf("the client's stream error: %v", r.err)
 			}
@@ -519,16 +515,12 @@ rules:
 	key := e.issue("job_k3", "a", Limits{}, Budget{})
 	done := make(chan rawResponse, 1)
 	go func() { done <- do(t, "POST", e.openaiURL()+"/chat/completions", openaiHeaders(key), openaiBody) }()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for e.gw.JobUsage("job_k3").Live == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	killed := time.Now()
 	e.gw.Kill("job_k3")
-	r := <-done
-	if d := time.Since(killed); d > killBound {
-		t.Errorf("answered %v after Kill, want at once (well under %v)", d, killBound)
-	}
+	r := <-done // a 403 that says so, not the upstream's answer 5 s later
 	if typ, msg, _ := errorShape(t, OpenAIChat, r.body); r.status != 403 || typ != "invalid_request_error" || !strings.Contains(msg, "was killed") {
 		t.Errorf("%d %s", r.status, r.body)
 	}
@@ -563,7 +555,7 @@ func TestNoBuffering(t *testing.T) {
 					if got != i {
 						panic(fmt.Sprintf("client saw event %d, upstream sent %d", got, i))
 					}
-				case <-time.After(3 * time.Second):
+				case <-time.After(liveness):
 					return // the client never saw event i: the gateway held it
 				case <-r.Context().Done():
 					return
@@ -767,7 +759,7 @@ rules:
 	cancel() // the client goes away
 	select {
 	case <-cancelled:
-	case <-time.After(2 * time.Second):
+	case <-time.After(liveness):
 		t.Fatal("the upstream request was not cancelled")
 	}
 	calls := e.calls("job_dc", 1)
@@ -803,12 +795,9 @@ rules:
   - reply: {text: "one two three four five six seven eight nine ten eleven twelve", stream_delay: 2s}
 `, withConfig(func(c *Config) { c.IdleTimeout = 150 * time.Millisecond }))
 	key := e.issue("job_idle", "a", Limits{}, Budget{})
-	start := time.Now()
+	// The stream would take 24 s; the idle timeout ends it with a timeout_error event.
 	r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key),
 		`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("the idle stream took %v to end", d)
-	}
 	if !strings.Contains(string(r.body), "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"timeout_error\"") {
 		t.Errorf("stream: %s", r.body)
 	}
@@ -934,20 +923,18 @@ func TestKillStalledClient(t *testing.T) {
 	if n := e.gw.Kill("job_stall"); n != 1 {
 		t.Fatalf("Kill found %d live calls", n)
 	}
-	deadline := killed.Add(2 * time.Second)
+	// The upstream streams until its request is cancelled: only Kill ends the call.
+	deadline := killed.Add(liveness)
 	for len(e.meter.Job("job_stall")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	d := time.Since(killed)
-	if d > killBound {
-		t.Errorf("the call ended %v after Kill, want at once (well under %v)", d, killBound)
-	}
-	t.Logf("the call ended %v after Kill", d)
+	t.Logf("the call ended %v after Kill", time.Since(killed))
 	if cs := e.meter.Job("job_stall"); len(cs) != 1 || cs[0].AbortReason != AbortKilled {
 		t.Errorf("metered %+v", cs)
 	}
 }
 
-// killBound tells a call that Kill cut from one that ran its course (the upstreams of these tests
-// take seconds): a correctness bound, not the 100 ms goal, which BenchmarkKillToStreamEnd measures.
-const killBound = time.Second
+// liveness bounds a wait for something that must happen, so that a broken gateway fails a test
+// rather than hanging it; far above what a loaded machine takes. How fast things happen is for
+// the benchmarks (BenchmarkKillToStreamEnd).
+const liveness = 30 * time.Second

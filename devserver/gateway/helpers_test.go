@@ -192,10 +192,10 @@ func (e *env) openaiClient(key string) *openai.Client {
 	return &c
 }
 
-// calls returns the metered calls of job, waiting a little for calls still finishing.
+// calls returns the metered calls of job, waiting for calls still finishing until there are want.
 func (e *env) calls(job string, want int) []Call {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for {
 		cs := e.meter.Job(job)
 		if len(cs) >= want || time.Now().After(deadline) {

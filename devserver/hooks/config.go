@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/hook"
-	"github.com/orchestrator-zero/oz0/schemas"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/hook"
+	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // SchemaName is the JSON Schema of hooks.yaml, in package schemas.
@@ -47,9 +49,6 @@ const (
 	KindBadDuration   = "bad-duration"   // a timeout out of range
 )
 
-// ConfigError holds every problem found in a hooks file.
-type ConfigError = schemas.FileError
-
 // Option configures a Set.
 type Option func(*options)
 
@@ -64,7 +63,7 @@ type options struct {
 func WithLog(log func(hook, line string)) Option { return func(o *options) { o.log = log } }
 
 // Load reads and parses the hooks file at path. A file that does not exist, or is empty, is no
-// hooks (a Set that allows everything). A file with problems gives a *ConfigError that lists them
+// hooks (a Set that allows everything). A file with problems gives a *diag.ReportError that lists them
 // all, each at its line and column; a file that cannot be read gives another error. Plugin paths
 // are relative to the file's directory.
 func Load(path string, opts ...Option) (*Set, error) {
@@ -87,23 +86,26 @@ func Load(path string, opts ...Option) (*Set, error) {
 }
 
 // Parse parses a hooks file; name is its path (errors name it; plugin paths are relative to its
-// directory). A file with problems gives a *ConfigError. It never panics and starts nothing:
+// directory). A file with problems gives a *diag.ReportError. It never panics and starts nothing:
 // plugins start on the first call they see.
 func Parse(name string, data []byte, opts ...Option) (*Set, error) {
 	if name == "" {
 		name = FileName
 	}
-	fail := func(ps []schemas.Problem) (*Set, error) {
-		return nil, &ConfigError{Name: name, Problems: ps}
+	fail := func(ds []diag.Diagnostic) (*Set, error) {
+		for i := range ds {
+			ds[i].File = name
+		}
+		return nil, diag.Errorf(ds, "the hooks file %s", name)
 	}
 	if len(data) > MaxFileBytes {
-		return fail([]schemas.Problem{{Line: 1, Col: 1, Kind: schemas.KindYAMLLimits,
+		return fail([]diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLLimits,
 			Message: fmt.Sprintf("the hooks file is larger than %d MiB", MaxFileBytes>>20)}})
 	}
 	root, problems := schemas.ParseYAML(data)
 	if len(problems) > 0 || root == nil {
 		if len(problems) == 0 {
-			problems = []schemas.Problem{{Line: 1, Col: 1, Kind: schemas.KindYAMLSyntax, Message: "the hooks file is not YAML"}}
+			problems = []diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLSyntax, Message: "the hooks file is not YAML"}}
 		}
 		return fail(problems)
 	}
@@ -117,18 +119,17 @@ func Parse(name string, data []byte, opts ...Option) (*Set, error) {
 	v, problems := schemas.DecodeYAML(SchemaName, root)
 	p := &parser{root: root, bad: map[string]bool{}, dir: dir}
 	for i, pr := range problems {
-		p.bad[pr.Path] = true
+		p.bad[pr.Pointer] = true
 		problems[i] = p.relocate(pr)
 	}
 	var defs []*hookDef
 	if doc, ok := v.(map[string]any); ok {
 		defs = p.hooks(doc)
 	} else if v != nil && len(problems) == 0 {
-		problems = append(problems, schemas.Problem{Line: 1, Col: 1, Kind: schemas.KindInvalidValue, Message: "the hooks file must be a mapping with a `hooks` list"})
+		problems = append(problems, diag.Diagnostic{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindInvalidValue, Message: "the hooks file must be a mapping with a `hooks` list"})
 	}
 	problems = append(problems, p.problems...)
 	if len(problems) > 0 {
-		sortProblems(problems)
 		return fail(problems)
 	}
 	return newSet(name, dir, defs, opts), nil
@@ -163,7 +164,7 @@ type parser struct {
 	root     *yaml.Node
 	bad      map[string]bool // JSON pointers the schema already reported
 	dir      string
-	problems []schemas.Problem
+	problems []diag.Diagnostic
 }
 
 func (p *parser) at(path []string) (line, col int) {
@@ -186,7 +187,7 @@ func (p *parser) keyAt(path []string) (line, col int, ok bool) {
 
 func (p *parser) problem(kind string, path []string, msg string) {
 	line, col := p.at(path)
-	p.problems = append(p.problems, schemas.Problem{Line: line, Col: col, Kind: kind, Path: schemas.Pointer(path...), Message: msg})
+	p.problems = append(p.problems, diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: kind, Pointer: schemas.Pointer(path...), Message: msg})
 }
 
 // keyProblem reports msg at the key of path's last step (a key that is wrong).
@@ -195,7 +196,7 @@ func (p *parser) keyProblem(kind string, path []string, msg string) {
 	if !ok {
 		line, col = p.at(path)
 	}
-	p.problems = append(p.problems, schemas.Problem{Line: line, Col: col, Kind: kind, Path: schemas.Pointer(path...), Message: msg})
+	p.problems = append(p.problems, diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: kind, Pointer: schemas.Pointer(path...), Message: msg})
 }
 
 func (p *parser) reported(path []string) bool { return p.bad[schemas.Pointer(path...)] }
@@ -204,8 +205,8 @@ var hookPointer = regexp.MustCompile(`^/hooks/(\d+)$`)
 
 // relocate moves a problem of the schema's cross-key rules (reported on the hook's mapping) to the
 // key it is about, and words the missing arguments of a change.
-func (p *parser) relocate(pr schemas.Problem) schemas.Problem {
-	m := hookPointer.FindStringSubmatch(pr.Path)
+func (p *parser) relocate(pr diag.Diagnostic) diag.Diagnostic {
+	m := hookPointer.FindStringSubmatch(pr.Pointer)
 	if m == nil {
 		return pr
 	}
@@ -219,7 +220,7 @@ func (p *parser) relocate(pr schemas.Problem) schemas.Problem {
 		}
 	}
 	switch {
-	case pr.Kind == schemas.KindMissingKey && strings.Contains(pr.Message, "`arguments`"):
+	case pr.Rule == schemas.KindMissingKey && strings.Contains(pr.Message, "`arguments`"):
 		move("decide")
 		pr.Message = "`decide: change` needs `arguments`: {merge: {...}} or {replace: {...}}"
 	case strings.Contains(pr.Message, "not both"):
@@ -250,7 +251,7 @@ func (p *parser) hooks(doc map[string]any) []*hookDef {
 			h.name = name
 			if first, dup := names[name]; dup {
 				p.problem(KindDuplicateName, append(slices.Clone(path), "name"),
-					fmt.Sprintf("hook name `%s` is used twice (first on line %d); names must be unique", schemas.Clip(name), first))
+					fmt.Sprintf("hook name `%s` is used twice (first on line %d); names must be unique", diag.Clip(name), first))
 			} else {
 				line, _ := p.at(append(slices.Clone(path), "name"))
 				names[name] = line
@@ -300,11 +301,11 @@ func (p *parser) match(path []string, v any) []*regexp.Regexp {
 		}
 		re, err := compileGlob(g)
 		if err != nil {
-			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` is not a valid glob: %s", schemas.Clip(g), err))
+			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` is not a valid glob: %s", diag.Clip(g), err))
 			continue
 		}
 		if neverQualified(g) {
-			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` never matches: hooks see calls as <harness>.<tool>; did you mean `*.%s`?", schemas.Clip(g), schemas.Clip(g)))
+			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` never matches: hooks see calls as <harness>.<tool>; did you mean `*.%s`?", diag.Clip(g), diag.Clip(g)))
 			continue
 		}
 		out = append(out, re)
@@ -355,7 +356,7 @@ func (p *parser) regex(path []string, v any) *regexp.Regexp {
 	re, err := regexp.Compile(s)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
-		p.problem(KindBadRegex, path, fmt.Sprintf("`%s` is not a valid regular expression (Go RE2 syntax): %s", schemas.Clip(s), msg))
+		p.problem(KindBadRegex, path, fmt.Sprintf("`%s` is not a valid regular expression (Go RE2 syntax): %s", diag.Clip(s), msg))
 		return nil
 	}
 	return re
@@ -380,13 +381,13 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		st, err := os.Stat(exe)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` does not exist (looked for %s; a relative path is relative to the hooks file)", schemas.Clip(m["plugin"].(string)), exe))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` does not exist (looked for %s; a relative path is relative to the hooks file)", diag.Clip(m["plugin"].(string)), exe))
 		case err != nil:
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s`: %v", schemas.Clip(m["plugin"].(string)), err))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s`: %v", diag.Clip(m["plugin"].(string)), err))
 		case st.IsDir():
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is a directory, not an executable", schemas.Clip(m["plugin"].(string))))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is a directory, not an executable", diag.Clip(m["plugin"].(string))))
 		case st.Mode()&0o111 == 0:
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is not executable; chmod +x it", schemas.Clip(m["plugin"].(string))))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is not executable; chmod +x it", diag.Clip(m["plugin"].(string))))
 		}
 	}
 	if args, ok := m["args"].([]any); ok {
@@ -406,7 +407,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 			kat := append(slices.Clone(path), "env", k)
 			switch {
 			case !envName.MatchString(k):
-				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", schemas.Clip(k)))
+				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", diag.Clip(k)))
 			case reservedEnv(k):
 				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is set by oz0 for the plugin's handshake; choose another name", k))
 			default:
@@ -429,7 +430,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be a duration such as 500ms, 2s or 1m, not `%s`", schemas.Clip(s)))
+			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be a duration such as 500ms, 2s or 1m, not `%s`", diag.Clip(s)))
 		case d < time.Millisecond:
 			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be at least 1ms, not %s", s))
 		case d > MaxTimeout:
@@ -470,16 +471,4 @@ func decodeJSON(raw []byte) (any, error) {
 		return nil, errors.New("data after the JSON value")
 	}
 	return v, nil
-}
-
-func sortProblems(ps []schemas.Problem) {
-	slices.SortStableFunc(ps, func(a, b schemas.Problem) int {
-		if a.Line != b.Line {
-			return a.Line - b.Line
-		}
-		if a.Col != b.Col {
-			return a.Col - b.Col
-		}
-		return strings.Compare(a.Message, b.Message)
-	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -19,11 +20,17 @@ func configErrors(t *testing.T, dir, doc string) []string {
 	if err == nil {
 		return nil
 	}
-	var ce *ConfigError
+	var ce *diag.ReportError
 	if !errors.As(err, &ce) {
-		t.Fatalf("not a *ConfigError: %v", err)
+		t.Fatalf("not a *diag.ReportError: %v", err)
 	}
-	return strings.Split(strings.ReplaceAll(err.Error(), name, "hooks.yaml"), "\n")
+	var b strings.Builder
+	if err := diag.Write(&b, ce.Report, diag.FormatText, ""); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	lines = lines[:len(lines)-1] // the count
+	return strings.Split(strings.ReplaceAll(strings.Join(lines, "\n"), name, "hooks.yaml"), "\n")
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -287,17 +294,20 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(filepath.Join(dir, "hooks.yaml"), data)
 		if err != nil {
-			var ce *ConfigError
-			if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+			var ce *diag.ReportError
+			if !errors.As(err, &ce) || len(ce.Report.Diagnostics) == 0 {
 				t.Fatalf("error %T %v", err, err)
 			}
-			for _, p := range ce.Problems {
-				if p.Line < 1 || p.Col < 1 || p.Kind == "" || p.Message == "" {
+			for _, p := range ce.Report.Diagnostics {
+				if p.Line < 1 || p.Col < 1 || p.Rule == "" || p.Message == "" || p.Severity != diag.Error {
 					t.Fatalf("bad problem %+v", p)
 				}
+				if _, ok := diag.RuleByID(p.Rule); !ok {
+					t.Fatalf("rule %s is not in the catalogue", p.Rule)
+				}
 			}
-			if strings.Count(err.Error(), "\n") != len(ce.Problems)-1 {
-				t.Fatalf("problems are not one a line: %q", err.Error())
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("the error is not one line: %q", err.Error())
 			}
 			return
 		}

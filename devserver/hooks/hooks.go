@@ -4,7 +4,7 @@
 // allow it, deny it, change its arguments or ask a person.
 //
 //	set, err := hooks.Load(filepath.Join(stateDir, hooks.FileName))
-//	if err != nil { ... }            // a *ConfigError: file:line:col: error KIND message, one a line
+//	if err != nil { ... }            // a *diag.ReportError: every problem at its line and column
 //	defer set.Close()                // kills the plugin processes
 //	res := set.Evaluate(ctx, hooks.Call{Job: job, Agent: agent, Harness: h, Tool: tool, Arguments: args})
 //	// res.Decision is allow, deny or ask; res.Arguments are the arguments to run with;

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
-	"github.com/orchestrator-zero/oz0/internal/textutil"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -343,7 +343,7 @@ func (ph *pluginHook) explain(cctx, ctx context.Context, callerFirst bool, in *i
 }
 
 func clipText(s string) string {
-	return textutil.Clip(strings.ReplaceAll(strings.TrimSpace(s), "\n", " "), 300)
+	return diag.ClipN(strings.ReplaceAll(strings.TrimSpace(s), "\n", " "), 300)
 }
 
 // baseEnv is the environment every plugin gets: no more of the dev server's (no secrets).

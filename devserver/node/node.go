@@ -5,7 +5,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,13 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -91,6 +87,7 @@ type Job struct {
 	Harness *plugin.Harness
 	Record  gateway.Record
 
+	spec     jobspec.Job // what its session is built from
 	mu       sync.Mutex
 	session  *harnesskit.Session
 	cancel   bool // cancelled before its session started
@@ -115,9 +112,7 @@ func New(cfg Config) *Node {
 }
 
 // InputError is a job input that the agent does not take; no job was made.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
+type InputError = jobspec.InputError
 
 // ErrUnknownAgent is wrapped by the error for an agent no loaded plugin has.
 var ErrUnknownAgent = errors.New("unknown agent")
@@ -136,21 +131,13 @@ func (n *Node) Submit(agentName, input string) (store.Job, error) {
 		return store.Job{}, fmt.Errorf("%w %q; the dev server runs: %s", ErrUnknownAgent, agentName, strings.Join(names, ", "))
 	}
 	h := p.Harness(a.HarnessName())
-	inputJSON, err := parseInput(a, input)
+	in, err := jobspec.ParseInput(a, input)
 	if err != nil {
 		return store.Job{}, err
 	}
-	formats := make([]gateway.Format, len(h.Formats))
-	for i, f := range h.Formats {
-		formats[i] = gateway.Format(f)
-	}
-	rec, _, err := gateway.ResolveModel(n.cfg.Records.Records(), a.Model.Use, formats)
+	model, err := jobspec.ResolveModel(n.cfg.Records.Records(), h, a)
 	if err != nil {
 		return store.Job{}, fmt.Errorf("agent %s: %w", a.Name, err)
-	}
-	model := a.Model.Name
-	if model == "" {
-		model = rec.Model
 	}
 	n.mu.Lock()
 	if n.closed {
@@ -159,22 +146,22 @@ func (n *Node) Submit(agentName, input string) (store.Job, error) {
 	}
 	n.wg.Add(1)
 	n.mu.Unlock()
-	rec2 := *rec
 	j, err := n.cfg.Store.CreateJob(store.NewJob{
-		Agent: a.Name, Plugin: p.Manifest.Name, Input: inputJSON, InputText: input,
-		ModelRecord: rec.Name, ModelName: model,
+		Agent: a.Name, Plugin: p.Manifest.Name, Input: in.JSON, InputText: in.Text,
+		ModelRecord: model.Record.Name, ModelName: model.Name,
 		Limits: store.Limits{MaxSteps: a.Limits.MaxSteps, Timeout: a.Limits.TimeoutDuration()},
 	})
 	if err != nil {
 		n.wg.Done()
 		return store.Job{}, err
 	}
-	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: rec2,
+	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: model.Record,
+		spec:  jobspec.Job{ID: j.ID, Plugin: p, Harness: h, Agent: a, Input: in, Model: model},
 		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}}
 	n.mu.Lock()
 	n.running[j.ID] = job
 	n.mu.Unlock()
-	go n.run(job, j, model)
+	go n.run(job)
 	return j, nil
 }
 
@@ -185,122 +172,4 @@ func (n *Node) findAgent(name string) (*plugin.Plugin, *plugin.Agent) {
 		}
 	}
 	return nil, nil
-}
-
-// parseInput turns the user's input into the job's input: a JSON string for a text agent; for
-// an agent that takes JSON, the parsed value, checked against its schema.
-func parseInput(a *plugin.Agent, input string) (json.RawMessage, error) {
-	if a.Input.Kind != "json" {
-		return json.Marshal(input)
-	}
-	// encoding/json checks the whole input first, so every syntax error, a truncated or a
-	// trailing one too, comes with its offset.
-	if err := json.Unmarshal([]byte(input), new(json.RawMessage)); err != nil {
-		return nil, &InputError{Msg: fmt.Sprintf("agent %s takes JSON input, and this is not JSON: %s", a.Name, jsonErrorAt(input, err))}
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(input)))
-	if err != nil {
-		return nil, &InputError{Msg: fmt.Sprintf("agent %s takes JSON input, and this is not JSON: %v", a.Name, err)}
-	}
-	if a.Input.Schema != nil {
-		sch, err := compileSchema(a.Input.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: its input schema: %w", a.Name, err)
-		}
-		if err := sch.Validate(v); err != nil {
-			return nil, &InputError{Msg: fmt.Sprintf("the input does not match agent %s's input schema: %s", a.Name, schemaError(err))}
-		}
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, []byte(input)); err != nil {
-		return nil, &InputError{Msg: err.Error()}
-	}
-	return buf.Bytes(), nil
-}
-
-// jsonErrorAt names the line and column of a JSON syntax error: of the character that is wrong,
-// or, when the input ends too soon, just past its end.
-func jsonErrorAt(input string, err error) string {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err.Error()
-	}
-	if strings.TrimSpace(input) == "" {
-		return "the input is empty"
-	}
-	at := int(se.Offset) - 1 // the offset counts the wrong character
-	if strings.HasSuffix(se.Error(), "end of JSON input") {
-		at = len(strings.TrimRight(input, " \t\r\n"))
-	}
-	at = max(0, min(at, len(input)))
-	line, col := 1, 1
-	for _, r := range input[:at] {
-		if r == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return fmt.Sprintf("line %d, column %d: %s", line, col, se.Error())
-}
-
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("oz0:agent-schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("oz0:agent-schema.json")
-}
-
-// schemaError is a validation error in one line: each leaf at its JSON pointer.
-func schemaError(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err.Error()
-	}
-	var parts []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + joinPath(e.InstanceLocation)
-			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	if len(parts) > 5 {
-		parts = append(parts[:5], fmt.Sprintf("and %d more", len(parts)-5))
-	}
-	return joinSemi(parts)
-}
-
-var printer = message.NewPrinter(language.English)
-
-func joinPath(p []string) string {
-	var b bytes.Buffer
-	for i, s := range p {
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
-
-func joinSemi(parts []string) string {
-	var b bytes.Buffer
-	for i, s := range parts {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(s)
-	}
-	return b.String()
 }

@@ -7,20 +7,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
 )
 
 // run runs job's session to its end and records it.
-func (n *Node) run(job *Job, j store.Job, model string) {
+func (n *Node) run(job *Job) {
 	defer n.wg.Done()
 	defer func() {
 		n.mu.Lock()
 		delete(n.running, job.ID)
 		n.mu.Unlock()
 	}()
-	a := job.Agent
 	job.mu.Lock()
 	cancelled := job.cancel
 	job.mu.Unlock()
@@ -39,50 +38,17 @@ func (n *Node) run(job *Job, j store.Job, model string) {
 		n.cfg.Logger.Error("job could not start", "job", job.ID, "err", err)
 		return
 	}
-	key := n.cfg.Keys.Issue(gateway.Grant{
-		Job: job.ID, Agent: a.Name, Record: job.Record,
-		Limits: gateway.Limits{MaxSteps: a.Limits.MaxSteps, MaxTokens: a.Limits.MaxTokens, MaxCostUSD: a.Limits.MaxCostUSD},
-	})
+	key := n.cfg.Keys.Issue(job.spec.Grant())
 	// Deferred calls run last first: revoke the job's keys, then forget its account, so that no
 	// call can land between them and make the account anew.
 	defer n.cfg.Gateway.Forget(job.ID)
 	defer n.cfg.Keys.RevokeJob(job.ID)
 
-	var options json.RawMessage
-	if len(a.Harness.Options) > 0 {
-		options, _ = json.Marshal(a.Harness.Options)
-	}
-	format := "anthropic-messages"
-	for _, f := range job.Harness.Formats {
-		if job.Record.Takes(gateway.Format(f)) {
-			format = f
-			break
-		}
-	}
-	tools := job.Plugin.Tools(a)
-	if tools == nil {
-		tools = []string{}
-	}
-	spec := harnesskit.Spec{
-		Command:   job.Harness.Command,
-		PluginDir: job.Plugin.Dir,
-		Request: harnesskit.SessionRequest{
-			Job: job.ID, Agent: a.Name, Harness: job.Harness.Name,
-			Text: j.InputText, Input: j.Input, Instructions: a.InstructionsText,
-			Model:   harnesskit.Model{Name: model, Format: format, Record: job.Record.Name},
-			Tools:   tools,
-			Limits:  harnesskit.RequestLimits{MaxSteps: a.Limits.MaxSteps},
-			Options: options,
-		},
-		Env: harnesskit.Env{
-			AnthropicBaseURL: n.cfg.GatewayURL + "/anthropic", AnthropicAPIKey: key,
-			OpenAIBaseURL: n.cfg.GatewayURL + "/openai", OpenAIAPIKey: key,
-		},
-		Limits:  harnesskit.Limits{Timeout: a.Limits.TimeoutDuration(), Grace: n.cfg.Grace},
-		Decider: harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision { return n.decide(ctx, job, ask) }),
-		Sink:    func(ev harnesskit.Event) { n.record(job, ev) },
-		TempDir: n.cfg.TempDir,
-	}
+	spec := job.spec.Spec(n.cfg.GatewayURL, key)
+	spec.Limits.Grace = n.cfg.Grace
+	spec.Decider = harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision { return n.decide(ctx, job, ask) })
+	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
+	spec.TempDir = n.cfg.TempDir
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
 	sess, err := harnesskit.Start(context.Background(), spec)
 	if err != nil {
@@ -195,7 +161,7 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 	switch end.Status {
 	case harnesskit.Completed:
 		output := json.RawMessage(n.cfg.Mask(end.Output))
-		if reason := checkOutput(job, output); reason != "" {
+		if reason := jobspec.CheckOutput(job.Agent, output); reason != "" {
 			n.append(job.ID, store.EventResult, map[string]any{"output": output})
 			n.append(job.ID, store.EventError, map[string]any{"message": reason})
 			n.finish(job.ID, store.StatusFailed, reason, nil)
@@ -226,26 +192,6 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 		n.append(job.ID, store.EventError, map[string]any{"message": reason})
 		n.finish(job.ID, store.StatusFailed, reason, nil)
 	}
-}
-
-// checkOutput checks a result against the agent's output schema; "" when it passes.
-func checkOutput(job *Job, output json.RawMessage) string {
-	out := job.Agent.Output
-	if out.Kind != "json" || out.Schema == nil {
-		return ""
-	}
-	sch, err := compileSchema(out.Schema)
-	if err != nil {
-		return "the agent's output schema does not compile: " + err.Error()
-	}
-	v, err := jsonUnmarshal(output)
-	if err != nil {
-		return "the result is not JSON: " + err.Error()
-	}
-	if err := sch.Validate(v); err != nil {
-		return "the result does not match the agent's output schema: " + schemaError(err)
-	}
-	return ""
 }
 
 func (n *Node) append(job, typ string, data any) {

@@ -22,6 +22,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -98,7 +99,7 @@ type scenario struct {
 	id, title, expected string
 	// needsTools: the check means nothing for a harness that asks for no permission.
 	needsTools bool
-	run        func(e *env, h *target) (got string, note string, pass bool)
+	run        func(e *env, ctx context.Context, t *target) (got string, note string, pass bool)
 }
 
 var scenarios = []scenario{
@@ -134,12 +135,12 @@ func Scenarios() [][2]string {
 	return out
 }
 
-// target is the harness under test and the agent whose definition its sessions use.
+// target is the harness under test and the job its sessions run: the one the node would run for
+// the first agent (by name) that uses the harness, or, when none does, the one jobspec builds for
+// the harness alone.
 type target struct {
-	p       *plugin.Plugin
 	harness *plugin.Harness
-	agent   *plugin.Agent // nil when no agent uses the harness
-	tools   []string
+	job     jobspec.Job // every session's, but for its ID and what its scenario changes
 }
 
 // env is the fake model and the gateway that the sessions of one run talk to.
@@ -149,11 +150,12 @@ type env struct {
 	gwServer *httptest.Server
 	keys     *gateway.MemResolver
 	meter    *gateway.MemMeter
-	record   gateway.Record
 	jobs     atomic.Int64
 }
 
-// Run runs every scenario for every harness of p (or those Options.Harnesses names).
+// Run runs every scenario for every harness of p (or those Options.Harnesses names). Options.Input
+// must be an input that each harness's agent takes, as the node checks it: otherwise Run returns
+// an error wrapping the *jobspec.InputError, before any scenario runs.
 func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	if opts.Input == "" {
 		opts.Input = DefaultInput
@@ -175,33 +177,33 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	}
 	e.gwServer = httptest.NewServer(gw)
 	defer e.gwServer.Close()
-	e.record = gateway.FakeRecord(e.upstream.URL)
 
-	rep := &Report{Plugin: p.Manifest.Name}
+	var targets []*target
 	for i := range p.Manifest.Harnesses {
 		h := &p.Manifest.Harnesses[i]
 		if len(opts.Harnesses) > 0 && !slices.Contains(opts.Harnesses, h.Name) {
 			continue
 		}
-		t := &target{p: p, harness: h, tools: h.Tools}
-		for _, a := range p.Agents {
-			if a.HarnessName() == h.Name {
-				t.agent = a
-				t.tools = p.Tools(a)
-				break
-			}
+		t, err := newTarget(p, h, opts.Input, gateway.FakeRecord(e.upstream.URL))
+		if err != nil {
+			return nil, err
 		}
+		targets = append(targets, t)
+	}
+
+	rep := &Report{Plugin: p.Manifest.Name}
+	for _, t := range targets {
 		for _, sc := range scenarios {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
 			}
 			start := time.Now()
-			c := Check{Harness: h.Name, ID: sc.id, Title: sc.title, Expected: sc.expected}
-			if sc.needsTools && (!h.Permissions || len(t.tools) == 0) {
+			c := Check{Harness: t.harness.Name, ID: sc.id, Title: sc.title, Expected: sc.expected}
+			if sc.needsTools && (!t.harness.Permissions || len(t.job.Tools()) == 0) {
 				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
 				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
 			} else {
-				c.Got, c.Note, c.Pass = sc.run(e, t)
+				c.Got, c.Note, c.Pass = sc.run(e, ctx, t)
 			}
 			c.Elapsed = time.Since(start)
 			c.ElapsedMS = c.Elapsed.Milliseconds()
@@ -212,6 +214,34 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// newTarget builds the job of harness h's sessions as the node would, on input. The kit's records
+// are oz0 dev's with no provider key set, the fake alone; an agent that names another record
+// (use: anthropic) runs on the fake model under that record's name, as it cannot reach the real.
+func newTarget(p *plugin.Plugin, h *plugin.Harness, input string, fake gateway.Record) (*target, error) {
+	var agent *plugin.Agent
+	for _, a := range p.Agents {
+		if a.HarnessName() == h.Name {
+			agent = a
+			break
+		}
+	}
+	in, err := jobspec.ParseInput(agent, input)
+	if err != nil {
+		return nil, fmt.Errorf("harness %s: %w; every scenario runs on --input, so give one the agent takes", h.Name, err)
+	}
+	records := []gateway.Record{fake}
+	if agent != nil && agent.Model.Use != "" && agent.Model.Use != gateway.DefaultUse && agent.Model.Use != fake.Name {
+		standIn := fake
+		standIn.Name = agent.Model.Use
+		records = []gateway.Record{standIn}
+	}
+	model, err := jobspec.ResolveModel(records, h, agent)
+	if err != nil {
+		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
+	}
+	return &target{harness: h, job: jobspec.Job{Plugin: p, Harness: h, Agent: agent, Input: in, Model: model}}, nil
 }
 
 // session is the record of one scenario's session.
@@ -225,103 +255,81 @@ type session struct {
 	startErr error
 }
 
-// sessionSpec says how one scenario's session runs.
+// sessionSpec says how one scenario's session differs from the job's: only in what it names.
 type sessionSpec struct {
-	tools    []string // nil: the agent's
-	maxSteps int      // the request's limits.max_steps; 0: the agent's, else 10
+	tools    []string // the request's tools; nil: the job's
+	maxSteps int      // the request's and the key's limits.max_steps; 0: the job's
 	decide   func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision
 	onEvent  func(*harnesskit.Session, harnesskit.Event)
 	// spendSteps: steps the gateway counts as made before the session starts.
 	spendSteps int
 }
 
-func (e *env) run(t *target, ss sessionSpec) *session {
-	job := fmt.Sprintf("job_conformance%09d", e.jobs.Add(1))
-	agentName := t.harness.Name
-	var instructions string
-	var options json.RawMessage
-	if t.agent != nil {
-		agentName, instructions = t.agent.Name, t.agent.InstructionsText
-		if len(t.agent.Harness.Options) > 0 {
-			options, _ = json.Marshal(t.agent.Harness.Options)
-		}
+// run runs one session of t's job, changed as ss says, bounded by Options.Timeout.
+func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
+	job := t.job
+	job.ID = fmt.Sprintf("job_conformance%09d", e.jobs.Add(1))
+	grant := job.Grant()
+	if ss.maxSteps != 0 {
+		grant.Limits.MaxSteps = ss.maxSteps
 	}
-	maxSteps := ss.maxSteps
-	if maxSteps == 0 {
-		maxSteps = 10
-		if t.agent != nil && t.agent.Limits.MaxSteps > 0 {
-			maxSteps = t.agent.Limits.MaxSteps
-		}
-	}
-	tools := ss.tools
-	if tools == nil {
-		tools = t.tools
-	}
-	format := "anthropic-messages"
-	if len(t.harness.Formats) > 0 {
-		format = t.harness.Formats[0]
-	}
-	key := e.keys.Issue(gateway.Grant{Job: job, Agent: agentName, Record: e.record, Limits: gateway.Limits{MaxSteps: maxSteps}})
+	key := e.keys.Issue(grant)
 	defer e.keys.Revoke(key)
 	for range ss.spendSteps {
 		e.spendStep(key)
 	}
-	input, _ := json.Marshal(e.opts.Input)
+	spec := job.Spec(e.gwServer.URL, key)
+	if ss.tools != nil {
+		spec.Request.Tools = ss.tools
+	}
+	if ss.maxSteps != 0 {
+		spec.Request.Limits.MaxSteps = ss.maxSteps
+	}
+	spec.Limits.Grace = e.opts.Grace
+	// The kit's bound is its own, not the agent's limits.timeout (which the request carries as
+	// the node sends it): a session past it is cancelled.
+	ctx, cancel := context.WithTimeoutCause(ctx, e.opts.Timeout,
+		fmt.Errorf("the scenario ran past oz0 plugin test's --timeout of %s", e.opts.Timeout))
+	defer cancel()
+
 	out := &session{results: map[string]harnesskit.ToolResult{}}
 	var mu sync.Mutex
 	var sess *harnesskit.Session
 	ready := make(chan struct{})
-	spec := harnesskit.Spec{
-		Command:   t.harness.Command,
-		PluginDir: t.p.Dir,
-		Request: harnesskit.SessionRequest{
-			Job: job, Agent: agentName, Harness: t.harness.Name,
-			Text: e.opts.Input, Input: input, Instructions: instructions,
-			Model:   harnesskit.Model{Name: e.record.Model, Format: format, Record: e.record.Name},
-			Tools:   tools,
-			Limits:  harnesskit.RequestLimits{MaxSteps: maxSteps},
-			Options: options,
-		},
-		Env: harnesskit.Env{
-			AnthropicBaseURL: e.gwServer.URL + "/anthropic", AnthropicAPIKey: key,
-			OpenAIBaseURL: e.gwServer.URL + "/openai", OpenAIAPIKey: key,
-		},
-		Limits: harnesskit.Limits{Timeout: e.opts.Timeout, Grace: e.opts.Grace},
-		Decider: harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision {
-			mu.Lock()
-			out.decided++
-			mu.Unlock()
-			if ss.decide == nil {
-				return harnesskit.Allow(nil)
+	spec.Decider = harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision {
+		mu.Lock()
+		out.decided++
+		mu.Unlock()
+		if ss.decide == nil {
+			return harnesskit.Allow(nil)
+		}
+		return ss.decide(ctx, ask)
+	})
+	spec.Sink = func(ev harnesskit.Event) {
+		mu.Lock()
+		out.events = append(out.events, ev)
+		if ev.Raw != nil {
+			if err := validateLine(ev.Raw); err != nil {
+				out.invalid = append(out.invalid, fmt.Sprintf("line %d: %v", ev.Line, err))
 			}
-			return ss.decide(ctx, ask)
-		}),
-		Sink: func(ev harnesskit.Event) {
-			mu.Lock()
-			out.events = append(out.events, ev)
-			if ev.Raw != nil {
-				if err := validateLine(ev.Raw); err != nil {
-					out.invalid = append(out.invalid, fmt.Sprintf("line %d: %v", ev.Line, err))
-				}
+		}
+		switch m := ev.Message.(type) {
+		case harnesskit.PermissionRequest:
+			if ev.Kind == harnesskit.EventPermissionRequest {
+				out.asked = append(out.asked, m)
 			}
-			switch m := ev.Message.(type) {
-			case harnesskit.PermissionRequest:
-				if ev.Kind == harnesskit.EventPermissionRequest {
-					out.asked = append(out.asked, m)
-				}
-			case harnesskit.ToolResult:
-				if ev.Kind == harnesskit.EventToolResult {
-					out.results[m.ID] = m
-				}
+		case harnesskit.ToolResult:
+			if ev.Kind == harnesskit.EventToolResult {
+				out.results[m.ID] = m
 			}
-			mu.Unlock()
-			if ss.onEvent != nil {
-				<-ready
-				ss.onEvent(sess, ev)
-			}
-		},
+		}
+		mu.Unlock()
+		if ss.onEvent != nil {
+			<-ready
+			ss.onEvent(sess, ev)
+		}
 	}
-	s, err := harnesskit.Start(context.Background(), spec)
+	s, err := harnesskit.Start(ctx, spec)
 	if err != nil {
 		close(ready)
 		out.startErr = err
@@ -415,8 +423,8 @@ func (s *session) endedCleanly() bool {
 	return s.end.Status == harnesskit.Completed || (s.end.Status == harnesskit.Failed && s.end.Message != "")
 }
 
-func (e *env) plainRun(t *target) (string, string, bool) {
-	s := e.run(t, sessionSpec{})
+func (e *env) plainRun(ctx context.Context, t *target) (string, string, bool) {
+	s := e.run(ctx, t, sessionSpec{})
 	if got, ok := s.protocolOK(); !ok {
 		return got, "", false
 	}
@@ -426,8 +434,8 @@ func (e *env) plainRun(t *target) (string, string, bool) {
 	return "result " + clip(string(s.end.Output), 200), "", true
 }
 
-func (e *env) permissionAllowed(t *target) (string, string, bool) {
-	s := e.run(t, sessionSpec{})
+func (e *env) permissionAllowed(ctx context.Context, t *target) (string, string, bool) {
+	s := e.run(ctx, t, sessionSpec{})
 	if got, ok := s.protocolOK(); !ok {
 		return got, "", false
 	}
@@ -449,10 +457,10 @@ func (e *env) permissionAllowed(t *target) (string, string, bool) {
 	return fmt.Sprintf("%d call(s) allowed, each with its tool_result; then a result", len(s.asked)), "", true
 }
 
-func (e *env) changedArguments(t *target) (string, string, bool) {
+func (e *env) changedArguments(ctx context.Context, t *target) (string, string, bool) {
 	var mu sync.Mutex
 	originals := map[string][]string{} // request id → the string values asked
-	s := e.run(t, sessionSpec{decide: func(_ context.Context, ask *harnesskit.Ask) harnesskit.Decision {
+	s := e.run(ctx, t, sessionSpec{decide: func(_ context.Context, ask *harnesskit.Ask) harnesskit.Decision {
 		var args map[string]any
 		if json.Unmarshal(ask.Arguments, &args) != nil {
 			return harnesskit.Allow(nil)
@@ -495,15 +503,15 @@ func (e *env) changedArguments(t *target) (string, string, bool) {
 	return "the tool ran with the changed arguments: its tool_result shows them", "", true
 }
 
-func (e *env) denied(t *target) (string, string, bool) {
-	s := e.run(t, sessionSpec{decide: func(context.Context, *harnesskit.Ask) harnesskit.Decision {
+func (e *env) denied(ctx context.Context, t *target) (string, string, bool) {
+	s := e.run(ctx, t, sessionSpec{decide: func(context.Context, *harnesskit.Ask) harnesskit.Decision {
 		return harnesskit.Deny(DenyReason)
 	}})
 	return s.checkRefused("denied", "denied")
 }
 
-func (e *env) unlistedTool(t *target) (string, string, bool) {
-	s := e.run(t, sessionSpec{tools: []string{}})
+func (e *env) unlistedTool(ctx context.Context, t *target) (string, string, bool) {
+	s := e.run(ctx, t, sessionSpec{tools: []string{}})
 	if s.decided > 0 {
 		return fmt.Sprintf("the decider saw %d request(s) for unlisted tools", s.decided), "", false
 	}
@@ -530,9 +538,9 @@ func (s *session) checkRefused(what, how string) (string, string, bool) {
 	return how + "; " + s.describe(), "", true
 }
 
-func (e *env) maxSteps(t *target) (string, string, bool) {
+func (e *env) maxSteps(ctx context.Context, t *target) (string, string, bool) {
 	before := len(e.meter.Calls())
-	s := e.run(t, sessionSpec{maxSteps: 1, spendSteps: 1})
+	s := e.run(ctx, t, sessionSpec{maxSteps: 1, spendSteps: 1})
 	if got, ok := s.protocolOK(); !ok {
 		return got, "", false
 	}
@@ -554,10 +562,10 @@ func (e *env) maxSteps(t *target) (string, string, bool) {
 	return s.describe(), "", true
 }
 
-func (e *env) cancel(t *target) (string, string, bool) {
+func (e *env) cancel(ctx context.Context, t *target) (string, string, bool) {
 	var once sync.Once
 	cancelled := make(chan time.Time, 1)
-	s := e.run(t, sessionSpec{
+	s := e.run(ctx, t, sessionSpec{
 		// Hold every permission request until the session ends, so that the cancel lands while
 		// the harness is mid-session whatever it does first.
 		decide: func(ctx context.Context, _ *harnesskit.Ask) harnesskit.Decision {
@@ -570,7 +578,9 @@ func (e *env) cancel(t *target) (string, string, bool) {
 			}
 			once.Do(func() {
 				cancelled <- time.Now()
-				go sess.Cancel()
+				// Here, in the Sink: the end is decided before the harness's next line is read,
+				// so a harness that answers at once cannot outrun the cancel.
+				sess.Cancel()
 			})
 		},
 	})

@@ -36,8 +36,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
@@ -616,35 +617,27 @@ func Main(run Func) {
 // takeStdio keeps private handles on stdin and stdout for the protocol, then points file
 // descriptor 1 (and os.Stdout) at stderr and file descriptor 0 at /dev/null, so nothing else in
 // the process can corrupt the protocol. The private handles are close-on-exec: children do not
-// inherit them.
+// inherit them. unix.Dup2 is dup3 on Linux and dup2 on darwin: the same effect on both.
 func takeStdio() (in, out *os.File, err error) {
-	outFD, err := dupCloexec(1)
+	outFD, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	inFD, err := dupCloexec(0)
+	inFD, err := unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := syscall.Dup3(2, 1, 0); err != nil {
+	if err := unix.Dup2(2, 1); err != nil {
 		return nil, nil, err
 	}
 	os.Stdout = os.Stderr
-	null, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := syscall.Dup3(null, 0, 0); err != nil {
+	if err := unix.Dup2(null, 0); err != nil {
 		return nil, nil, err
 	}
-	syscall.Close(null)
+	unix.Close(null)
 	return os.NewFile(uintptr(inFD), "protocol-stdin"), os.NewFile(uintptr(outFD), "protocol-stdout"), nil
-}
-
-func dupCloexec(fd int) (int, error) {
-	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
-	if errno != 0 {
-		return -1, errno
-	}
-	return int(r), nil
 }

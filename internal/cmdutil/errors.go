@@ -9,6 +9,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // Exit codes, as the README states them.
@@ -41,12 +42,13 @@ func (e *FindingsError) Error() string { return e.Msg }
 func ExitCode(err error) int {
 	var usage *UsageError
 	var findings *FindingsError
+	var report *diag.ReportError
 	var apiErr *client.APIError
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &findings):
-		return ExitFindings
+	case errors.As(err, &findings), errors.As(err, &report):
+		return ExitFindings // a report: input the user gave has problems
 	case errors.As(err, &usage), errors.Is(err, prompt.ErrCancel):
 		return ExitUsage // as gh does for a cancelled prompt: the command was not carried out
 	case errors.As(err, &apiErr) && refused(apiErr.Status):

@@ -1,4 +1,4 @@
-// Package prompt asks a person for missing values with a charmbracelet/huh form. Commands take
+// Package prompt asks a person for missing values with a huh form (charm.land/huh/v2). Commands take
 // the Prompter interface so tests can answer without a terminal.
 package prompt
 
@@ -6,7 +6,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/charmbracelet/huh"
+	"charm.land/bubbles/v2/key"
+	"charm.land/huh/v2"
 )
 
 // ErrCancel is returned when a person backs out of a form; nothing was done.
@@ -61,7 +62,7 @@ func (Huh) Ask(questions []Question) error {
 		}
 		fields = append(fields, in)
 	}
-	err := huh.NewForm(huh.NewGroup(fields...)).Run()
+	err := newForm(huh.NewGroup(fields...)).Run()
 	if errors.Is(err, huh.ErrUserAborted) {
 		return ErrCancel
 	}
@@ -71,7 +72,7 @@ func (Huh) Ask(questions []Question) error {
 // Confirm asks a yes/no question.
 func (Huh) Confirm(title string) bool {
 	yes := false
-	if err := huh.NewConfirm().Title(title).Value(&yes).Run(); err != nil {
+	if err := newForm(huh.NewGroup(huh.NewConfirm().Title(title).Value(&yes))).WithShowHelp(false).Run(); err != nil {
 		return false
 	}
 	return yes
@@ -80,7 +81,7 @@ func (Huh) Confirm(title string) bool {
 // Approval asks which answer to give a waiting tool call.
 func (Huh) Approval(ctx context.Context, title string) (choice, reason string, ok bool) {
 	choice = "once"
-	form := huh.NewForm(
+	form := newForm(
 		huh.NewGroup(huh.NewSelect[string]().Title("Approve "+title+"?").Options(
 			huh.NewOption("approve this call", "once"),
 			huh.NewOption("approve it for the rest of this job", "job"),
@@ -99,4 +100,11 @@ func (Huh) Approval(ctx context.Context, title string) (choice, reason string, o
 		return "", "", false
 	}
 	return choice, reason, true
+}
+
+// newForm is a huh form that Esc backs out of as well as Ctrl-C (huh's default is Ctrl-C only).
+func newForm(groups ...*huh.Group) *huh.Form {
+	keys := huh.NewDefaultKeyMap()
+	keys.Quit = key.NewBinding(key.WithKeys("ctrl+c", "esc"))
+	return huh.NewForm(groups...).WithKeyMap(keys)
 }

@@ -132,7 +132,8 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		}
 		return nil, fmt.Errorf("the unlisted tool was not refused: %v", err)
 	},
-	// triage is the byo-agent template's agent in Go: a model call, a tool call, an answer.
+	// triage is the byo-agent template's agent in Go: a model call, a tool call, an answer. With
+	// ARG, it first appends its session request to the file ARG, as a JSON line.
 	"triage": triage,
 	// steps makes model calls until one fails, and answers with the error.
 	"steps": func(s *harness.Session, _ string) (any, error) {
@@ -146,7 +147,12 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 
 var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*\\s*(.*?)```")
 
-func triage(s *harness.Session, _ string) (any, error) {
+func triage(s *harness.Session, record string) (any, error) {
+	if record != "" {
+		if err := appendJSONLine(record, s.Request()); err != nil {
+			return nil, err
+		}
+	}
 	s.Say("Sorting the ticket. ")
 	prompt := "Sort this support ticket into one of the teams billing, technical, account, general, " +
 		"and answer with a JSON object with the keys \"team\" and \"reply\".\n\n<ticket>\n" +
@@ -185,6 +191,23 @@ func triage(s *harness.Session, _ string) (any, error) {
 		return nil, err
 	}
 	return answer.Team + ": " + answer.Reply, nil
+}
+
+// appendJSONLine appends v to the file name as one JSON line.
+func appendJSONLine(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // ---- misbehaving, by hand -----------------------------------------------------------------------
@@ -329,6 +352,42 @@ var rawModes = map[string]func(arg string){
 		}
 		fmt.Fprintln(os.Stderr, "the last line of stderr")
 		put(`{"type":"result","output":"flooded"}`)
+	},
+	// runsanyway asks to run notify_team, then runs it with its own arguments whatever the
+	// answer, and answers.
+	"runsanyway": func(string) {
+		req := readRequest()
+		put(`{"type":"say","text":"working"}`)
+		args, _ := json.Marshal(map[string]string{"team": "billing", "summary": req.Text})
+		put(`{"type":"permission_request","id":"p1","tool":"notify_team","arguments":` + string(args) + `}`)
+		if _, err := stdin.ReadLine(); err != nil {
+			os.Exit(0) // stdin closed: the session ended
+		}
+		result, _ := json.Marshal("told the billing team: " + req.Text)
+		put(`{"type":"tool_result","id":"p1","tool":"notify_team","result":`+string(result)+`}`,
+			`{"type":"result","output":"done"}`)
+	},
+	// deaf ignores SIGTERM. It asks to run notify_team and runs it with the arguments it is
+	// allowed, or not at all, and answers; when stdin closes before the answer, it hangs.
+	"deaf": func(string) {
+		signal.Ignore(syscall.SIGTERM)
+		readRequest()
+		put(`{"type":"say","text":"working"}`,
+			`{"type":"permission_request","id":"p1","tool":"notify_team","arguments":{"team":"billing","summary":"a ticket"}}`)
+		line, err := stdin.ReadLine()
+		if err != nil {
+			hang()
+		}
+		m, err := harnesskit.DecodeNodeMessage(line)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testharness: bad answer:", err)
+			os.Exit(4)
+		}
+		if p := m.(harnesskit.Permission); p.Allow {
+			result, _ := json.Marshal("ran with " + string(p.Arguments))
+			put(`{"type":"tool_result","id":"p1","tool":"notify_team","result":` + string(result) + `}`)
+		}
+		put(`{"type":"result","output":"done"}`)
 	},
 	// reuseid asks twice with the same id.
 	"reuseid": func(string) {

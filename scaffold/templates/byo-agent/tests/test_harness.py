@@ -114,8 +114,9 @@ class Run:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stdout: list[bytes] = []
         self.stderr: list[bytes] = []
-        for target in (self._pump, self._drain):
-            threading.Thread(target=target, daemon=True).start()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.stderr_reader = threading.Thread(target=self._drain, daemon=True)
+        self.stderr_reader.start()
 
     def _pump(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):
@@ -166,6 +167,10 @@ class Run:
         return code
 
     def log(self) -> str:
+        """The harness's stderr so far; all of it once the process has exited."""
+        if self.proc.poll() is not None:
+            # The reader may not have drained the pipe yet: wait for it to reach the end.
+            self.stderr_reader.join(timeout=TIMEOUT)
         return "\nstderr:\n" + b"".join(self.stderr).decode("utf-8", "replace")
 
     def kill(self) -> None:

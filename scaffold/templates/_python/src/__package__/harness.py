@@ -316,38 +316,68 @@ class Session:
         max_tokens: int = 1024,
         system: str | None = None,
     ) -> str:
-        """One model call through the node's LLM proxy (Anthropic's Messages API).
+        """One model call through the node's LLM proxy, in the format of the session's model
+        record: Anthropic's Messages API or OpenAI's Chat Completions (session.model.format).
 
         The system prompt is the agent's instructions unless `system` is given. `prompt` is the
-        user message, or a list of Messages API messages. Returns the text of the answer.
-        Counts toward limits.max_steps: past it, raises StepLimitExceeded without calling.
-        Raises ModelError when the call fails.
+        user message, or a list of messages in the record's format. Returns the text of the
+        answer. Counts toward limits.max_steps: past it, raises StepLimitExceeded without
+        calling. Raises ModelError when the call fails.
         """
-        base = os.environ.get("ANTHROPIC_BASE_URL", "").rstrip("/")
+        system = self.instructions if system is None else system
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        if self.model.format == "openai-chat":
+            if system:
+                messages = [{"role": "system", "content": system}, *messages]
+            answer = self._post(
+                "OPENAI", "/chat/completions",
+                {"model": self.model_name, "max_tokens": max_tokens, "messages": messages},
+                {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")},
+            )
+            choices = answer.get("choices")
+            message = choices[0].get("message") if isinstance(choices, list) and choices and \
+                isinstance(choices[0], dict) else None
+            if not isinstance(message, dict):
+                raise ModelError(f"the model API's answer has no message: {str(answer)[:200]}")
+            return str(message.get("content") or "")
+        body: dict[str, Any] = {"model": self.model_name, "max_tokens": max_tokens,
+                                "messages": messages}
+        if system:
+            body["system"] = system
+        answer = self._post(
+            "ANTHROPIC", "/v1/messages", body,
+            {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+             "anthropic-version": ANTHROPIC_VERSION},
+        )
+        content = answer.get("content")
+        if not isinstance(content, list):
+            raise ModelError(f"the model API's answer has no content: {str(answer)[:200]}")
+        return "".join(
+            block.get("text", "")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+
+    def _post(
+        self, provider: str, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> dict[str, Any]:
+        """POSTs one model call to {provider}_BASE_URL + path with the job's headers; returns
+        the answer's JSON object."""
+        base = os.environ.get(f"{provider}_BASE_URL", "").rstrip("/")
         if not base:
-            raise ModelError("ANTHROPIC_BASE_URL is not set: run the harness from a node "
+            raise ModelError(f"{provider}_BASE_URL is not set: run the harness from a node "
                              "(oz0 dev, oz0 plugin test) or set it to a model API")
         # Imported here, not at the top: urllib.request costs ~30 ms of every session's start-up.
         import urllib.error
         import urllib.request
 
         self._take_step()
-        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-        body: dict[str, Any] = {
-            "model": self.model_name,
-            "max_tokens": max_tokens,
-            "messages": messages,
-        }
-        system = self.instructions if system is None else system
-        if system:
-            body["system"] = system
         request = urllib.request.Request(
-            base + "/v1/messages",
+            base + path,
             data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
             method="POST",
             headers={
-                "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
-                "anthropic-version": ANTHROPIC_VERSION,
+                **headers,
                 "content-type": "application/json",
                 "accept": "application/json",
                 "Oz0-Job": self.job,
@@ -370,14 +400,9 @@ class Session:
         except ValueError:
             raise ModelError(f"the model API answered with something that is not JSON: "
                              f"{raw[:200]!r}") from None
-        content = answer.get("content") if isinstance(answer, dict) else None
-        if not isinstance(content, list):
-            raise ModelError(f"the model API's answer has no content: {str(answer)[:200]}")
-        return "".join(
-            block.get("text", "")
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
+        if not isinstance(answer, dict):
+            raise ModelError(f"the model API's answer is not an object: {str(answer)[:200]}")
+        return answer
 
     # -- tool calls --------------------------------------------------------------------------
 
@@ -415,7 +440,8 @@ class Session:
 
 
 def _error_message(err: Any) -> str:  # an urllib.error.HTTPError
-    """The provider's message from an error answer: Anthropic's shape has error.type, .message."""
+    """The provider's message from an error answer: both Anthropic's and OpenAI's shapes have
+    error.type and error.message."""
     try:
         raw = err.read()
     except (OSError, ValueError):

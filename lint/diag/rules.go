@@ -1,14 +1,4 @@
-package lint
-
-// Severity is how bad a finding is. Errors make oz0 plugin lint fail;
-// warnings are reported and do not.
-type Severity string
-
-// The severities.
-const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-)
+package diag
 
 // DocsURL is the page that documents every rule, one anchor per rule ID.
 const DocsURL = "https://github.com/orchestrator-zero/oz0/blob/main/docs/lint-rules.md"
@@ -95,7 +85,7 @@ var Rules = []Rule{
 	{
 		ID: "path-escape", Severity: Error,
 		Short:   "A path in the manifest or an agent is absolute or leaves the plugin directory.",
-		Help:    "The agents and skills directories, an agent's instructions and its input/output schema files are paths relative to the plugin directory: a plugin is installed as a unit, so an absolute path or one that climbs out with .. would not exist where it runs.",
+		Help:    "The agents and skills directories, an agent's instructions and its input/output schema files are paths relative to the plugin directory: a plugin is installed as a unit, so an absolute path or one that climbs out with .. would not exist where it runs. A symbolic link inside the plugin that leads outside it is refused the same way, wherever it is on the path (a prompt linked to /etc/passwd would otherwise become a model's system prompt); links that stay inside the plugin are fine.",
 		Example: "`instructions` must be a path inside the plugin, not `../shared/prompt.md`",
 		Fix:     "Move the file into the plugin and use a relative path.",
 	},
@@ -133,6 +123,20 @@ var Rules = []Rule{
 		Help:    "For a command whose program is python, python3 or pythonX.Y, the module after -m must exist under src/ (or at the top of the plugin, for a flat layout): a package directory with __main__.py (python -m runs a package's __main__), or a MODULE.py file. A dotted name a.b is looked up as a/b.",
 		Example: "harness `acme-triage` runs module `acme_triage`, but there is no src/acme_triage/__main__.py or src/acme_triage.py",
 		Fix:     "Create the module (the byo-agent template has src/NAME/__main__.py), or correct the command.",
+	},
+	{
+		ID: "command-missing", Severity: Error,
+		Short:   "A harness command runs a file that is not in the plugin.",
+		Help:    "The node runs a harness's command in the session's own empty working directory, and resolves against the plugin's directory the program when it is written as a path (./bin/agent) and the file an interpreter runs: node harness.mjs, deno run main.ts, bun run index.ts, python agent.py, bash run.sh. That file must exist in the plugin. Other arguments are passed as written.",
+		Example: "harness `shop` runs node `harness.mjs`, which is not a file of the plugin (it is resolved against the plugin's directory)",
+		Fix:     "Create the file, or correct the command; paths are relative to the plugin's directory.",
+	},
+	{
+		ID: "program-not-found", Severity: Warning,
+		Short:   "A harness command's program is not on this machine's PATH.",
+		Help:    "A bare program name (node, deno, my-agent) is looked up on the session's PATH. Python is not checked: the node runs the plugin's .venv python when there is one. A warning, since the machine that runs the plugin may have what this one lacks.",
+		Example: "harness `shop` runs `deno`, which is not on this machine's PATH",
+		Fix:     "Install the program, or write the command with a path inside the plugin.",
 	},
 	{
 		ID: "unknown-harness", Severity: Error,
@@ -231,6 +235,50 @@ var Rules = []Rule{
 		Help:    "Agent frameworks change fast, and a harness that passed oz0 plugin test yesterday can break with today's release. langgraph, langchain*, crewai, openai-agents, google-adk, strands-agents, agent-framework* and autogen* should be pinned to one version with == (or ===); a direct URL reference counts as pinned.",
 		Example: "`langgraph>=0.2` is not pinned; pin agent frameworks to one version with ==, e.g. langgraph==X.Y.Z",
 		Fix:     "Pin the version (uv add 'langgraph==X.Y.Z'), and update it deliberately.",
+	},
+	{
+		ID: "symlink-loop", Severity: Error,
+		Short:   "A symbolic link in the plugin loops.",
+		Help:    "A path the plugin names (the manifest, an agents or skills directory, a prompt, a schema file) goes through symbolic links that point at each other, so it leads nowhere. It is reported where the path is named, and not read.",
+		Example: "`agents` entry `agents/` is a symbolic link that loops",
+		Fix:     "Point the link at a real file or directory inside the plugin, or replace it with one.",
+	},
+	// Rules of the tenant's hooks file (oz0 dev --hooks; oz0 plugin lint --hooks). Its schema
+	// problems are reported under the general rules above.
+	{
+		ID: "duplicate-name", Severity: Error,
+		Short:   "Two hooks of a hooks file have the same name.",
+		Help:    "A hook's name is how the trace says who decided a call (hook:NAME), so names must be unique within the hooks file.",
+		Example: "hook name `redact` is used twice (first on line 8); names must be unique",
+		Fix:     "Rename or remove one of them.",
+	},
+	{
+		ID: "bad-glob", Severity: Error,
+		Short:   "A hook's match glob does not compile, or can never match.",
+		Help:    "Hooks see calls as <harness>.<tool> and match them with globs (* within a name, ** across the dot, [abc] classes). A glob that does not compile, or one without a dot that can never match <harness>.<tool>, is reported at the glob.",
+		Example: "`notify_team` never matches: hooks see calls as <harness>.<tool>; did you mean `*.notify_team`?",
+		Fix:     "Write the glob as <harness>.<tool>, e.g. acme-triage.notify_team or *.notify_team.",
+	},
+	{
+		ID: "bad-regex", Severity: Error,
+		Short:   "A hook's when/unless regular expression does not compile.",
+		Help:    "The regular expressions of a hook's when and unless conditions are Go RE2 syntax; one that does not compile is reported at its value.",
+		Example: "`^(legal|exec$` is not a valid regular expression (Go RE2 syntax): missing closing ): `^(legal|exec$`",
+		Fix:     "Correct the expression (RE2 has no lookaround or backreferences).",
+	},
+	{
+		ID: "bad-plugin", Severity: Error,
+		Short:   "A hook's plugin is not an executable file, or its environment is wrong.",
+		Help:    "A plugin hook's plugin is the path (relative to the hooks file) of an executable built with oz0's hook SDK. It must exist, be a regular file and be executable; its env keys must be environment variable names that oz0 does not set itself for the handshake.",
+		Example: "plugin `./hooks/policy` is not executable; chmod +x it",
+		Fix:     "Build the plugin, correct the path, or chmod +x it; rename a reserved env key.",
+	},
+	{
+		ID: "bad-duration", Severity: Error,
+		Short:   "A hook's timeout is not a duration between 1ms and 5m.",
+		Help:    "timeout is how long oz0 waits for a plugin hook's answer to one call: a Go duration (500ms, 2s, 1m) of at least 1ms and at most 5m. A hook that does not answer in time denies the call (hooks fail closed).",
+		Example: "`timeout` must be a duration such as 500ms, 2s or 1m, not `soon`",
+		Fix:     "Write a duration within the range.",
 	},
 }
 

@@ -1,4 +1,4 @@
-package node
+package jobspec
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package lint
+package diag
 
 import (
 	"bufio"
@@ -8,12 +8,18 @@ import (
 	"net/url"
 	"path"
 	"strings"
+)
 
-	"github.com/orchestrator-zero/oz0/schemas"
+// The output formats of Write.
+const (
+	FormatText   = "text"
+	FormatJSON   = "json"
+	FormatSARIF  = "sarif"
+	FormatGitHub = "github"
 )
 
 // Formats are the output formats of Write, the first the default.
-var Formats = []string{"text", "json", "sarif", "github"}
+var Formats = []string{FormatText, FormatJSON, FormatSARIF, FormatGitHub}
 
 // Write writes rep to w in format (one of Formats); toolVersion is oz0's
 // version, for SARIF ("" means "dev"):
@@ -33,13 +39,13 @@ func Write(w io.Writer, rep *Report, format, toolVersion string) error {
 	bw := bufio.NewWriter(w)
 	var err error
 	switch format {
-	case "text", "":
+	case FormatText, "":
 		err = writeText(bw, rep)
-	case "json":
+	case FormatJSON:
 		err = writeJSON(bw, rep)
-	case "sarif":
+	case FormatSARIF:
 		err = writeSARIF(bw, rep, toolVersion)
-	case "github":
+	case FormatGitHub:
 		err = writeGitHub(bw, rep)
 	default:
 		return fmt.Errorf("unknown format %q; use one of %s", format, strings.Join(Formats, ", "))
@@ -51,14 +57,8 @@ func Write(w io.Writer, rep *Report, format, toolVersion string) error {
 }
 
 func writeText(w io.Writer, rep *Report) error {
-	for _, f := range rep.Findings {
-		var err error
-		if f.Line > 0 {
-			_, err = fmt.Fprintf(w, "%s:%d:%d: %s %s %s\n", schemas.OneLine(rep.Path(f)), f.Line, max(f.Col, 1), f.Severity, f.Rule, schemas.OneLine(f.Message))
-		} else {
-			_, err = fmt.Fprintf(w, "%s: %s %s %s\n", schemas.OneLine(rep.Path(f)), f.Severity, f.Rule, schemas.OneLine(f.Message))
-		}
-		if err != nil {
+	for _, d := range rep.Diagnostics {
+		if _, err := io.WriteString(w, textLine(rep, d)+"\n"); err != nil {
 			return err
 		}
 	}
@@ -66,36 +66,20 @@ func writeText(w io.Writer, rep *Report) error {
 	return err
 }
 
-// Summary is the last line of the text format: "2 errors, 1 warning",
-// "1 error", "3 warnings" or "no problems".
-func Summary(rep *Report) string {
-	e, w := rep.Counts()
-	var parts []string
-	if e > 0 {
-		parts = append(parts, plural(e, "error"))
+// textLine is one diagnostic of the text format, without its newline.
+func textLine(rep *Report, d Diagnostic) string {
+	if d.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s %s %s", OneLine(rep.Path(d)), d.Line, max(d.Col, 1), d.Severity, d.Rule, OneLine(d.Message))
 	}
-	if w > 0 {
-		parts = append(parts, plural(w, "warning"))
-	}
-	if len(parts) == 0 {
-		return "no problems"
-	}
-	return strings.Join(parts, ", ")
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("%s: %s %s %s", OneLine(rep.Path(d)), d.Severity, d.Rule, OneLine(d.Message))
 }
 
 func writeJSON(w io.Writer, rep *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for _, f := range rep.Findings {
-		f.File = rep.Path(f)
-		if err := enc.Encode(f); err != nil {
+	for _, d := range rep.Diagnostics {
+		d.File = rep.Path(d)
+		if err := enc.Encode(d); err != nil {
 			return err
 		}
 	}
@@ -113,17 +97,20 @@ func escapeProperty(s string) string {
 }
 
 func writeGitHub(w io.Writer, rep *Report) error {
-	for _, f := range rep.Findings {
+	for _, d := range rep.Diagnostics {
 		cmd := "error"
-		if f.Severity == Warning {
+		if d.Severity == Warning {
 			cmd = "warning"
 		}
-		props := []string{"file=" + escapeProperty(rep.Path(f))}
-		if f.Line > 0 {
-			props = append(props, fmt.Sprintf("line=%d", f.Line), fmt.Sprintf("col=%d", max(f.Col, 1)))
+		props := []string{"file=" + escapeProperty(rep.Path(d))}
+		if d.Line > 0 {
+			props = append(props, fmt.Sprintf("line=%d", d.Line), fmt.Sprintf("col=%d", max(d.Col, 1)))
+			if d.EndLine > 0 {
+				props = append(props, fmt.Sprintf("endLine=%d", d.EndLine), fmt.Sprintf("endColumn=%d", d.EndCol))
+			}
 		}
-		props = append(props, "title="+escapeProperty(f.Rule))
-		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(f.Message)); err != nil {
+		props = append(props, "title="+escapeProperty(d.Rule))
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(d.Message)); err != nil {
 			return err
 		}
 	}
@@ -200,6 +187,8 @@ type sarifArtifact struct {
 type sarifRegion struct {
 	StartLine   int `json:"startLine"`
 	StartColumn int `json:"startColumn,omitempty"`
+	EndLine     int `json:"endLine,omitempty"`
+	EndColumn   int `json:"endColumn,omitempty"`
 }
 
 // InformationURI is the tool's home in SARIF output.
@@ -228,17 +217,21 @@ func writeSARIF(w io.Writer, rep *Report, version string) error {
 			DefaultConfiguration: sarifRuleConf{Level: sarifLevel(r.Severity)},
 		})
 	}
-	results := make([]sarifResult, 0, len(rep.Findings))
-	for _, f := range rep.Findings {
-		phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: sarifURI(rep.Path(f))}}
-		if f.Line > 0 {
-			phys.Region = &sarifRegion{StartLine: f.Line, StartColumn: max(f.Col, 1)}
+	results := make([]sarifResult, 0, len(rep.Diagnostics))
+	for _, d := range rep.Diagnostics {
+		phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: sarifURI(rep.Path(d))}}
+		if d.Line > 0 {
+			phys.Region = &sarifRegion{StartLine: d.Line, StartColumn: max(d.Col, 1), EndLine: d.EndLine, EndColumn: d.EndCol}
+		}
+		msg := d.Message
+		if d.Fix != "" {
+			msg += " Fix: " + d.Fix
 		}
 		results = append(results, sarifResult{
-			RuleID:    f.Rule,
-			RuleIndex: ruleIndex[f.Rule],
-			Level:     sarifLevel(f.Severity),
-			Message:   sarifText{Text: f.Message},
+			RuleID:    d.Rule,
+			RuleIndex: ruleIndex[d.Rule],
+			Level:     sarifLevel(d.Severity),
+			Message:   sarifText{Text: msg},
 			Locations: []sarifLocation{{PhysicalLocation: phys}},
 		})
 	}

@@ -1,4 +1,4 @@
-package lint
+package diag
 
 import (
 	"flag"
@@ -10,13 +10,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/lint-rules.md from the rule table")
 
-const docsFile = "../docs/lint-rules.md"
+const docsFile = "../../docs/lint-rules.md"
 
 const docsIntro = `# Lint rules
 
-<!-- Generated from the rule table in lint/rules.go by
-     go test ./lint -run TestDocs -update
-     Edit the table (or the intro in lint/docs_test.go), not this file. -->
+<!-- Generated from the rule table in lint/diag/rules.go by
+     go test ./lint/diag -run TestDocs -update
+     Edit the table (or the intro in lint/diag/docs_test.go), not this file. -->
 
 ` + "`oz0 plugin lint [DIR]`" + ` checks the plugin in DIR (default: the current directory):
 
@@ -33,6 +33,17 @@ for the author's coding agent, not one of the plugin's.
 
 Everything is reported in one pass: a broken file does not hide the findings of the others.
 
+The same loader serves ` + "`oz0 plugin test`" + `, ` + "`oz0 dev`" + ` and its hot reload: a plugin that lints clean
+is one they run, and they refuse one with errors, printing the same findings. Every path the plugin
+names must stay inside its directory, symbolic links resolved: a link inside the plugin is
+followed, one that leads out of it is a ` + "`path-escape`" + ` and one that loops a ` + "`symlink-loop`" + `,
+reported where the path is named, and neither is read.
+
+` + "`--fake-script FILE`" + ` and ` + "`--hooks FILE`" + ` (each repeatable) check a fake model script and a tenant's
+hooks file as well, in the same report and format. ` + "`oz0 fake-model serve`" + `, ` + "`oz0 dev`" + ` and
+` + "`oz0 plugin test`" + ` report a script or hooks file with problems the same way, in the text format on
+stderr, and exit 1.
+
 ## Severities and exit status
 
 Each rule has a severity, **error** or **warning**. ` + "`oz0 plugin lint`" + ` exits 0 when there is no error
@@ -45,7 +56,9 @@ at all (the directory does not exist, permission denied), 2 on a usage error.
 
 - ` + "`text`" + ` (the default): one line per finding, ` + "`path:line:col: severity rule message`" + ` (` + "`path: severity rule message`" + ` for a finding about a whole file), then a summary line:
   ` + "`2 errors, 1 warning`" + `, ` + "`1 warning`" + `, or ` + "`no problems`" + `.
-- ` + "`json`" + `: JSON lines, one object per finding: ` + "`{\"file\":…,\"line\":…,\"col\":…,\"severity\":…,\"rule\":…,\"message\":…}`" + `;
+- ` + "`json`" + `: JSON lines, one object per finding: ` + "`{\"file\":…,\"line\":…,\"col\":…,\"severity\":…,\"rule\":…,\"message\":…}`" + `,
+  with ` + "`end_line`" + ` and ` + "`end_col`" + ` (exclusive) when the end of the offending text is known (a key, a
+  plain value) and ` + "`fix`" + ` when there is a hint beyond the rule's;
   nothing when there are no findings.
 - ` + "`sarif`" + `: a SARIF 2.1.0 log for code scanning (GitHub's ` + "`upload-sarif`" + `), with every rule in
   ` + "`tool.driver.rules`" + ` (its help links to this page) and one result per finding.
@@ -108,10 +121,10 @@ func TestDocs(t *testing.T) {
 	}
 	got, err := os.ReadFile(docsFile)
 	if err != nil {
-		t.Fatalf("%v; run go test ./lint -run TestDocs -update", err)
+		t.Fatalf("%v; run go test ./lint/diag -run TestDocs -update", err)
 	}
 	if string(got) != want {
-		t.Errorf("%s is out of date; run go test ./lint -run TestDocs -update", docsFile)
+		t.Errorf("%s is out of date; run go test ./lint/diag -run TestDocs -update", docsFile)
 	}
 	for _, r := range Rules {
 		if !strings.Contains(string(got), "\n## "+r.ID+"\n") {

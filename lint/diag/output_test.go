@@ -1,4 +1,4 @@
-package lint
+package diag
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 func sampleReport() *Report {
 	return &Report{
 		Dir: "acme-triage",
-		Findings: []Finding{
+		Diagnostics: []Diagnostic{
 			{File: "agents/acme-triage.yaml", Line: 14, Col: 3, Severity: Error, Rule: "unknown-key", Message: "unknown key `tool` in `harness`; did you mean `tools`?"},
 			{File: "agents/x.yml", Severity: Warning, Rule: "ignored-file", Message: "agents/x.yml is ignored: agent definitions end in .yaml"},
 			{File: "oz0-plugin.yaml", Line: 2, Col: 7, Severity: Error, Rule: "invalid-value", Message: "100% wrong,\r\nreally: yes"},
@@ -43,7 +43,7 @@ func TestWriteText(t *testing.T) {
 	if got := write(t, &Report{Dir: "."}, "text"); got != "no problems\n" {
 		t.Errorf("empty: %q", got)
 	}
-	if got := write(t, &Report{Findings: []Finding{{File: "a", Severity: Warning, Rule: "ignored-file"}}}, ""); !strings.HasSuffix(got, "\n1 warning\n") {
+	if got := write(t, &Report{Diagnostics: []Diagnostic{{File: "a", Severity: Warning, Rule: "ignored-file"}}}, ""); !strings.HasSuffix(got, "\n1 warning\n") {
 		t.Errorf("one warning: %q", got)
 	}
 }
@@ -157,7 +157,7 @@ func TestWriteSARIF(t *testing.T) {
 	if len(res) != 3 {
 		t.Fatalf("%d results", len(res))
 	}
-	for i, f := range sampleReport().Findings {
+	for i, f := range sampleReport().Diagnostics {
 		r := res[i]
 		if r.RuleID != f.Rule || d.Rules[r.RuleIndex].ID != f.Rule || r.Level != string(f.Severity) || r.Message.Text != f.Message || len(r.Locations) != 1 {
 			t.Errorf("result %d: %+v", i, r)

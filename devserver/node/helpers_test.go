@@ -1,0 +1,235 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/devserver/node"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/plugin"
+)
+
+// testHarness is harnesskit's test harness, built once for the test process.
+var testHarness string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "node-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testHarness = filepath.Join(dir, "testharness")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	build := exec.Command(gobin, "build", "-o", testHarness, "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	code := 1
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot build the test harness: %v\n%s", err, out)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// The plugin of the tests: harness NAME runs the test harness in mode NAME; agent NAME runs on
+// harness NAME.
+const manifestHead = `apiVersion: oz0/v1
+name: shop
+version: 0.1.0
+runtime: binary
+agents: [agents/]
+harnesses:
+`
+
+// loadPlugin makes a plugin with a harness and an agent for each mode (the agent's YAML may add
+// to the agent definition), and loads it.
+func loadPlugin(t *testing.T, agents map[string]string) *plugin.Plugin {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{"prompts/p.md": "Sort the support ticket.\n"}
+	manifest := manifestHead
+	for mode, extra := range agents {
+		manifest += fmt.Sprintf("  - name: %s\n    command: [%q, %q]\n    permissions: true\n    tools: [notify_team]\n    formats: [anthropic-messages]\n", mode, testHarness, mode)
+		files["agents/"+mode+".yaml"] = fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\n%s", mode, mode, extra)
+	}
+	files["oz0-plugin.yaml"] = manifest
+	for name, data := range files {
+		full := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, rep, err := lint.Load(dir)
+	if err != nil {
+		t.Fatalf("%v\n%v", err, rep)
+	}
+	return p
+}
+
+type plugins []*plugin.Plugin
+
+func (p plugins) Plugins() []*plugin.Plugin { return p }
+
+type records []gateway.Record
+
+func (r records) Records() []gateway.Record { return r }
+
+// world is a node with a real store, the gateway and the fake model behind it.
+type world struct {
+	node    *node.Node
+	store   *store.Store
+	meter   *gateway.MemMeter
+	tempDir string
+}
+
+// newWorld starts a node over p; change, when given, edits its Config first. The node, the
+// servers and the store are closed at the end of the test, and the test fails if a session left
+// a process, a directory or a goroutine behind.
+func newWorld(t *testing.T, p *plugin.Plugin, change func(*node.Config)) *world {
+	t.Helper()
+	goroutines := runtime.NumGoroutine()
+	w := &world{meter: &gateway.MemMeter{}, tempDir: t.TempDir()}
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.store = st
+	upstream := httptest.NewServer(fakemodel.New(nil))
+	keys := gateway.NewMemResolver()
+	gw, err := gateway.New(gateway.Config{Resolver: keys, Meter: w.meter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwServer := httptest.NewServer(gw)
+	cfg := node.Config{
+		Store: st, Keys: keys, Gateway: gw, GatewayURL: gwServer.URL,
+		Plugins: plugins{p}, Records: records{gateway.FakeRecord(upstream.URL)},
+		TempDir: w.tempDir, Grace: 3 * time.Second,
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	w.node = node.New(cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := w.node.Close(ctx); err != nil {
+			t.Errorf("closing the node: %v", err)
+		}
+		gwServer.Close()
+		upstream.Close()
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+		if entries, _ := os.ReadDir(w.tempDir); len(entries) > 0 {
+			t.Errorf("the sessions left %d entries in their TempDir", len(entries))
+		}
+		if pids := harnessProcesses(); len(pids) > 0 {
+			t.Errorf("test harness processes are left: %v", pids)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > goroutines {
+			buf := make([]byte, 1<<20)
+			t.Errorf("goroutines: %d before the test, %d after:\n%s", goroutines, n, buf[:runtime.Stack(buf, true)])
+		}
+	})
+	return w
+}
+
+// submit starts a job that must be accepted.
+func (w *world) submit(t *testing.T, agent, input string) store.Job {
+	t.Helper()
+	j, err := w.node.Submit(agent, input)
+	if err != nil {
+		t.Fatalf("Submit(%s): %v", agent, err)
+	}
+	return j
+}
+
+// events follows a job's events until its end, telling each to seen (which may be nil) as it
+// comes; it returns them all and the job as it ended.
+func (w *world) events(t *testing.T, id string, seen func(store.Event)) ([]store.Event, store.Job) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sub, err := w.store.Subscribe(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var evs []store.Event
+	for ev := range sub.C {
+		evs = append(evs, ev)
+		if seen != nil {
+			seen(ev)
+		}
+	}
+	if err := sub.Err(); err != nil {
+		t.Fatalf("the job's stream ended with %v after %d events", err, len(evs))
+	}
+	j, err := w.store.GetJob(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs, j
+}
+
+// types lists the events' types, a status event as status:STATUS.
+func types(evs []store.Event) string {
+	var out []string
+	for _, e := range evs {
+		typ := e.Type
+		if typ == store.EventStatus {
+			var d struct{ Status string }
+			_ = json.Unmarshal(e.Data, &d)
+			typ += ":" + d.Status
+		}
+		out = append(out, typ)
+	}
+	return strings.Join(out, " ")
+}
+
+// harnessProcesses lists the live (not zombie) processes that run the test harness.
+func harnessProcesses() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.HasPrefix(cmdline, []byte(testHarness+"\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] != 'Z' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

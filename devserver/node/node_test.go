@@ -1,0 +1,184 @@
+package node_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/orchestrator-zero/oz0/devserver/node"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+)
+
+const ticket = "I was charged twice for my order"
+
+func TestJobSucceedsWithItsEventsInOrder(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"triage": ""}), nil)
+	j := w.submit(t, "triage", ticket)
+	if j.Agent != "triage" || j.Plugin != "shop" || j.InputText != ticket || string(j.Input) != `"`+ticket+`"` ||
+		j.ModelRecord != "fake" || j.ModelName != "fake-model" {
+		t.Errorf("job as made: %+v", j)
+	}
+	evs, end := w.events(t, j.ID, nil)
+	// No model_call: the dev server records those from the gateway's meter, not the node.
+	want := "status:queued status:running say permission_request permission_decision tool_result result status:succeeded"
+	if got := types(evs); got != want {
+		t.Errorf("events %s\nwant   %s", got, want)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) || e.Job != j.ID || (i > 0 && e.Time.Before(evs[i-1].Time)) {
+			t.Errorf("event %d: seq %d, job %s, time %v after %v", i, e.Seq, e.Job, e.Time, evs[max(i-1, 0)].Time)
+		}
+	}
+	var decision struct{ Decision, By, Tool string }
+	for _, e := range evs {
+		if e.Type == store.EventPermissionDecision {
+			_ = json.Unmarshal(e.Data, &decision)
+		}
+	}
+	if decision.Decision != "allow" || decision.By != "policy" || decision.Tool != "notify_team" {
+		t.Errorf("permission decision %+v: want allow by policy (the node's AllowListed)", decision)
+	}
+	var out string
+	if end.Status != store.StatusSucceeded || json.Unmarshal(end.Output, &out) != nil || !strings.HasPrefix(out, "billing: ") {
+		t.Errorf("job ended %s (%s) with %s", end.Status, end.Reason, end.Output)
+	}
+	if calls := w.meter.Job(j.ID); len(calls) != 1 || calls[0].Record != "fake" {
+		t.Errorf("model calls %+v: want one through the fake record", calls)
+	}
+}
+
+func TestFailingHarnessFailsTheJobWithItsReason(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"fail": "", "crash": ""}), nil)
+	for agent, reason := range map[string]string{
+		"fail":  "the ticket system is down",
+		"crash": "the harness exited with status 2 without a result or an error (rule 2)",
+	} {
+		evs, end := w.events(t, w.submit(t, agent, ticket).ID, nil)
+		if end.Status != store.StatusFailed || !strings.HasPrefix(end.Reason, reason) {
+			t.Errorf("%s: job ended %s: %q, want failed: %q", agent, end.Status, end.Reason, reason)
+		}
+		last := evs[len(evs)-2]
+		var d struct{ Message string }
+		if last.Type != store.EventError || json.Unmarshal(last.Data, &d) != nil || d.Message != end.Reason {
+			t.Errorf("%s: the event before the end is %s %s, want the error %q", agent, last.Type, last.Data, end.Reason)
+		}
+	}
+}
+
+func TestCancelEndsALiveJob(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"hang": ""}), nil)
+	if w.node.Cancel("job_unknown") {
+		t.Error("Cancel of a job the node does not run reported it live")
+	}
+	j := w.submit(t, "hang", ticket)
+	cancelled := false
+	_, end := w.events(t, j.ID, func(e store.Event) {
+		if e.Type == store.EventSay && !cancelled { // the harness is working: cancel it now
+			cancelled = true
+			if !w.node.Cancel(j.ID) {
+				t.Error("Cancel of a live job reported it not live")
+			}
+		}
+	})
+	if end.Status != store.StatusCancelled || end.Reason != "cancelled" {
+		t.Errorf("job ended %s: %q, want cancelled", end.Status, end.Reason)
+	}
+	if ids := w.node.Running(); len(ids) != 0 {
+		t.Errorf("running after the end: %v", ids)
+	}
+}
+
+func TestCloseInterruptsLiveJobsAndRefusesNewOnes(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"hang": ""}), nil)
+	j := w.submit(t, "hang", ticket)
+	closed := make(chan error, 1)
+	_, end := w.events(t, j.ID, func(e store.Event) {
+		if e.Type == store.EventSay {
+			go func() { closed <- w.node.Close(t.Context()) }()
+		}
+	})
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if end.Status != store.StatusInterrupted || end.Reason != "oz0 dev stopped while the job ran" {
+		t.Errorf("job ended %s: %q, want interrupted", end.Status, end.Reason)
+	}
+	if _, err := w.node.Submit("hang", ticket); !errors.Is(err, node.ErrClosed) {
+		t.Errorf("Submit after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestInputTheAgentDoesNotTakeMakesNoJob(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"echo": "input: {schema: {type: object, required: [order]}}\n"}), nil)
+	for input, want := range map[string]string{
+		ticket:          "agent echo takes JSON input, and this is not JSON: line 1, column 1: invalid character 'I' looking for beginning of value",
+		`{"note": "x"}`: "the input does not match agent echo's input schema: at /: missing property 'order'",
+	} {
+		_, err := w.node.Submit("echo", input)
+		var inErr *node.InputError
+		if !errors.As(err, &inErr) || err.Error() != want {
+			t.Errorf("Submit(%q): %v, want an InputError %q", input, err, want)
+		}
+	}
+	if jobs, err := w.store.ListJobs(store.ListFilter{}); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs made: %d (%v)", len(jobs), err)
+	}
+	// JSON it takes is the job's input, compacted, and the text as it came.
+	j := w.submit(t, "echo", "{\"order\": \"A-1\"}\n")
+	if string(j.Input) != `{"order":"A-1"}` || j.InputText != "{\"order\": \"A-1\"}\n" {
+		t.Errorf("input %s, text %q", j.Input, j.InputText)
+	}
+	w.events(t, j.ID, nil)
+}
+
+func TestUnknownAgent(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"ok": "", "echo": ""}), nil)
+	_, err := w.node.Submit("nope", ticket)
+	if !errors.Is(err, node.ErrUnknownAgent) || err.Error() != `unknown agent "nope"; the dev server runs: echo, ok` {
+		t.Errorf("Submit of an unknown agent: %v", err)
+	}
+}
+
+func TestOutputThatDoesNotMatchTheSchemaFailsTheJob(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"ok": "output: {schema: {type: object, required: [team]}}\n"}), nil)
+	evs, end := w.events(t, w.submit(t, "ok", ticket).ID, nil)
+	want := "the result does not match the agent's output schema: at /: got string, want object"
+	if end.Status != store.StatusFailed || end.Reason != want || end.Output != nil {
+		t.Errorf("job ended %s: %q with %s; want failed: %q", end.Status, end.Reason, end.Output, want)
+	}
+	if got := types(evs[len(evs)-3:]); got != "result error status:failed" {
+		t.Errorf("the job ends with %s: the result is kept, then the error", got)
+	}
+}
+
+// The dev server waits in BeforeEnd for the job's model calls still being metered: it must come
+// after the session has ended and before the job's end is recorded.
+func TestEndRecordedAfterBeforeEnd(t *testing.T) {
+	var w *world
+	var statusAtBeforeEnd store.Status
+	var callsAtBeforeEnd int
+	w = newWorld(t, loadPlugin(t, map[string]string{"triage": ""}), func(c *node.Config) {
+		c.BeforeEnd = func(job string) {
+			j, err := w.store.GetJob(job)
+			if err != nil {
+				t.Error(err)
+			}
+			statusAtBeforeEnd, callsAtBeforeEnd = j.Status, len(w.meter.Job(job))
+			// A model call metered late, as the dev server records it.
+			if _, err := w.store.Append(job, store.EventModelCall, json.RawMessage(`{"record":"fake","status":200,"step":1}`)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	evs, end := w.events(t, w.submit(t, "triage", ticket).ID, nil)
+	if statusAtBeforeEnd != store.StatusRunning || callsAtBeforeEnd != 1 {
+		t.Errorf("at BeforeEnd the job was %s with %d model call(s) metered; want running, 1", statusAtBeforeEnd, callsAtBeforeEnd)
+	}
+	if got := types(evs[len(evs)-3:]); end.Status != store.StatusSucceeded || got != "model_call result status:succeeded" {
+		t.Errorf("the job (%s) ends with %s: the model call metered in BeforeEnd must come before its end", end.Status, got)
+	}
+	if end.Usage.ModelCalls != 1 {
+		t.Errorf("usage %+v", end.Usage)
+	}
+}
