@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
-	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
 
@@ -67,7 +67,7 @@ func templatePlugin(tb testing.TB) string {
 
 func startServer(tb testing.TB, dirs ...string) (*Server, *client.Client) {
 	tb.Helper()
-	s, err := Start(context.Background(), Config{PluginDirs: dirs, Ephemeral: true, Poll: -1})
+	s, err := Start(Config{PluginDirs: dirs, Ephemeral: true, Poll: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -77,15 +77,15 @@ func startServer(tb testing.TB, dirs ...string) (*Server, *client.Client) {
 
 // runJob starts a job and follows it to its end; it returns the time to the first event the
 // harness wrote, the events seen and the job's final status.
-func runJob(ctx context.Context, c *client.Client, agent, input string, eachEvent func(store.Event)) (first time.Duration, events int, status store.Status, err error) {
+func runJob(ctx context.Context, c *client.Client, agent, input string, eachEvent func(apiv1.Event)) (first time.Duration, events int, status apiv1.Status, err error) {
 	start := time.Now()
-	j, err := c.CreateJob(ctx, client.JobRequest{Agent: agent, Input: input})
+	j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: agent, Input: input})
 	if err != nil {
 		return 0, 0, "", err
 	}
-	err = c.Events(ctx, j.ID, 0, func(ev store.Event) error {
+	err = c.Events(ctx, j.ID, 0, func(ev apiv1.Event) error {
 		events++
-		if first == 0 && ev.Type != store.EventStatus {
+		if first == 0 && ev.Type != apiv1.EventStatus {
 			first = time.Since(start)
 		}
 		if eachEvent != nil {
@@ -110,7 +110,7 @@ func median(d []time.Duration) time.Duration {
 func BenchmarkDevStart(b *testing.B) {
 	dir := templatePlugin(b)
 	for b.Loop() {
-		s, err := Start(context.Background(), Config{PluginDirs: []string{dir}, Ephemeral: true, Poll: -1})
+		s, err := Start(Config{PluginDirs: []string{dir}, Ephemeral: true, Poll: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func BenchmarkSubmitToFirstEvent(b *testing.B) {
 			var firsts []time.Duration
 			for b.Loop() {
 				first, _, st, err := runJob(context.Background(), c, tc.agent, "I was charged twice for my order", nil)
-				if err != nil || st != store.StatusSucceeded {
+				if err != nil || st != apiv1.StatusSucceeded {
 					b.Fatalf("job: %v %s", err, st)
 				}
 				firsts = append(firsts, first)
@@ -172,7 +172,7 @@ func BenchmarkConcurrentPythonJobs(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				_, _, st, err := runJob(context.Background(), c, "acme-triage", "I was charged twice for my order", nil)
-				if err != nil || st != store.StatusSucceeded {
+				if err != nil || st != apiv1.StatusSucceeded {
 					mu.Lock()
 					errs++
 					mu.Unlock()
@@ -213,11 +213,11 @@ func BenchmarkEventsThroughDevServer(b *testing.B) {
 	var line []byte
 	for b.Loop() {
 		start := time.Now()
-		_, events, st, err := runJob(context.Background(), c, "flood", "go", func(ev store.Event) {
+		_, events, st, err := runJob(context.Background(), c, "flood", "go", func(ev apiv1.Event) {
 			line = append(ev.AppendJSON(line[:0]), '\n') // as oz0 run --json prints it
 			_, _ = io.Discard.Write(line)
 		})
-		if err != nil || st != store.StatusSucceeded {
+		if err != nil || st != apiv1.StatusSucceeded {
 			b.Fatalf("job: %v %s", err, st)
 		}
 		if events < n {

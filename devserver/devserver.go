@@ -18,14 +18,15 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/api"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
-	"github.com/orchestrator-zero/oz0/devserver/client"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/hooks"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
@@ -34,7 +35,7 @@ import (
 // Config says what to serve.
 type Config struct {
 	PluginDirs []string // at least one
-	Addr       string   // loopback host:port; "" is 127.0.0.1:0 (a free port)
+	Addr       string   // loopback host:port; "" is 127.0.0.1:0 (a free port); Start refuses to serve off loopback
 	StateDir   string   // "" is <first plugin>/.oz0/dev
 	Ephemeral  bool     // state in a temporary directory, removed on Close
 	Version    string
@@ -61,37 +62,60 @@ type Server struct {
 	Token    string
 	StateDir string
 
-	store     *store.Store
-	secrets   *secrets.Store
-	gw        *gateway.Gateway
-	keys      *gateway.MemResolver
-	inflight  *inflight
-	inbox     *approvals.Inbox
-	hooks     Hooks
-	hookSet   *hooks.Set
-	hooksFile string
-	node      *node.Node
-	http      *http.Server
-	listener  net.Listener
-	plugins   atomic.Pointer[[]*plugin.Plugin]
-	records   *records
-	log       *slog.Logger
-	out       io.Writer
-	outMu     sync.Mutex
+	store       *store.Store
+	secrets     *secrets.Store
+	gw          *gateway.Gateway
+	fake        *fakemodel.Server
+	keys        *gateway.MemResolver
+	inflight    *inflight
+	inbox       *approvals.Inbox
+	hooks       Hooks
+	hookSet     *hooks.Set
+	hooksFile   string
+	node        *node.Node
+	http        *http.Server
+	listener    net.Listener
+	plugins     atomic.Pointer[[]*plugin.Plugin]
+	records     *records
+	interrupted []string // jobs marked interrupted at start-up, for the banner
+	log         *slog.Logger
+	out         io.Writer
+	outMu       sync.Mutex
 
+	undo      []func() error // what the steps of Start made, undone in reverse by Close
 	stopWatch chan struct{}
 	watchDone chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// StartError is a dev server that cannot start, for a reason the user can mend.
-type StartError struct{ Msg string }
+// ErrAgentConflict is wrapped by Start's error when two plugins have an agent of the same name.
+var ErrAgentConflict = errors.New("an agent name must be unique across the plugins oz0 dev serves")
 
-func (e *StartError) Error() string { return e.Msg }
+// Start starts a dev server, step by step; on error, what the steps made is undone and nothing
+// is left running. A plugin with lint errors or a hooks file with problems gives a
+// *diag.ReportError, and two plugins with an agent of the same name an error wrapping
+// ErrAgentConflict; every other error is the environment's (a busy port, a file that
+// cannot be read, a state directory that cannot be made or is in use).
+func Start(cfg Config) (_ *Server, err error) {
+	s := newServer(cfg)
+	defer func() {
+		if err != nil {
+			s.unwind()
+		}
+	}()
+	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.listen, s.startGateway, s.startNode, s.serveAPI} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	s.startWatch()
+	s.banner()
+	return s, nil
+}
 
-// Start starts a dev server. On error nothing is left running.
-func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
+// newServer fills in the defaults of cfg.
+func newServer(cfg Config) *Server {
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
 	}
@@ -104,141 +128,169 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Poll == 0 {
 		cfg.Poll = 300 * time.Millisecond
 	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
 	if len(cfg.PluginDirs) == 0 {
 		cfg.PluginDirs = []string{"."}
 	}
-	addr, err := loopbackAddr(cfg.Addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{cfg: cfg, out: cfg.Out, log: slog.New(slog.NewTextHandler(cfg.Log, nil)), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
-	var cleanups []func()
-	defer func() {
-		if err != nil {
-			for i := len(cleanups) - 1; i >= 0; i-- {
-				cleanups[i]()
-			}
-		}
-	}()
+	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(slog.NewTextHandler(cfg.Log, nil)), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
+}
 
-	// The plugins first: a plugin that does not lint is refused before anything is made.
+// loadPlugins loads and lints the plugins first: one that does not lint is refused before
+// anything is made.
+func (s *Server) loadPlugins() error {
 	var loaded []*plugin.Plugin
-	for _, dir := range cfg.PluginDirs {
+	for _, dir := range s.cfg.PluginDirs {
 		p, _, err := lint.Load(dir)
 		var re *diag.ReportError
 		if errors.As(err, &re) {
-			return nil, err // its findings are the reason; oz0 dev starts once it lints clean
+			return err // its findings are the reason; oz0 dev starts once it lints clean
 		}
 		if err != nil {
-			return nil, &StartError{Msg: fmt.Sprintf("cannot load the plugin in %s: %v", dir, err)}
+			return fmt.Errorf("cannot load the plugin in %s: %w", dir, err)
 		}
 		loaded = append(loaded, p)
 	}
 	if err := checkAgentNames(loaded); err != nil {
-		return nil, err
+		return err
 	}
 	s.plugins.Store(&loaded)
+	return nil
+}
 
-	s.StateDir = cfg.StateDir
+// openState opens the state directory: the job store, the secrets, the approvals inbox. What
+// was live when oz0 dev last stopped is marked interrupted.
+func (s *Server) openState() error {
+	s.StateDir = s.cfg.StateDir
 	switch {
-	case cfg.Ephemeral:
+	case s.cfg.Ephemeral:
 		dir, err := os.MkdirTemp("", "oz0-dev-")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.StateDir = dir
-		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		s.undo = append(s.undo, func() error { return os.RemoveAll(dir) })
 	case s.StateDir == "":
-		s.StateDir = filepath.Join(loaded[0].Dir, ".oz0", "dev")
+		s.StateDir = filepath.Join(s.Plugins()[0].Dir, ".oz0", "dev")
 	default:
 		// Absolute, for the banner and so the plugin watcher can tell it apart from the plugin.
-		if s.StateDir, err = filepath.Abs(s.StateDir); err != nil {
-			return nil, &StartError{Msg: fmt.Sprintf("--state-dir %s: %v", cfg.StateDir, err)}
+		abs, err := filepath.Abs(s.StateDir)
+		if err != nil {
+			return fmt.Errorf("--state-dir %s: %w", s.cfg.StateDir, err)
 		}
+		s.StateDir = abs
 	}
 	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
-		return nil, &StartError{Msg: fmt.Sprintf("cannot make the state directory %s: %v; choose another with --state-dir", s.StateDir, err)}
+		return fmt.Errorf("cannot make the state directory %s: %w; choose another with --state-dir", s.StateDir, err)
 	}
+	var err error
 	if s.store, err = store.Open(s.StateDir); err != nil {
-		return nil, &StartError{Msg: err.Error()}
+		return err
 	}
-	cleanups = append(cleanups, func() { s.store.Close() })
+	s.undo = append(s.undo, s.store.Close)
 	if s.secrets, err = secrets.Open(s.StateDir); err != nil {
-		return nil, &StartError{Msg: err.Error()}
+		return err
 	}
 	for _, w := range s.secrets.Warnings() {
 		s.say("warning: %s", w)
 	}
 	s.store.SetMasker(s.secrets.Masker())
-	interrupted, err := s.store.MarkInterrupted("oz0 dev stopped (or crashed) while the job was live")
-	if err != nil {
-		return nil, err
+	if s.interrupted, err = s.store.MarkInterrupted("oz0 dev stopped (or crashed) while the job was live"); err != nil {
+		return err
 	}
-	hooksFile := cfg.HooksFile
-	if hooksFile == "" {
-		hooksFile = filepath.Join(s.StateDir, hooks.FileName)
-	} else if _, err := os.Stat(hooksFile); err != nil {
-		return nil, &StartError{Msg: fmt.Sprintf("--hooks %s: %v", hooksFile, err)}
+	s.inbox = approvals.New(s.store)
+	_, err = s.inbox.Interrupt("oz0 dev stopped while it waited; its job was interrupted")
+	return err
+}
+
+// loadHooks loads the tenant's hooks: --hooks, else hooks.yaml in the state directory if there
+// is one.
+func (s *Server) loadHooks() error {
+	s.hooksFile = s.cfg.HooksFile
+	if s.hooksFile == "" {
+		s.hooksFile = filepath.Join(s.StateDir, hooks.FileName)
+	} else if _, err := os.Stat(s.hooksFile); err != nil {
+		return fmt.Errorf("--hooks: %w", err)
 	}
-	set, err := hooks.Load(hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
+	set, err := hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
 	var re *diag.ReportError
 	if errors.As(err, &re) {
-		return nil, err // its findings are the reason; oz0 dev starts once they are fixed
+		return err // its findings are the reason; oz0 dev starts once they are fixed
 	}
 	if err != nil {
-		return nil, &StartError{Msg: fmt.Sprintf("cannot load the hooks in %s: %v", hooksFile, err)}
+		return fmt.Errorf("cannot load the hooks in %s: %w", s.hooksFile, err)
 	}
-	cleanups = append(cleanups, func() { set.Close() })
-	s.hookSet, s.hooksFile = set, hooksFile
+	s.undo = append(s.undo, set.Close)
+	s.hookSet = set
 	if set.Len() > 0 {
 		s.hooks = hookSet{set}
 	}
-	s.inbox = approvals.New(s.store)
-	if _, err := s.inbox.Interrupt("oz0 dev stopped while it waited; its job was interrupted"); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
-	s.Token = client.NewToken()
-	fakeKey := "oz0f_" + strings.TrimPrefix(client.NewToken(), client.TokenPrefix)
-	script := cfg.FakeScript
+// listen takes the loopback port; everything is served on it.
+func (s *Server) listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w; choose another with --addr 127.0.0.1:PORT", s.cfg.Addr, err)
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return fmt.Errorf("the dev server listens on loopback only, not on %s; use --addr 127.0.0.1:PORT", ln.Addr())
+	}
+	s.listener = ln
+	s.undo = append(s.undo, func() error { ln.Close(); return nil }) // closed already once served
+	s.URL = "http://" + ln.Addr().String()
+	return nil
+}
+
+// startGateway makes the model gateway, with the tenant's provider records and the fake model
+// behind them.
+func (s *Server) startGateway() error {
+	s.Token = apiv1.NewToken()
+	// The fake model answers only the gateway, which holds its key as the fake record's secret.
+	fakeKey := "oz0f_" + strings.TrimPrefix(apiv1.NewToken(), apiv1.TokenPrefix)
+	script := s.cfg.FakeScript
 	if script == nil {
 		script = fakemodel.DefaultScript()
 	}
 	scriptCopy := *script
 	scriptCopy.RequireKey = fakeKey
-	fake := fakemodel.New(&scriptCopy)
+	s.fake = fakemodel.New(&scriptCopy)
 
-	s.listener, err = net.Listen("tcp", addr)
-	if err != nil {
-		return nil, &StartError{Msg: fmt.Sprintf("cannot listen on %s: %v; choose another with --addr 127.0.0.1:PORT", addr, err)}
-	}
-	cleanups = append(cleanups, func() { s.listener.Close() })
-	s.URL = "http://" + s.listener.Addr().String()
-
-	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", cfg.Getenv)
+	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", s.cfg.Getenv)
 	s.keys = gateway.NewMemResolver()
 	s.inflight = newInflight(s.keys)
+	var err error
 	s.gw, err = gateway.New(gateway.Config{
 		Resolver: s.inflight,
 		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
 		Meter:    gateway.MeterFunc(s.meter),
 		Logger:   s.log.With("part", "gateway"),
 	})
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
+
+// startNode makes the node that runs the jobs; Close drains it before anything else goes.
+func (s *Server) startNode() error {
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
 		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
 	})
+	return nil
+}
+
+// serveAPI serves the control API, the gateway and the fake model on the port.
+func (s *Server) serveAPI() error {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log, Inbox: s.inbox,
 	}))
 	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
-	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", fake)))
+	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	go func() {
@@ -246,41 +298,55 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.log.Error("serve", "err", err)
 		}
 	}()
-	if cfg.Poll > 0 {
+	s.undo = append(s.undo, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.http.Close()
+		}
+		return nil
+	})
+	return nil
+}
+
+// startWatch starts the watcher that reloads a plugin when its files change.
+func (s *Server) startWatch() {
+	if s.cfg.Poll > 0 {
 		go s.watch()
 	} else {
 		close(s.watchDone)
 	}
-	s.banner(loaded, interrupted)
-	return s, nil
 }
 
 // Context is the value of OZ0_CONTEXT for this server.
-func (s *Server) Context() client.Context { return client.Context{URL: s.URL, Token: s.Token} }
+func (s *Server) Context() apiv1.Context { return apiv1.Context{URL: s.URL, Token: s.Token} }
 
 // Plugins are the plugins as loaded now.
 func (s *Server) Plugins() []*plugin.Plugin { return *s.plugins.Load() }
 
-// Close stops the server: running jobs are interrupted, the store is closed.
+// Close stops the server. First it drains: the watcher stops and the node interrupts the running
+// jobs, whose end reaches their live streams while the API still serves them. Then what Start's
+// steps made is undone in reverse: the API stops, the hooks and the store close, an ephemeral
+// state directory goes.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopWatch)
 		<-s.watchDone
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		nodeErr := s.node.Close(ctx)
-		s.hookSet.Close()
-		shutCtx, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel2()
-		if err := s.http.Shutdown(shutCtx); err != nil {
-			s.http.Close()
-		}
-		s.closeErr = errors.Join(nodeErr, s.store.Close())
-		if s.cfg.Ephemeral {
-			os.RemoveAll(s.StateDir)
-		}
+		s.closeErr = errors.Join(s.node.Close(ctx), s.unwind())
 	})
 	return s.closeErr
+}
+
+// unwind undoes what Start's steps made, last first.
+func (s *Server) unwind() error {
+	var errs []error
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		errs = append(errs, s.undo[i]())
+	}
+	s.undo = nil
+	return errors.Join(errs...)
 }
 
 func (s *Server) say(format string, args ...any) {
@@ -314,7 +380,7 @@ func (s *Server) meter(c gateway.Call) {
 	if c.Error != "" {
 		d["error"] = c.Error
 	}
-	b, err := jsonMarshal(d)
+	b, err := jsonutil.Marshal(d)
 	if err == nil {
 		_, err = s.store.Append(c.Job, store.EventModelCall, b)
 	}
@@ -324,12 +390,12 @@ func (s *Server) meter(c gateway.Call) {
 }
 
 // info describes the server for `oz0 run` and the banner.
-func (s *Server) info() client.Info {
-	i := client.Info{Version: s.cfg.Version, StateDir: s.StateDir}
+func (s *Server) info() apiv1.Info {
+	i := apiv1.Info{Version: s.cfg.Version, StateDir: s.StateDir}
 	recs := s.records.Records()
 	for _, p := range s.Plugins() {
 		for _, a := range p.Agents {
-			ai := client.AgentInfo{Name: a.Name, Plugin: p.Manifest.Name, Harness: a.HarnessName(), Input: a.Input.Kind}
+			ai := apiv1.AgentInfo{Name: a.Name, Plugin: p.Manifest.Name, Harness: a.HarnessName(), Input: a.Input.Kind}
 			var formats []gateway.Format
 			if h := p.Harness(a.HarnessName()); h != nil {
 				for _, f := range h.Formats {
@@ -350,9 +416,9 @@ func (s *Server) info() client.Info {
 	return i
 }
 
-func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string) {
+func (s *Server) banner() {
 	var names []string
-	for _, p := range loaded {
+	for _, p := range s.Plugins() {
 		names = append(names, fmt.Sprintf("%s (%s)", p.Manifest.Name, p.Dir))
 	}
 	s.say("oz0 dev: a dev server and a node with %s", strings.Join(names, ", "))
@@ -373,29 +439,11 @@ func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string) {
 	if n := s.hookSet.Len(); n > 0 {
 		s.say("  hooks   %d from %s: %s", n, s.hooksFile, strings.Join(s.hookSet.Names(), ", "))
 	}
-	if len(interrupted) > 0 {
-		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(interrupted))
+	if len(s.interrupted) > 0 {
+		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(s.interrupted))
 	}
-	s.say("export %s=%s", client.ContextEnv, s.Context())
+	s.say("export %s=%s", apiv1.ContextEnv, s.Context())
 	s.say("ready in %d ms", time.Since(s.cfg.Started).Milliseconds())
-}
-
-// loopbackAddr checks that addr is a loopback address and fills in the defaults.
-func loopbackAddr(addr string) (string, error) {
-	if addr == "" {
-		return "127.0.0.1:0", nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", &StartError{Msg: fmt.Sprintf("--addr %q is not host:port; use 127.0.0.1:PORT", addr)}
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	if !client.IsLoopbackHost(host) {
-		return "", &StartError{Msg: fmt.Sprintf("--addr %q is not a loopback address: the dev server listens on loopback only; use 127.0.0.1:PORT", addr)}
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 func checkAgentNames(ps []*plugin.Plugin) error {
@@ -403,7 +451,7 @@ func checkAgentNames(ps []*plugin.Plugin) error {
 	for _, p := range ps {
 		for _, a := range p.Agents {
 			if other, ok := seen[a.Name]; ok {
-				return &StartError{Msg: fmt.Sprintf("agent %s is in both %s and %s; an agent name must be unique across the plugins oz0 dev serves", a.Name, other, p.Manifest.Name)}
+				return fmt.Errorf("agent %s is in both %s and %s; %w", a.Name, other, p.Manifest.Name, ErrAgentConflict)
 			}
 			seen[a.Name] = p.Manifest.Name
 		}

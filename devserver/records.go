@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 )
@@ -137,16 +137,16 @@ func (r *records) Set(name, value, baseURL string) error {
 }
 
 // List lists the secrets with the provider overrides.
-func (r *records) List() ([]client.SecretMeta, error) {
+func (r *records) List() ([]apiv1.SecretMeta, error) {
 	list, err := r.secrets.List()
 	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]client.SecretMeta, len(list))
+	out := make([]apiv1.SecretMeta, len(list))
 	for i, m := range list {
-		out[i] = client.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.baseURL(m.Name)}
+		out[i] = apiv1.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.baseURL(m.Name)}
 	}
 	return out, nil
 }

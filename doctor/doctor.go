@@ -14,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
@@ -176,9 +177,9 @@ func checkUV(ctx context.Context, env Env) Result {
 
 func checkDevServer(ctx context.Context, env Env) Result {
 	r := Result{Check: "dev server"}
-	raw := env.Getenv(client.ContextEnv)
+	raw := env.Getenv(apiv1.ContextEnv)
 	if raw == "" {
-		r.Level, r.Detail = Warn, client.ContextEnv+" is not set: oz0 run, job and secret need a running dev server"
+		r.Level, r.Detail = Warn, apiv1.ContextEnv+" is not set: oz0 run, job and secret need a running dev server"
 		r.Mend = "start oz0 dev in the plugin and export the OZ0_CONTEXT line it prints"
 		return r
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // MaxLine is the longest line the protocol allows: 8 MiB, the "\n" included.
@@ -171,8 +173,7 @@ type Writer struct {
 // NewWriter returns a Writer to w.
 func NewWriter(w io.Writer) *Writer {
 	wr := &Writer{w: w, limit: MaxLine}
-	wr.enc = json.NewEncoder(&wr.buf)
-	wr.enc.SetEscapeHTML(false)
+	wr.enc = jsonutil.NewEncoder(&wr.buf)
 	return wr
 }
 

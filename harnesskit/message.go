@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Protocol is the version of the harness protocol this package speaks.
@@ -316,15 +318,7 @@ func (m Unknown) MarshalJSON() ([]byte, error) {
 func Encode(m Message) ([]byte, error) { return marshal(m) }
 
 // marshal is json.Marshal without HTML escaping.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+var marshal = jsonutil.Marshal
 
 // ---- decoding ---------------------------------------------------------------------------------
 

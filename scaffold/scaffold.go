@@ -5,7 +5,6 @@ package scaffold
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Template is one entry of the catalogue.
@@ -176,13 +177,8 @@ var funcs = template.FuncMap{
 	// quote renders a string as a double-quoted JSON string, which YAML, TOML and Python all
 	// read as the same string.
 	"quote": func(s string) (string, error) {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			return "", err
-		}
-		return strings.TrimSuffix(buf.String(), "\n"), nil
+		b, err := jsonutil.Marshal(s)
+		return string(b), err
 	},
 }
 

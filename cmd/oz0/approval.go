@@ -3,155 +3,257 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
-	"github.com/orchestrator-zero/oz0/devserver/render"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/render"
 )
 
 func newCmdApproval(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "approval <command>",
-		Short: "The approvals inbox: tool calls waiting for a person",
-		Long: `A tool in an agent's harness.requires_approval, or one a hook asks about, waits here for a
+	return groupCmd("approval <command>", "The approvals inbox: tool calls waiting for a person",
+		`A tool in an agent's harness.requires_approval, or one a hook asks about, waits here for a
 person, for as long as it takes (the wait does not count toward the job's timeout). Approve it
 once, for the rest of its job, or always (a rule for its <harness>.<tool>, until revoked); or deny
 it with a reason, which reaches the harness and so the model.`,
-		Example: `  oz0 approval list
+		`  oz0 approval list
   oz0 approval approve apr_abc123
   oz0 approval approve apr_abc123 --scope always
   oz0 approval deny apr_abc123 --reason "billing is told by a person"
   oz0 approval rules
   oz0 approval revoke rule_abc123`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	ctx := context.Background()
-	out := f.IOStreams.Out
+		newCmdApprovalList(f, nil), newCmdApprovalApprove(f, nil), newCmdApprovalDeny(f, nil),
+		newCmdApprovalRules(f, nil), newCmdApprovalRevoke(f, nil))
+}
 
-	var listJSON, all bool
-	list := &cobra.Command{
+type approvalListOptions struct {
+	clientOptions
+	All  bool
+	JSON bool
+}
+
+func newCmdApprovalList(f *cmdutil.Factory, runF func(*approvalListOptions) error) *cobra.Command {
+	opts := &approvalListOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List the approvals waiting for a person",
 		Example: "  oz0 approval list\n  oz0 approval list --all --json",
 		Args:    noArgs,
-		RunE: withClient(f, func(c *client.Client, _ []string) error {
-			list, err := c.Approvals(ctx, all)
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
 			}
-			if listJSON {
-				return writeJSONLines(out, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(f.IOStreams.ErrOut, "no approvals waiting")
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APPROVAL\tJOB\tCALL\tARGUMENTS\tWHY\tSINCE\tSTATUS")
-			for _, a := range list {
-				status := string(a.Status)
-				if a.Reason != "" {
-					status += ": " + a.Reason
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Job, a.Target(), clipLine(render.CompactJSON(a.Arguments), 60), a.Why, a.CreatedAt.Local().Format(time.DateTime), status)
-			}
-			return tw.Flush()
-		}),
+			return approvalListRun(cmd.Context(), opts)
+		},
 	}
-	list.Flags().BoolVar(&listJSON, "json", false, "print JSON lines")
-	list.Flags().BoolVar(&all, "all", false, "also the answered, withdrawn and interrupted ones")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "also the answered, withdrawn and interrupted ones")
+	return cmd
+}
 
-	var scope string
-	approve := &cobra.Command{
+func approvalListRun(ctx context.Context, opts *approvalListOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	list, err := c.Approvals(ctx, opts.All)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSONLines(opts.IO.Out, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no approvals waiting")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APPROVAL\tJOB\tCALL\tARGUMENTS\tWHY\tSINCE\tSTATUS")
+	for _, a := range list {
+		status := string(a.Status)
+		if a.Reason != "" {
+			status += ": " + a.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Job, a.Target(), clipLine(render.CompactJSON(a.Arguments), 60), a.Why, a.CreatedAt.Local().Format(time.DateTime), status)
+	}
+	return tw.Flush()
+}
+
+var approvalScopes = []string{apiv1.ScopeOnce, apiv1.ScopeJob, apiv1.ScopeAlways}
+
+type approvalApproveOptions struct {
+	clientOptions
+	ID    string
+	Scope string
+}
+
+func newCmdApprovalApprove(f *cmdutil.Factory, runF func(*approvalApproveOptions) error) *cobra.Command {
+	opts := &approvalApproveOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:     "approve ID",
 		Short:   "Approve a waiting tool call: once, for the rest of its job, or always",
 		Example: "  oz0 approval approve apr_abc123\n  oz0 approval approve apr_abc123 --scope job",
 		Args:    argsBetween(1, 1, "one approval ID"),
-		RunE: withClient(f, func(c *client.Client, args []string) error {
-			a, rule, err := c.Approve(ctx, args[0], scope)
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if !slices.Contains(approvalScopes, opts.Scope) {
+				return cmdutil.Usagef("unknown --scope %q; choose once, job or always", opts.Scope)
 			}
-			switch a.Scope {
-			case "job":
-				fmt.Fprintf(out, "approved %s: %s, and its other calls for the rest of job %s\n", a.ID, a.Target(), a.Job)
-			case "always":
-				fmt.Fprintf(out, "approved %s: %s, always (rule %s; oz0 approval revoke %s to stop)\n", a.ID, a.Target(), rule.ID, rule.ID)
-			default:
-				fmt.Fprintf(out, "approved %s: %s, this call\n", a.ID, a.Target())
+			if runF != nil {
+				return runF(opts)
 			}
-			return nil
-		}),
+			return approvalApproveRun(cmd.Context(), opts)
+		},
 	}
-	approve.Flags().StringVar(&scope, "scope", "once", "once, job (the rest of this job) or always (a rule for this <harness>.<tool>)")
-	_ = approve.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"once", "job", "always"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVar(&opts.Scope, "scope", apiv1.ScopeOnce, "once, job (the rest of this job) or always (a rule for this <harness>.<tool>)")
+	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions(approvalScopes, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
 
-	var reason string
-	deny := &cobra.Command{
+func approvalApproveRun(ctx context.Context, opts *approvalApproveOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	a, rule, err := c.Approve(ctx, opts.ID, opts.Scope)
+	if err != nil {
+		return err
+	}
+	out := opts.IO.Out
+	switch {
+	case a.Scope == apiv1.ScopeJob:
+		fmt.Fprintf(out, "approved %s: %s, and its other calls for the rest of job %s\n", a.ID, a.Target(), a.Job)
+	case a.Scope == apiv1.ScopeAlways && rule != nil:
+		fmt.Fprintf(out, "approved %s: %s, always (rule %s; oz0 approval revoke %s to stop)\n", a.ID, a.Target(), rule.ID, rule.ID)
+	default:
+		fmt.Fprintf(out, "approved %s: %s, this call\n", a.ID, a.Target())
+	}
+	return nil
+}
+
+type approvalDenyOptions struct {
+	clientOptions
+	ID     string
+	Reason string
+}
+
+func newCmdApprovalDeny(f *cmdutil.Factory, runF func(*approvalDenyOptions) error) *cobra.Command {
+	opts := &approvalDenyOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:     "deny ID --reason R",
 		Short:   "Deny a waiting tool call; the reason reaches the model",
 		Example: `  oz0 approval deny apr_abc123 --reason "billing is told by a person"`,
 		Args:    argsBetween(1, 1, "one approval ID"),
-		RunE: withClient(f, func(c *client.Client, args []string) error {
-			if reason == "" {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if opts.Reason == "" {
 				return cmdutil.Usagef("a denial needs --reason \"...\": the harness, and so the model, reads it")
 			}
-			a, err := c.Deny(ctx, args[0], reason)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			fmt.Fprintf(out, "denied %s: %s (%s)\n", a.ID, a.Target(), a.Reason)
-			return nil
-		}),
+			return approvalDenyRun(cmd.Context(), opts)
+		},
 	}
-	deny.Flags().StringVar(&reason, "reason", "", "why, for the model to read")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, for the model to read")
+	return cmd
+}
 
-	var rulesJSON bool
-	rules := &cobra.Command{
+func approvalDenyRun(ctx context.Context, opts *approvalDenyOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	a, err := c.Deny(ctx, opts.ID, opts.Reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "denied %s: %s (%s)\n", a.ID, a.Target(), a.Reason)
+	return nil
+}
+
+type approvalRulesOptions struct {
+	clientOptions
+	JSON bool
+}
+
+func newCmdApprovalRules(f *cmdutil.Factory, runF func(*approvalRulesOptions) error) *cobra.Command {
+	opts := &approvalRulesOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:     "rules",
 		Short:   "List the always rules: calls approved without asking",
 		Example: "  oz0 approval rules",
 		Args:    noArgs,
-		RunE: withClient(f, func(c *client.Client, _ []string) error {
-			rules, err := c.Rules(ctx)
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
 			}
-			if rulesJSON {
-				return writeJSONLines(out, rules)
-			}
-			if len(rules) == 0 {
-				fmt.Fprintln(f.IOStreams.ErrOut, "no rules: every call that needs a person asks")
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RULE\tCALL\tFROM\tSINCE")
-			for _, r := range rules {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Approval, r.CreatedAt.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
-		}),
+			return approvalRulesRun(cmd.Context(), opts)
+		},
 	}
-	rules.Flags().BoolVar(&rulesJSON, "json", false, "print JSON lines")
-	revoke := &cobra.Command{
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	return cmd
+}
+
+func approvalRulesRun(ctx context.Context, opts *approvalRulesOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	rules, err := c.Rules(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSONLines(opts.IO.Out, rules)
+	}
+	if len(rules) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no rules: every call that needs a person asks")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tCALL\tFROM\tSINCE")
+	for _, r := range rules {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Approval, r.CreatedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+type approvalRevokeOptions struct {
+	clientOptions
+	Rule string // its id or its <harness>.<tool>
+}
+
+func newCmdApprovalRevoke(f *cmdutil.Factory, runF func(*approvalRevokeOptions) error) *cobra.Command {
+	opts := &approvalRevokeOptions{clientOptions: newClientOptions(f)}
+	return &cobra.Command{
 		Use:     "revoke RULE",
 		Short:   "Revoke an always rule (by its id or its <harness>.<tool>)",
 		Example: "  oz0 approval revoke rule_abc123\n  oz0 approval revoke acme-triage.notify_team",
 		Args:    argsBetween(1, 1, "one RULE"),
-		RunE: withClient(f, func(c *client.Client, args []string) error {
-			r, err := c.RevokeRule(ctx, args[0])
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Rule = args[0]
+			if runF != nil {
+				return runF(opts)
 			}
-			fmt.Fprintf(out, "revoked %s: %s asks a person again\n", r.ID, r.Target)
-			return nil
-		}),
+			return approvalRevokeRun(cmd.Context(), opts)
+		},
 	}
-	cmd.AddCommand(list, approve, deny, rules, revoke)
-	return cmd
+}
+
+func approvalRevokeRun(ctx context.Context, opts *approvalRevokeOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	r, err := c.RevokeRule(ctx, opts.Rule)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "revoked %s: %s asks a person again\n", r.ID, r.Target)
+	return nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/internal/client"
 )
 
 func init() { scriptCmds["waitapproval"] = cmdWaitApproval }

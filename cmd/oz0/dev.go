@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -14,9 +13,14 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
 )
 
 type devOptions struct {
+	IO      *iostreams.IOStreams
+	Version string
+	Getenv  func(string) string
+
 	Plugins    []string
 	Addr       string
 	StateDir   string
@@ -26,8 +30,8 @@ type devOptions struct {
 	Hooks      string
 }
 
-func newCmdDev(f *cmdutil.Factory) *cobra.Command {
-	opts := &devOptions{}
+func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
+	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a dev server and a node with the plugin, offline",
@@ -41,7 +45,20 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
   oz0 dev --plugin ./acme-triage --addr 127.0.0.1:7311
   oz0 dev --ephemeral            # state in a temporary directory, gone when it stops`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runDev(f, opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Ephemeral && opts.StateDir != "" {
+				return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
+			}
+			addr, err := loopbackAddr(opts.Addr)
+			if err != nil {
+				return err
+			}
+			opts.Addr = addr
+			if runF != nil {
+				return runF(opts)
+			}
+			return devRun(cmd.Context(), opts)
+		},
 	}
 	cmd.Flags().StringArrayVar(&opts.Plugins, "plugin", nil, "a plugin directory to serve (repeatable; default: the current directory)")
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "the loopback address to listen on (port 0: a free one)")
@@ -53,10 +70,14 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	return cmd
 }
 
-func runDev(f *cmdutil.Factory, opts *devOptions) error {
+func devRun(ctx context.Context, opts *devOptions) error {
 	started := time.Now()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	ready := readyFile(opts.ReadyFile)
+	if err := ready.clear(); err != nil {
+		return err
+	}
 	var script *fakemodel.Script
 	if opts.FakeScript != "" {
 		var err error
@@ -64,34 +85,28 @@ func runDev(f *cmdutil.Factory, opts *devOptions) error {
 			return err
 		}
 	}
-	if opts.Ephemeral && opts.StateDir != "" {
-		return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
-	}
-	srv, err := devserver.Start(ctx, devserver.Config{
+	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
-		Version: f.Version, FakeScript: script, Out: f.IOStreams.Out, Log: f.IOStreams.ErrOut, Started: started,
-		Getenv: f.Getenv, HooksFile: opts.Hooks,
+		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, Started: started,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks,
 	})
-	var startErr *devserver.StartError
-	if errors.As(err, &startErr) {
-		return &cmdutil.FindingsError{Msg: startErr.Msg}
+	if errors.Is(err, devserver.ErrAgentConflict) {
+		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together
 	}
 	if err != nil {
 		return err
 	}
-	if opts.ReadyFile != "" {
-		if err := writeFileAtomic(opts.ReadyFile, []byte(srv.Context().String()+"\n")); err != nil {
-			srv.Close()
-			return err
-		}
-		defer os.Remove(opts.ReadyFile)
+	if err := ready.write(srv.Context().String()); err != nil {
+		srv.Close()
+		return err
 	}
+	defer ready.remove()
 	<-ctx.Done()
 	stop()
-	fmt.Fprintln(f.IOStreams.Out, "oz0 dev: stopping; running jobs are interrupted")
+	fmt.Fprintln(opts.IO.Out, "oz0 dev: stopping; running jobs are interrupted")
 	if err := srv.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintln(f.IOStreams.Out, "oz0 dev: stopped")
+	fmt.Fprintln(opts.IO.Out, "oz0 dev: stopped")
 	return nil
 }

@@ -18,8 +18,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/client"
 )
 
 // Commands for the dev server's scripts (testdata/scripts/dev_*.txtar). Each that waits polls
@@ -37,8 +38,8 @@ func init() {
 }
 
 // devClient is a client for the dev server in the script's $OZ0_CONTEXT.
-func devClient(ts *testscript.TestScript) (*client.Client, client.Context) {
-	c, err := client.ParseContext(ts.Getenv(client.ContextEnv))
+func devClient(ts *testscript.TestScript) (*client.Client, apiv1.Context) {
+	c, err := apiv1.ParseContext(ts.Getenv(apiv1.ContextEnv))
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}
@@ -63,7 +64,7 @@ func cmdWaitJob(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitjob ID STATUS [TIMEOUT]")
 	}
 	c, _ := devClient(ts)
-	want := store.Status(args[1])
+	want := apiv1.Status(args[1])
 	if !want.Valid() {
 		ts.Fatalf("waitjob: unknown status %q", want)
 	}
@@ -346,9 +347,9 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	var got []store.Event
+	var got []apiv1.Event
 	gated := gate == ""
-	take := func(ev store.Event) {
+	take := func(ev apiv1.Event) {
 		got = append(got, ev)
 		if !gated && ev.Seq >= gateSeq {
 			gated = true
@@ -359,8 +360,8 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 	if useClient {
 		proxy := newCuttingProxy(ts, dc.URL, every)
 		defer proxy.Close()
-		c := client.New(client.Context{URL: "http://" + proxy.Addr().String(), Token: dc.Token})
-		err = c.Events(ctx, job, from, func(ev store.Event) error { take(ev); return nil }, func(error) { reconnects++ })
+		c := client.New(apiv1.Context{URL: "http://" + proxy.Addr().String(), Token: dc.Token})
+		err = c.Events(ctx, job, from, func(ev apiv1.Event) error { take(ev); return nil }, func(error) { reconnects++ })
 		ts.Check(err)
 	} else {
 		after := from
@@ -368,7 +369,7 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 			if reconnects > 10000 {
 				ts.Fatalf("sseresume: no end after %d reconnects", reconnects)
 			}
-			var evs []store.Event
+			var evs []apiv1.Event
 			evs, ended = readSSE(ts, ctx, dc, job, after, reconnects%2 == 1, every)
 			for _, ev := range evs {
 				take(ev)
@@ -395,7 +396,7 @@ func cmdSSEResume(ts *testscript.TestScript, neg bool, args []string) {
 
 // readSSE reads one connection of a job's event stream from after, at most max events, then
 // drops it. ended is true when the server sent its end.
-func readSSE(ts *testscript.TestScript, ctx context.Context, dc client.Context, job string, after int64, lastEventID bool, max int) (evs []store.Event, ended bool) {
+func readSSE(ts *testscript.TestScript, ctx context.Context, dc apiv1.Context, job string, after int64, lastEventID bool, max int) (evs []apiv1.Event, ended bool) {
 	u := dc.URL + "/api/v1/jobs/" + job + "/events"
 	if !lastEventID {
 		u += "?after=" + strconv.FormatInt(after, 10)
@@ -431,7 +432,7 @@ func readSSE(ts *testscript.TestScript, ctx context.Context, dc client.Context, 
 				return evs, true
 			}
 			if len(data) > 0 {
-				var ev store.Event
+				var ev apiv1.Event
 				ts.Check(json.Unmarshal(data, &ev))
 				if strconv.FormatInt(ev.Seq, 10) != id {
 					ts.Fatalf("sseresume: event with id %q has seq %d", id, ev.Seq)

@@ -2,18 +2,25 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/doctor"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
-func newCmdDoctor(f *cmdutil.Factory) *cobra.Command {
-	var dir string
-	var asJSON bool
+type doctorOptions struct {
+	IO     *iostreams.IOStreams
+	Getenv func(string) string
+	Plugin string
+	JSON   bool
+}
+
+func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
+	opts := &doctorOptions{IO: f.IOStreams, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this machine for the oz0 dev loop, and say how to mend each miss",
@@ -22,33 +29,39 @@ loopback port. Exit status 1 when a check fails; warnings do not fail it.`,
 		Example: "  oz0 doctor\n  oz0 doctor --plugin acme-triage --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			results := doctor.Run(context.Background(), doctor.Env{PluginDir: dir, Getenv: f.Getenv})
-			out := f.IOStreams.Out
-			failed := 0
-			enc := json.NewEncoder(out)
-			enc.SetEscapeHTML(false)
-			for _, r := range results {
-				if r.Level == doctor.Fail {
-					failed++
-				}
-				if asJSON {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-					continue
-				}
-				fmt.Fprintf(out, "%-4s  %-10s  %s\n", r.Level, r.Check, r.Detail)
-				if r.Mend != "" {
-					fmt.Fprintf(out, "      %-10s  mend: %s\n", "", r.Mend)
-				}
+			if runF != nil {
+				return runF(opts)
 			}
-			if failed > 0 {
-				return &cmdutil.FindingsError{Msg: fmt.Sprintf("%d check(s) failed; see the mend lines above", failed)}
-			}
-			return nil
+			return doctorRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "plugin", ".", "the plugin's directory")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print each check as a JSON line")
+	cmd.Flags().StringVar(&opts.Plugin, "plugin", ".", "the plugin's directory")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print each check as a JSON line")
 	return cmd
+}
+
+func doctorRun(ctx context.Context, opts *doctorOptions) error {
+	results := doctor.Run(ctx, doctor.Env{PluginDir: opts.Plugin, Getenv: opts.Getenv})
+	out := opts.IO.Out
+	failed := 0
+	enc := jsonutil.NewEncoder(out)
+	for _, r := range results {
+		if r.Level == doctor.Fail {
+			failed++
+		}
+		if opts.JSON {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(out, "%-4s  %-10s  %s\n", r.Level, r.Check, r.Detail)
+		if r.Mend != "" {
+			fmt.Fprintf(out, "      %-10s  mend: %s\n", "", r.Mend)
+		}
+	}
+	if failed > 0 {
+		return &cmdutil.FindingsError{Msg: fmt.Sprintf("%d check(s) failed; see the mend lines above", failed)}
+	}
+	return nil
 }

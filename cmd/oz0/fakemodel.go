@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -20,16 +18,10 @@ import (
 )
 
 func newCmdFakeModel(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "fake-model <command>",
-		Short: "A scripted fake model API, for tests and offline work",
-		Example: `  oz0 fake-model serve
+	return groupCmd("fake-model <command>", "A scripted fake model API, for tests and offline work", "",
+		`  oz0 fake-model serve
   oz0 fake-model serve --script replies.yaml --addr 127.0.0.1:8089`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newCmdFakeModelServe(f, nil))
-	return cmd
+		newCmdFakeModelServe(f, nil))
 }
 
 type fakeModelServeOptions struct {
@@ -40,7 +32,7 @@ type fakeModelServeOptions struct {
 	Verbose   bool
 }
 
-func newCmdFakeModelServe(f *cmdutil.Factory, runF func(context.Context, *fakeModelServeOptions) error) *cobra.Command {
+func newCmdFakeModelServe(f *cmdutil.Factory, runF func(*fakeModelServeOptions) error) *cobra.Command {
 	opts := &fakeModelServeOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "serve [--script FILE] [--addr HOST:PORT] [--ready-file FILE]",
@@ -66,15 +58,15 @@ SIGINT or SIGTERM stops it (exit 0).`,
   ANTHROPIC_BASE_URL=$(cat fm.url) ANTHROPIC_API_KEY=test uv run pytest`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkLoopback(opts.Addr); err != nil {
+			addr, err := loopbackAddr(opts.Addr)
+			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			opts.Addr = addr
 			if runF != nil {
-				return runF(ctx, opts)
+				return runF(opts)
 			}
-			return runFakeModelServe(ctx, opts)
+			return fakeModelServeRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Script, "script", "s", "", "the script file (default: the built-in script)")
@@ -85,31 +77,12 @@ SIGINT or SIGTERM stops it (exit 0).`,
 	return cmd
 }
 
-// checkLoopback refuses an address that is not on the loopback interface: the fake model API
-// answers anyone who can reach it.
-func checkLoopback(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return cmdutil.Usagef("--addr %q is not HOST:PORT; use e.g. --addr 127.0.0.1:8089, or port 0 for a free one", addr)
-	}
-	if _, err := net.LookupPort("tcp", port); err != nil {
-		return cmdutil.Usagef("--addr %q has a bad port; use e.g. --addr 127.0.0.1:8089, or port 0 for a free one", addr)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return cmdutil.Usagef("--addr %q is not a loopback address: the fake model API only listens on 127.0.0.1, ::1 or localhost, e.g. --addr 127.0.0.1:8089", addr)
-}
-
-func runFakeModelServe(ctx context.Context, opts *fakeModelServeOptions) error {
-	// A ready file from an earlier run must not be taken for this one's.
-	if opts.ReadyFile != "" {
-		if err := os.Remove(opts.ReadyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("cannot remove the old --ready-file: %w", err)
-		}
+func fakeModelServeRun(ctx context.Context, opts *fakeModelServeOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ready := readyFile(opts.ReadyFile)
+	if err := ready.clear(); err != nil {
+		return err
 	}
 	script := fakemodel.DefaultScript()
 	if opts.Script != "" {
@@ -133,13 +106,11 @@ func runFakeModelServe(ctx context.Context, opts *fakeModelServeOptions) error {
 	go func() { served <- hs.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String()
-	if opts.ReadyFile != "" {
-		if err := writeFileAtomic(opts.ReadyFile, []byte(url+"\n")); err != nil {
-			hs.Close()
-			return fmt.Errorf("cannot write --ready-file: %w", err)
-		}
-		defer os.Remove(opts.ReadyFile)
+	if err := ready.write(url); err != nil {
+		hs.Close()
+		return err
 	}
+	defer ready.remove()
 	name := script.Name
 	if opts.Script != "" {
 		name = opts.Script
@@ -157,24 +128,4 @@ func runFakeModelServe(ctx context.Context, opts *fakeModelServeOptions) error {
 		hs.Close() // streams still running after the grace period are cut
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it into place, so a
-// reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

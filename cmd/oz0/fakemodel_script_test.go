@@ -6,16 +6,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
 )
 
 // Commands for scripts that run servers in the background and talk to them over HTTP.
@@ -148,36 +143,5 @@ func cmdHTTPReq(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(ts.Stderr(), "httpreq: reading the body: %v\n", readErr)
 	case neg:
 		ts.Fatalf("httpreq: the request succeeded")
-	}
-}
-
-// TestFakeModelServeExitCodes runs the command in-process for the exit codes that scripts cannot
-// tell apart.
-func TestFakeModelServeExitCodes(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("rules:\n- reply: {text: a, delay: soon}\n"), 0o644)
-	for _, tc := range []struct {
-		args           []string
-		code           int
-		stdout, stderr string
-	}{
-		{[]string{"fake-model", "serve", "--script", bad}, cmdutil.ExitFindings, "",
-			bad + ":2:27: error invalid-value `delay` must be a duration such as 20ms, 2s or 1m30s, not `soon`\n1 error\n" +
-				"oz0: the fake model script " + bad + " has 1 error; nothing was run\n"},
-		{[]string{"fake-model", "serve", "--addr", "0.0.0.0:0"}, cmdutil.ExitUsage, "",
-			"oz0: --addr \"0.0.0.0:0\" is not a loopback address: the fake model API only listens on 127.0.0.1, ::1 or localhost, e.g. --addr 127.0.0.1:8089\n"},
-		{[]string{"fake-model", "serve", "--addr", ":8089"}, cmdutil.ExitUsage, "", "is not a loopback address"},
-		{[]string{"fake-model", "serve", "--addr", "127.0.0.1"}, cmdutil.ExitUsage, "", "is not HOST:PORT"},
-		{[]string{"fake-model", "serve", "--script", filepath.Join(dir, "missing.yaml")}, cmdutil.ExitInternal, "", "oz0: cannot read the fake model script: open "},
-		{[]string{"fake-model", "serve", "extra"}, cmdutil.ExitUsage, "", "oz0 fake-model serve takes no arguments"},
-		{[]string{"fake-model", "nope"}, cmdutil.ExitUsage, "", `unknown command "nope" for "oz0 fake-model"`},
-	} {
-		ios, _, out, errOut := iostreams.Test()
-		f := &cmdutil.Factory{IOStreams: ios, Version: "test", Getwd: os.Getwd}
-		code := execute(f, tc.args)
-		if code != tc.code || !strings.HasPrefix(out.String(), tc.stdout) || (tc.stdout == "" && out.Len() > 0) || !strings.Contains(errOut.String(), tc.stderr) {
-			t.Errorf("oz0 %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), code, out, errOut)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -10,121 +9,205 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
-	"github.com/orchestrator-zero/oz0/devserver/render"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/render"
 )
 
 func newCmdJob(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "job <command>",
-		Short: "List, show, cancel and trace the dev server's jobs",
-		Example: `  oz0 job list
+	return groupCmd("job <command>", "List, show, cancel and trace the dev server's jobs", "",
+		`  oz0 job list
   oz0 job show job_abc…
   oz0 job trace job_abc… > job.jsonl`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	ctx := context.Background()
-	out := f.IOStreams.Out
+		newCmdJobList(f, nil), newCmdJobShow(f, nil), newCmdJobCancel(f, nil), newCmdJobTrace(f, nil))
+}
 
-	var listJSON bool
-	var status, agent string
-	var limit int
-	list := &cobra.Command{
+type jobListOptions struct {
+	clientOptions
+	Status string // comma-separated
+	Agent  string
+	Limit  int
+	JSON   bool
+}
+
+func newCmdJobList(f *cmdutil.Factory, runF func(*jobListOptions) error) *cobra.Command {
+	opts := &jobListOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List jobs, newest first",
 		Example: "  oz0 job list\n  oz0 job list --status failed --json",
 		Args:    noArgs,
-		RunE: withClient(f, func(c *client.Client, _ []string) error {
-			jobs, err := c.Jobs(ctx, status, agent, limit)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return writeJSONLines(out, jobs)
-			}
-			if len(jobs) == 0 {
-				fmt.Fprintln(f.IOStreams.ErrOut, `no jobs yet; start one with: oz0 run AGENT "input"`)
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB\tAGENT\tSTATUS\tCREATED\tTOOK\tINPUT")
-			for _, j := range jobs {
-				took := ""
-				if !j.EndedAt.IsZero() && !j.StartedAt.IsZero() {
-					took = j.EndedAt.Sub(j.StartedAt).Round(time.Millisecond).String()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Status != "" {
+				for _, st := range strings.Split(opts.Status, ",") {
+					if !apiv1.Status(st).Valid() {
+						return cmdutil.Usagef("unknown --status %q; the statuses are %s", st, statusNames())
+					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Agent, j.Status, j.CreatedAt.Local().Format(time.DateTime), took, clipLine(j.InputText, 40))
 			}
-			return tw.Flush()
-		}),
+			if opts.Limit < 1 {
+				return cmdutil.Usagef("--limit must be at least 1")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return jobListRun(cmd.Context(), opts)
+		},
 	}
-	list.Flags().BoolVar(&listJSON, "json", false, "print JSON lines")
-	list.Flags().StringVar(&status, "status", "", "only jobs with this status (comma-separated)")
-	list.Flags().StringVar(&agent, "agent", "", "only jobs of this agent")
-	list.Flags().IntVar(&limit, "limit", 50, "at most this many jobs")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	cmd.Flags().StringVar(&opts.Status, "status", "", "only jobs with this status (comma-separated)")
+	cmd.Flags().StringVar(&opts.Agent, "agent", "", "only jobs of this agent")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "at most this many jobs")
+	return cmd
+}
 
-	var showJSON bool
-	show := &cobra.Command{
+func statusNames() string {
+	names := make([]string, len(apiv1.Statuses))
+	for i, st := range apiv1.Statuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
+func jobListRun(ctx context.Context, opts *jobListOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	jobs, err := c.Jobs(ctx, opts.Status, opts.Agent, opts.Limit)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSONLines(opts.IO.Out, jobs)
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, `no jobs yet; start one with: oz0 run AGENT "input"`)
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tAGENT\tSTATUS\tCREATED\tTOOK\tINPUT")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Agent, j.Status, j.CreatedAt.Local().Format(time.DateTime), took(j), clipLine(j.InputText, 40))
+	}
+	return tw.Flush()
+}
+
+// took is how long a job ran, once it has ended.
+func took(j apiv1.Job) string {
+	if j.EndedAt.IsZero() || j.StartedAt.IsZero() {
+		return ""
+	}
+	return j.EndedAt.Sub(j.StartedAt).Round(time.Millisecond).String()
+}
+
+type jobShowOptions struct {
+	clientOptions
+	ID   string
+	JSON bool
+}
+
+func newCmdJobShow(f *cmdutil.Factory, runF func(*jobShowOptions) error) *cobra.Command {
+	opts := &jobShowOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show a job's record",
 		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --json",
 		Args:    argsBetween(1, 1, "one job ID"),
-		RunE: withClient(f, func(c *client.Client, args []string) error {
-			j, err := c.Job(ctx, args[0])
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
 			}
-			if showJSON {
-				enc := json.NewEncoder(out)
-				enc.SetEscapeHTML(false)
-				enc.SetIndent("", "  ")
-				return enc.Encode(j)
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			row := func(k, v string) {
-				if v != "" {
-					// A value of several lines (a reason with the end of a harness's stderr)
-					// goes on in its column.
-					v = strings.ReplaceAll(strings.TrimRight(v, "\n"), "\n", "\n\t")
-					fmt.Fprintf(tw, "%s\t%s\n", k, v)
-				}
-			}
-			row("job", j.ID)
-			row("agent", j.Agent)
-			row("status", string(j.Status))
-			row("reason", j.Reason)
-			row("model", fmt.Sprintf("%s (record %s)", j.ModelName, j.ModelRecord))
-			row("input", clipLine(j.InputText, 200))
-			if len(j.Output) > 0 {
-				row("output", clipLine(render.Text(j.Output), 200))
-			}
-			row("created", j.CreatedAt.Local().Format(time.RFC3339))
-			if !j.EndedAt.IsZero() && !j.StartedAt.IsZero() {
-				row("took", j.EndedAt.Sub(j.StartedAt).Round(time.Millisecond).String())
-			}
-			row("model calls", fmt.Sprintf("%d (%d input, %d output tokens)", j.Usage.ModelCalls, j.Usage.InputTokens, j.Usage.OutputTokens))
-			return tw.Flush()
-		}),
+			return jobShowRun(cmd.Context(), opts)
+		},
 	}
-	show.Flags().BoolVar(&showJSON, "json", false, "print the record as JSON")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record as JSON")
+	return cmd
+}
 
-	cancel := &cobra.Command{
+func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	j, err := c.Job(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := jsonutil.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(j)
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			// A value of several lines (a reason with the end of a harness's stderr) goes on in
+			// its column.
+			v = strings.ReplaceAll(strings.TrimRight(v, "\n"), "\n", "\n\t")
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("job", j.ID)
+	row("agent", j.Agent)
+	row("status", string(j.Status))
+	row("reason", j.Reason)
+	row("model", fmt.Sprintf("%s (record %s)", j.ModelName, j.ModelRecord))
+	row("input", clipLine(j.InputText, 200))
+	if len(j.Output) > 0 {
+		row("output", clipLine(render.Text(j.Output), 200))
+	}
+	row("created", j.CreatedAt.Local().Format(time.RFC3339))
+	row("took", took(j))
+	row("model calls", fmt.Sprintf("%d (%d input, %d output tokens)", j.Usage.ModelCalls, j.Usage.InputTokens, j.Usage.OutputTokens))
+	return tw.Flush()
+}
+
+type jobCancelOptions struct {
+	clientOptions
+	ID string
+}
+
+func newCmdJobCancel(f *cmdutil.Factory, runF func(*jobCancelOptions) error) *cobra.Command {
+	opts := &jobCancelOptions{clientOptions: newClientOptions(f)}
+	return &cobra.Command{
 		Use:     "cancel ID",
 		Short:   "Cancel a job: SIGTERM to its session's process group, then SIGKILL after a grace period",
 		Example: "  oz0 job cancel job_abc…",
 		Args:    argsBetween(1, 1, "one job ID"),
-		RunE: withClient(f, func(c *client.Client, args []string) error {
-			j, err := c.Cancel(ctx, args[0])
-			if err != nil {
-				return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
 			}
-			fmt.Fprintf(out, "%s %s\n", j.ID, j.Status)
-			return nil
-		}),
+			return jobCancelRun(cmd.Context(), opts)
+		},
 	}
-	trace := &cobra.Command{
+}
+
+func jobCancelRun(ctx context.Context, opts *jobCancelOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	j, err := c.Cancel(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "%s %s\n", j.ID, j.Status)
+	return nil
+}
+
+type jobTraceOptions struct {
+	clientOptions
+	ID string
+}
+
+func newCmdJobTrace(f *cmdutil.Factory, runF func(*jobTraceOptions) error) *cobra.Command {
+	opts := &jobTraceOptions{clientOptions: newClientOptions(f)}
+	return &cobra.Command{
 		Use:   "trace ID",
 		Short: "Print a job's whole record as JSON lines",
 		Long: `Print the job's record as JSON lines: first the job, then every event in order (says, tool
@@ -132,18 +215,20 @@ calls with their decisions and results, model calls with tokens and latency, log
 loads again (it is the format of the store's trace).`,
 		Example: "  oz0 job trace job_abc… > job.jsonl",
 		Args:    argsBetween(1, 1, "one job ID"),
-		RunE: withClient(f, func(c *client.Client, args []string) error {
-			return c.Trace(ctx, args[0], out)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return jobTraceRun(cmd.Context(), opts)
+		},
 	}
-	cmd.AddCommand(list, show, cancel, trace)
-	return cmd
 }
 
-func clipLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+func jobTraceRun(ctx context.Context, opts *jobTraceOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
 	}
-	return s
+	return c.Trace(ctx, opts.ID, opts.IO.Out)
 }

@@ -7,18 +7,9 @@ import (
 )
 
 func newCmdPlugin(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "plugin <command>",
-		Short: "Scaffold, lint and test plugins",
-		Example: `  oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets"
+	return groupCmd("plugin <command>", "Scaffold, lint and test plugins", "",
+		`  oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets"
   oz0 plugin templates
   oz0 plugin lint acme-triage`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newCmdPluginNew(f, nil))
-	cmd.AddCommand(newCmdPluginTemplates(f))
-	cmd.AddCommand(newCmdPluginLint(f, nil))
-	cmd.AddCommand(newCmdPluginTest(f, nil))
-	return cmd
+		newCmdPluginNew(f, nil), newCmdPluginTemplates(f), newCmdPluginLint(f, nil), newCmdPluginTest(f, nil))
 }

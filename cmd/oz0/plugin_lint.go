@@ -19,6 +19,7 @@ import (
 
 type pluginLintOptions struct {
 	IO          *iostreams.IOStreams
+	Version     string // oz0's, for SARIF
 	Dir         string
 	Format      string
 	FakeScripts []string
@@ -26,7 +27,7 @@ type pluginLintOptions struct {
 }
 
 func newCmdPluginLint(f *cmdutil.Factory, runF func(*pluginLintOptions) error) *cobra.Command {
-	opts := &pluginLintOptions{IO: f.IOStreams}
+	opts := &pluginLintOptions{IO: f.IOStreams, Version: f.Version}
 	cmd := &cobra.Command{
 		Use:   "lint [DIR]",
 		Short: "Check a plugin against the schemas and the cross-file rules",
@@ -54,7 +55,7 @@ Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.
 			if runF != nil {
 				return runF(opts)
 			}
-			return runPluginLint(opts, f.Version)
+			return pluginLintRun(opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", diag.FormatText, "output format: "+strings.Join(diag.Formats, ", "))
@@ -66,7 +67,7 @@ Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.
 	return cmd
 }
 
-func runPluginLint(opts *pluginLintOptions, version string) error {
+func pluginLintRun(opts *pluginLintOptions) error {
 	rep, err := lint.Run(opts.Dir)
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func runPluginLint(opts *pluginLintOptions, version string) error {
 			}
 		}
 	}
-	if err := diag.Write(opts.IO.Out, rep, opts.Format, version); err != nil {
+	if err := diag.Write(opts.IO.Out, rep, opts.Format, opts.Version); err != nil {
 		return err
 	}
 	if rep.HasErrors() {

@@ -51,10 +51,14 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 			if cmd.Flags().Changed("template") && opts.Template == "" {
 				return cmdutil.Usagef("--template is empty; choose one of: %s", strings.Join(scaffold.TemplateNames(), ", "))
 			}
+			// Everything given is checked before anything is asked.
+			if err := checkGiven(opts); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return runPluginNew(opts)
+			return pluginNewRun(opts)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Template, "template", "t", "", "the template: "+strings.Join(scaffold.TemplateNames(), ", "))
@@ -70,7 +74,7 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 	return cmd
 }
 
-func runPluginNew(opts *pluginNewOptions) error {
+func pluginNewRun(opts *pluginNewOptions) error {
 	parent := opts.Dir
 	if parent == "" {
 		wd, err := opts.Getwd()
@@ -79,22 +83,9 @@ func runPluginNew(opts *pluginNewOptions) error {
 		}
 		parent = wd
 	}
-	// Everything given is checked, and the target refused, before anything is asked.
+	// A target in the way is refused before anything is asked.
 	if opts.Name != "" {
-		if err := scaffold.ValidateName(opts.Name); err != nil {
-			return cmdutil.Usagef("%s", err)
-		}
 		if err := scaffold.CheckTarget(filepath.Join(parent, opts.Name)); err != nil {
-			return cmdutil.Usagef("%s", err)
-		}
-	}
-	if opts.Template != "" {
-		if _, err := scaffold.LookupTemplate(opts.Template); err != nil {
-			return cmdutil.Usagef("%s", err)
-		}
-	}
-	if opts.Description != "" {
-		if err := scaffold.ValidateDescription(opts.Description); err != nil {
 			return cmdutil.Usagef("%s", err)
 		}
 	}
@@ -113,6 +104,26 @@ func runPluginNew(opts *pluginNewOptions) error {
 	out := opts.IO.Out
 	fmt.Fprintf(out, "Created %s/ from the %s template (%d files).\n\n", shown, opts.Template, len(files))
 	fmt.Fprintf(out, "Next steps:\n  cd %s\n  uv lock && uv sync\n  uv run pytest\n  oz0 plugin lint\n", shellQuote(shown))
+	return nil
+}
+
+// checkGiven checks the name, template and description that were given.
+func checkGiven(opts *pluginNewOptions) error {
+	if opts.Name != "" {
+		if err := scaffold.ValidateName(opts.Name); err != nil {
+			return cmdutil.Usagef("%s", err)
+		}
+	}
+	if opts.Template != "" {
+		if _, err := scaffold.LookupTemplate(opts.Template); err != nil {
+			return cmdutil.Usagef("%s", err)
+		}
+	}
+	if opts.Description != "" {
+		if err := scaffold.ValidateDescription(opts.Description); err != nil {
+			return cmdutil.Usagef("%s", err)
+		}
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,14 +12,20 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 )
 
-// answerer fills the form's fields by title, as a person would, and records what was asked.
-type answerer struct {
-	answers map[string]string
-	asked   []string
-	err     error
+// testPrompter answers as a person would and records what was asked: a form's fields by title
+// from answers, a yes/no question with confirm, a waiting tool call with approval.
+type testPrompter struct {
+	answers  map[string]string
+	asked    []string
+	err      error
+	confirm  bool
+	approval struct {
+		choice, reason string
+		ok             bool
+	}
 }
 
-func (a *answerer) Ask(qs []prompt.Question) error {
+func (a *testPrompter) Ask(qs []prompt.Question) error {
 	for _, q := range qs {
 		a.asked = append(a.asked, q.Title)
 		v := a.answers[q.Title]
@@ -32,6 +39,16 @@ func (a *answerer) Ask(qs []prompt.Question) error {
 	return a.err
 }
 
+func (a *testPrompter) Confirm(title string) bool {
+	a.asked = append(a.asked, title)
+	return a.confirm
+}
+
+func (a *testPrompter) Approval(ctx context.Context, title string) (choice, reason string, ok bool) {
+	a.asked = append(a.asked, title)
+	return a.approval.choice, a.approval.reason, a.approval.ok
+}
+
 func newTestFactory(t *testing.T, tty bool, p prompt.Prompter) (*cmdutil.Factory, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -41,7 +58,7 @@ func newTestFactory(t *testing.T, tty bool, p prompt.Prompter) (*cmdutil.Factory
 }
 
 func TestPluginNewAsksForWhatIsMissingOnATerminal(t *testing.T) {
-	a := &answerer{answers: map[string]string{"Plugin name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets"}}
+	a := &testPrompter{answers: map[string]string{"Plugin name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets"}}
 	f, dir := newTestFactory(t, true, a)
 	if code := execute(f, []string{"plugin", "new"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, f.IOStreams.ErrOut)
@@ -55,7 +72,7 @@ func TestPluginNewAsksForWhatIsMissingOnATerminal(t *testing.T) {
 }
 
 func TestPluginNewAsksOnlyForTheMissingFlag(t *testing.T) {
-	a := &answerer{answers: map[string]string{"Description": "Sorts support tickets"}}
+	a := &testPrompter{answers: map[string]string{"Description": "Sorts support tickets"}}
 	f, _ := newTestFactory(t, true, a)
 	if code := execute(f, []string{"plugin", "new", "acme-triage", "--template", "byo-agent"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, f.IOStreams.ErrOut)
@@ -66,7 +83,7 @@ func TestPluginNewAsksOnlyForTheMissingFlag(t *testing.T) {
 }
 
 func TestPluginNewCancelledFormWritesNothing(t *testing.T) {
-	a := &answerer{answers: map[string]string{"Description": "x"}, err: prompt.ErrCancel}
+	a := &testPrompter{answers: map[string]string{"Description": "x"}, err: prompt.ErrCancel}
 	f, dir := newTestFactory(t, true, a)
 	code := execute(f, []string{"plugin", "new", "acme-triage", "--template", "byo-agent"})
 	if code != cmdutil.ExitUsage {
@@ -82,7 +99,7 @@ func TestPluginNewCancelledFormWritesNothing(t *testing.T) {
 }
 
 func TestPluginNewRefusesNonEmptyTargetBeforeAsking(t *testing.T) {
-	a := &answerer{}
+	a := &testPrompter{}
 	f, dir := newTestFactory(t, true, a)
 	if err := os.MkdirAll(filepath.Join(dir, "acme-triage"), 0o755); err != nil {
 		t.Fatal(err)
@@ -103,7 +120,7 @@ func TestPluginNewRefusesNonEmptyTargetBeforeAsking(t *testing.T) {
 }
 
 func TestPluginNewWithoutTerminalNamesTheMissingFlags(t *testing.T) {
-	f, _ := newTestFactory(t, false, &answerer{})
+	f, _ := newTestFactory(t, false, &testPrompter{})
 	code := execute(f, []string{"plugin", "new", "acme-triage"})
 	if code != cmdutil.ExitUsage {
 		t.Fatalf("exit %d", code)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,7 +15,9 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/plugin"
 )
 
 type pluginTestOptions struct {
@@ -53,7 +55,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return runPluginTest(cmd.Context(), opts)
+			return pluginTestRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print each check as a JSON line")
@@ -65,15 +67,17 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	return cmd
 }
 
-func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p, _, err := lint.Load(opts.Dir)
+	p, _, err := lint.Load(opts.Dir) // a plugin with lint errors gives a *diag.ReportError
 	if err != nil {
 		return err
+	}
+	for _, h := range opts.Harnesses {
+		if p.Harness(h) == nil {
+			return cmdutil.Usagef("--harness %q: the plugin in %s has no harness %q; it has %s", h, opts.Dir, h, strings.Join(harnessNames(p), ", "))
+		}
 	}
 	var script *fakemodel.Script
 	if opts.Script != "" {
@@ -82,8 +86,7 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 		}
 	}
 	out := opts.IO.Out
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(out)
 	started := ""
 	report, err := conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
@@ -127,4 +130,12 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 		return &cmdutil.FindingsError{}
 	}
 	return nil
+}
+
+func harnessNames(p *plugin.Plugin) []string {
+	names := make([]string, len(p.Manifest.Harnesses))
+	for i, h := range p.Manifest.Harnesses {
+		names[i] = h.Name
+	}
+	return names
 }

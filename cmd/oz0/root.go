@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // newCmdRoot builds the whole command tree.
@@ -37,49 +37,42 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(newCmdVersion(f, nil))
+	root.AddCommand(newCmdVersion(f))
 	root.AddCommand(newCmdCompletion(f))
 	root.AddCommand(newCmdPlugin(f))
-	root.AddCommand(newCmdDev(f))
+	root.AddCommand(newCmdDev(f, nil))
 	root.AddCommand(newCmdRun(f, nil))
 	root.AddCommand(newCmdSecret(f))
 	root.AddCommand(newCmdJob(f))
 	root.AddCommand(newCmdApproval(f))
-	root.AddCommand(newCmdDoctor(f))
+	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
 	return root
 }
 
-// execute runs the command tree and turns its error into an exit code and one line on stderr.
+// execute runs the command tree and turns its error into an exit code and one line on stderr,
+// after the findings the error carries, if any.
 func execute(f *cmdutil.Factory, args []string) int {
 	root := newCmdRoot(f)
 	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return cmdutil.ExitOK
-	}
-	var silent *cmdutil.SilentError
+	err := root.ExecuteContext(context.Background())
 	var findings *cmdutil.FindingsError
-	var report *diag.ReportError
-	switch {
-	case errors.As(err, &silent):
-	case errors.As(err, &findings) && findings.Msg == "":
-	case errors.As(err, &report):
-		// A file the user gave has problems: all of them, as oz0 plugin lint prints them, then
-		// what had them.
-		_ = diag.Write(f.IOStreams.ErrOut, report.Report, diag.FormatText, f.Version)
-		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s has %s; nothing was run\n", report.What, diag.Summary(report.Report))
-	default:
-		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", oneLine(err.Error()))
+	if err != nil && !(errors.As(err, &findings) && findings.Msg == "") {
+		line := err.Error()
+		if summary, ok := reportFindings(f.IOStreams.ErrOut, err, f.Version); ok {
+			line = summary
+		}
+		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", oneLine(line))
 	}
 	return cmdutil.ExitCode(err)
 }
 
-// oneLine keeps an error to the one line DESIGN.md promises.
+// oneLine keeps an error to the one line the README promises.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return strings.Join(strings.Fields(s), " ")
 }
 
+// flagError makes cobra's flag errors usage errors that point at the help.
 func flagError(cmd *cobra.Command, err error) error {
 	return cmdutil.Usagef("%s; see '%s --help'", err, cmd.CommandPath())
 }
@@ -106,4 +99,15 @@ func argsBetween(min, max int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// groupCmd is a command that only holds subcommands: alone, it shows its help.
+func groupCmd(use, short, long, example string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Example: example,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(subs...)
+	return cmd
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,17 +13,19 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
-	"github.com/orchestrator-zero/oz0/devserver/render"
-	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/internal/render"
 )
 
 type runOptions struct {
-	IO        *iostreams.IOStreams
-	Getenv    func(string) string
+	IO       *iostreams.IOStreams
+	Client   func() (*client.Client, error)
+	Prompter prompt.Prompter
+
 	Agent     string
 	Input     string
 	InputFile string
@@ -33,7 +34,7 @@ type runOptions struct {
 }
 
 func newCmdRun(f *cmdutil.Factory, runF func(*runOptions) error) *cobra.Command {
-	opts := &runOptions{IO: f.IOStreams, Getenv: f.Getenv}
+	opts := &runOptions{IO: f.IOStreams, Client: f.Client, Prompter: f.Prompter}
 	cmd := &cobra.Command{
 		Use:   "run AGENT [INPUT]",
 		Short: "Start a job and show its live stream",
@@ -54,9 +55,9 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 			case len(args) == 2 && opts.InputFile != "":
 				return cmdutil.Usagef("give the input as INPUT or --input-file, not both")
 			case len(args) == 2 && args[1] == "-":
-				b, err := io.ReadAll(io.LimitReader(opts.IO.In, store.MaxData+1))
+				b, err := io.ReadAll(io.LimitReader(opts.IO.In, apiv1.MaxInput+1))
 				if err != nil {
-					return err
+					return fmt.Errorf("cannot read the input from stdin: %w", err)
 				}
 				opts.Input = string(b)
 			case len(args) == 2:
@@ -64,14 +65,14 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 			case opts.InputFile != "":
 				b, err := os.ReadFile(opts.InputFile)
 				if err != nil {
-					return cmdutil.Usagef("cannot read --input-file: %v", err)
+					return fmt.Errorf("cannot read --input-file: %w", err)
 				}
 				opts.Input = string(b)
 			default:
 				return cmdutil.Usagef("%s needs an INPUT: oz0 run %s \"...\" (or - for stdin, or --input-file)", cmd.CommandPath(), args[0])
 			}
-			if len(opts.Input) > store.MaxData {
-				return cmdutil.Usagef("the input is over %d MiB", store.MaxData>>20)
+			if len(opts.Input) > apiv1.MaxInput {
+				return cmdutil.Usagef("the input is over %d MiB", apiv1.MaxInput>>20)
 			}
 			if opts.JSON && opts.Detach {
 				return cmdutil.Usagef("--json and --detach do not go together")
@@ -79,7 +80,7 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return runRun(opts)
+			return runRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
@@ -88,17 +89,16 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 	return cmd
 }
 
-func runRun(opts *runOptions) error {
-	c, err := client.FromEnv(opts.Getenv)
+func runRun(ctx context.Context, opts *runOptions) error {
+	c, err := opts.Client()
 	if err != nil {
-		return cmdutil.Usagef("%s", err)
+		return err
 	}
-	ctx := context.Background()
-	req := client.JobRequest{Agent: opts.Agent, Input: opts.Input}
+	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input}
 	if opts.Detach {
 		job, err := c.CreateJob(ctx, req)
 		if err != nil {
-			return apiUsageError(err)
+			return err
 		}
 		fmt.Fprintln(opts.IO.Out, job.ID)
 		return nil
@@ -110,16 +110,16 @@ func runRun(opts *runOptions) error {
 	defer signal.Stop(sigs)
 	job, err := createJob(ctx, c, req)
 	if err != nil {
-		return apiUsageError(err)
+		return err
 	}
 	if !opts.JSON {
 		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: %s on model record %s (%s)\n", job.ID, job.Agent, job.ModelRecord, job.ModelName)
 	}
-	return follow(ctx, opts.IO, c, job, opts.JSON, sigs)
+	return follow(ctx, opts, c, job, sigs)
 }
 
 // createJob makes a job; a second Ctrl-C while the dev server makes it gives up.
-func createJob(ctx context.Context, c *client.Client, req client.JobRequest) (store.Job, error) {
+func createJob(ctx context.Context, c *client.Client, req apiv1.JobRequest) (apiv1.Job, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watch := make(chan os.Signal, 2)
@@ -149,33 +149,23 @@ func createJob(ctx context.Context, c *client.Client, req client.JobRequest) (st
 
 // follow renders a job's stream to its end, cancelling it on a signal from sigs (Ctrl-C), and
 // returns its outcome.
-func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job store.Job, asJSON bool, sigs <-chan os.Signal) error {
-	go func() {
-		for range sigs {
-			if ios.CanPrompt() && !prompt.Confirm(fmt.Sprintf("Cancel job %s?", job.ID)) {
-				continue
-			}
-			fmt.Fprintf(ios.ErrOut, "oz0: cancelling job %s\n", job.ID)
-			if _, err := c.Cancel(context.Background(), job.ID); err != nil {
-				fmt.Fprintf(ios.ErrOut, "oz0: %v\n", err)
-			}
-		}
-	}()
+func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.Job, sigs <-chan os.Signal) error {
+	ios, asJSON := opts.IO, opts.JSON
+	followed := make(chan struct{})
+	defer close(followed)
+	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed)
 
 	r := render.New(ios.Out, job.Agent)
 	var line []byte
 	// The job's outcome is its terminal status event: the dev server may be gone by the time the
 	// stream ends (it stops after its jobs have ended), so there is no asking it afterwards.
-	var outcome struct {
-		Status store.Status
-		Reason string
-	}
+	var outcome apiv1.StatusData
 	broke := "" // the last break said, so that a dead server is one line, not one per retry
 	// An inline answer form (on a terminal) is closed when the stream ends, before oz0 exits, so
 	// the terminal is left as it was.
 	var inline sync.WaitGroup
 	closeInline := func() {}
-	err := c.Events(ctx, job.ID, 0, func(ev store.Event) error {
+	err := c.Events(ctx, job.ID, 0, func(ev apiv1.Event) error {
 		broke = ""
 		if ev.Terminal() {
 			_ = json.Unmarshal(ev.Data, &outcome)
@@ -185,26 +175,23 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 			_, err := ios.Out.Write(line)
 			return err
 		}
-		if ev.Type == store.EventStatus {
-			var st struct {
-				Status store.Status
-				Reason string
-			}
+		if ev.Type == apiv1.EventStatus {
+			var st apiv1.StatusData
 			// The job moved on (answered elsewhere, or ended): the inline form goes first.
 			closeInline()
 			inline.Wait()
-			if json.Unmarshal(ev.Data, &st) == nil && st.Status == store.StatusWaitingForApproval {
+			if json.Unmarshal(ev.Data, &st) == nil && st.Status == apiv1.StatusWaitingForApproval {
 				r.Close()
 				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", st.Reason)
 				if ios.CanPrompt() {
 					var waitCtx context.Context
 					waitCtx, closeInline = context.WithCancel(ctx)
 					inline.Add(1)
-					go func() { defer inline.Done(); answerInline(waitCtx, ios, c, job.ID) }()
+					go func() { defer inline.Done(); answerInline(waitCtx, opts, c, job.ID) }()
 				}
 			}
 		}
-		return r.Event(render.Event{Type: ev.Type, Data: ev.Data})
+		return r.Event(ev)
 	}, func(err error) {
 		if !asJSON && err.Error() != broke {
 			broke = err.Error()
@@ -216,7 +203,7 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 	closeInline()
 	inline.Wait()
 	if err != nil {
-		return apiUsageError(err)
+		return err
 	}
 	if !outcome.Status.Terminal() {
 		final, err := c.Job(ctx, job.ID)
@@ -225,7 +212,7 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 		}
 		outcome.Status, outcome.Reason = final.Status, final.Reason
 	}
-	if outcome.Status == store.StatusSucceeded {
+	if outcome.Status == apiv1.StatusSucceeded {
 		return nil
 	}
 	reason := outcome.Reason
@@ -235,21 +222,31 @@ func follow(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job
 	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", job.ID, strings.ReplaceAll(string(outcome.Status), "_", " "), reason)}
 }
 
-// apiUsageError maps the API's refusals of what the user asked (an unknown agent, bad input, no
-// dev server) to usage errors, exit 2.
-func apiUsageError(err error) error {
-	var apiErr *client.APIError
-	if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 {
-		if apiErr.Status == 404 || apiErr.Status == 422 || apiErr.Status == 400 || apiErr.Status == 401 || apiErr.Status == 409 {
-			return &cmdutil.UsageError{Msg: apiErr.Message}
+// cancelOnSignal cancels the job on each signal from sigs (Ctrl-C), after asking on a terminal,
+// until sigs closes or the job has been followed to its end.
+func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal, followed <-chan struct{}) {
+	for {
+		select {
+		case _, ok := <-sigs:
+			if !ok {
+				return
+			}
+		case <-followed:
+			return
+		}
+		if opts.IO.CanPrompt() && !opts.Prompter.Confirm(fmt.Sprintf("Cancel job %s?", job)) {
+			continue
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "oz0: cancelling job %s\n", job)
+		if _, err := c.Cancel(ctx, job); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: %v\n", err)
 		}
 	}
-	return err
 }
 
 // answerInline offers, on a terminal, to answer the job's waiting approvals here rather than from
 // another terminal; backing out leaves them in the inbox.
-func answerInline(ctx context.Context, ios *iostreams.IOStreams, c *client.Client, job string) {
+func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job string) {
 	list, err := c.Approvals(ctx, false)
 	if err != nil {
 		return
@@ -259,12 +256,12 @@ func answerInline(ctx context.Context, ios *iostreams.IOStreams, c *client.Clien
 			continue
 		}
 		title := fmt.Sprintf("%s %s — %s", a.Target(), render.CompactJSON(a.Arguments), a.Why)
-		choice, reason, ok := prompt.Approval(ctx, title)
+		choice, reason, ok := opts.Prompter.Approval(ctx, title)
 		if ctx.Err() != nil {
 			return // answered elsewhere, or the job ended: nothing to say
 		}
 		if !ok {
-			fmt.Fprintf(ios.ErrOut, "oz0: left %s in the inbox\n", a.ID)
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: left %s in the inbox\n", a.ID)
 			continue
 		}
 		if choice == "deny" {
@@ -273,7 +270,7 @@ func answerInline(ctx context.Context, ios *iostreams.IOStreams, c *client.Clien
 			_, _, err = c.Approve(ctx, a.ID, choice)
 		}
 		if err != nil {
-			fmt.Fprintf(ios.ErrOut, "oz0: %v\n", err)
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: %v\n", err)
 		}
 	}
 }

@@ -12,27 +12,31 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/orchestrator-zero/oz0/devserver/client"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )
 
 func newCmdSecret(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "secret <command>",
-		Short: "Set, list and remove the tenant's secrets on the dev server",
-		Long: `Secrets are the tenant's: provider keys such as ANTHROPIC_API_KEY, which the gateway adds to
+	return groupCmd("secret <command>", "Set, list and remove the tenant's secrets on the dev server",
+		`Secrets are the tenant's: provider keys such as ANTHROPIC_API_KEY, which the gateway adds to
 model calls on their way out. Values are never printed, and are masked in every job's stream and
 trace. Setting ANTHROPIC_API_KEY or OPENAI_API_KEY creates that provider's model record.`,
-		Example: `  printf %s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY
+		`  printf %s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY
   oz0 secret set ANTHROPIC_API_KEY --base-url http://127.0.0.1:8080   # behind your own gateway
   oz0 secret list
   oz0 secret rm OPENAI_API_KEY`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	var baseURL string
-	set := &cobra.Command{
+		newCmdSecretSet(f, nil), newCmdSecretList(f, nil), newCmdSecretRm(f, nil))
+}
+
+type secretSetOptions struct {
+	clientOptions
+	Name    string
+	BaseURL string
+}
+
+func newCmdSecretSet(f *cmdutil.Factory, runF func(*secretSetOptions) error) *cobra.Command {
+	opts := &secretSetOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
 		Use:   "set NAME",
 		Short: "Set a secret, its value read from stdin",
 		Long: `Set a secret. The value is read from stdin (without echo on a terminal); one trailing newline
@@ -41,89 +45,49 @@ is trimmed. --base-url points a provider key's record at another upstream.`,
   oz0 secret set OPENAI_API_KEY          # on a terminal: asks for it without echo`,
 		Args: argsBetween(1, 1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if !secrets.ValidName(name) {
-				return cmdutil.Usagef("secret name %q is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", name)
+			opts.Name = args[0]
+			if !secrets.ValidName(opts.Name) {
+				return cmdutil.Usagef("secret name %q is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", opts.Name)
 			}
-			c, err := client.FromEnv(f.Getenv)
-			if err != nil {
-				return cmdutil.Usagef("%s", err)
+			if runF != nil {
+				return runF(opts)
 			}
-			value, err := readSecret(f, name)
-			if err != nil {
-				return err
-			}
-			if err := c.SetSecret(context.Background(), name, value, baseURL); err != nil {
-				return apiUsageError(err)
-			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "oz0: secret %s set\n", name)
-			return nil
+			return secretSetRun(cmd.Context(), opts)
 		},
 	}
-	set.Flags().StringVar(&baseURL, "base-url", "", "for ANTHROPIC_API_KEY or OPENAI_API_KEY: the provider's upstream base URL")
-	var asJSON bool
-	list := &cobra.Command{
-		Use:     "list",
-		Short:   "List the secrets' names and when they were set; never their values",
-		Example: "  oz0 secret list\n  oz0 secret list --json",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.FromEnv(f.Getenv)
-			if err != nil {
-				return cmdutil.Usagef("%s", err)
-			}
-			list, err := c.Secrets(context.Background())
-			if err != nil {
-				return apiUsageError(err)
-			}
-			if asJSON {
-				return writeJSONLines(f.IOStreams.Out, list)
-			}
-			if len(list) == 0 {
-				io.WriteString(f.IOStreams.ErrOut, "no secrets; set one with: printf %s \"$KEY\" | oz0 secret set NAME\n")
-				return nil
-			}
-			tw := tabwriter.NewWriter(f.IOStreams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSET\tUPSTREAM")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.SetAt.Local().Format(time.DateTime), s.BaseURL)
-			}
-			return tw.Flush()
-		},
-	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON lines")
-	rm := &cobra.Command{
-		Use:     "rm NAME",
-		Short:   "Remove a secret",
-		Example: "  oz0 secret rm OPENAI_API_KEY",
-		Args:    argsBetween(1, 1, "one NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.FromEnv(f.Getenv)
-			if err != nil {
-				return cmdutil.Usagef("%s", err)
-			}
-			if err := c.RemoveSecret(context.Background(), args[0]); err != nil {
-				return apiUsageError(err)
-			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "oz0: secret %s removed\n", args[0])
-			return nil
-		},
-	}
-	cmd.AddCommand(set, list, rm)
+	cmd.Flags().StringVar(&opts.BaseURL, "base-url", "", "for ANTHROPIC_API_KEY or OPENAI_API_KEY: the provider's upstream base URL")
 	return cmd
+}
+
+func secretSetRun(ctx context.Context, opts *secretSetOptions) error {
+	// The client first: no point asking for a value there is nowhere to send.
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	value, err := readSecret(opts)
+	if err != nil {
+		return err
+	}
+	if err := c.SetSecret(ctx, opts.Name, value, opts.BaseURL); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "oz0: secret %s set\n", opts.Name)
+	return nil
 }
 
 // readSecret reads a secret's value from stdin: without echo on a terminal, one trailing newline
 // trimmed.
-func readSecret(f *cmdutil.Factory, name string) (string, error) {
+func readSecret(opts *secretSetOptions) (string, error) {
+	ios, name := opts.IO, opts.Name
 	var b []byte
 	var err error
-	if file, ok := f.IOStreams.In.(*os.File); ok && f.IOStreams.IsStdinTTY() {
-		fmt.Fprintf(f.IOStreams.ErrOut, "%s (input hidden): ", name)
+	if file, ok := ios.In.(*os.File); ok && ios.IsStdinTTY() {
+		fmt.Fprintf(ios.ErrOut, "%s (input hidden): ", name)
 		b, err = term.ReadPassword(int(file.Fd()))
-		fmt.Fprintln(f.IOStreams.ErrOut)
+		fmt.Fprintln(ios.ErrOut)
 	} else {
-		b, err = io.ReadAll(io.LimitReader(f.IOStreams.In, secrets.MaxValue+2))
+		b, err = io.ReadAll(io.LimitReader(ios.In, secrets.MaxValue+2))
 	}
 	if err != nil {
 		return "", fmt.Errorf("cannot read the value: %w", err)
@@ -137,4 +101,85 @@ func readSecret(f *cmdutil.Factory, name string) (string, error) {
 		return "", cmdutil.Usagef("the value of %s is over %d KiB", name, secrets.MaxValue>>10)
 	}
 	return string(b), nil
+}
+
+type secretListOptions struct {
+	clientOptions
+	JSON bool
+}
+
+func newCmdSecretList(f *cmdutil.Factory, runF func(*secretListOptions) error) *cobra.Command {
+	opts := &secretListOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List the secrets' names and when they were set; never their values",
+		Example: "  oz0 secret list\n  oz0 secret list --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return secretListRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	return cmd
+}
+
+func secretListRun(ctx context.Context, opts *secretListOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	list, err := c.Secrets(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSONLines(opts.IO.Out, list)
+	}
+	if len(list) == 0 {
+		io.WriteString(opts.IO.ErrOut, "no secrets; set one with: printf %s \"$KEY\" | oz0 secret set NAME\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSET\tUPSTREAM")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.SetAt.Local().Format(time.DateTime), s.BaseURL)
+	}
+	return tw.Flush()
+}
+
+type secretRmOptions struct {
+	clientOptions
+	Name string
+}
+
+func newCmdSecretRm(f *cmdutil.Factory, runF func(*secretRmOptions) error) *cobra.Command {
+	opts := &secretRmOptions{clientOptions: newClientOptions(f)}
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Short:   "Remove a secret",
+		Example: "  oz0 secret rm OPENAI_API_KEY",
+		Args:    argsBetween(1, 1, "one NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return secretRmRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func secretRmRun(ctx context.Context, opts *secretRmOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	if err := c.RemoveSecret(ctx, opts.Name); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "oz0: secret %s removed\n", opts.Name)
+	return nil
 }

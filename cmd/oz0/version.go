@@ -46,16 +46,13 @@ func buildVersion() string {
 	return v
 }
 
-func newCmdVersion(f *cmdutil.Factory, runF func() error) *cobra.Command {
+func newCmdVersion(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version of oz0",
 		Example: "  oz0 version",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF()
-			}
 			_, err := fmt.Fprintf(f.IOStreams.Out, "oz0 version %s %s/%s %s\n", f.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 			return err
 		},

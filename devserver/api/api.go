@@ -1,7 +1,7 @@
-// Package api is the dev server's control API: jobs, their live streams and traces, and the
-// tenant's secrets. Every call needs the bearer token of OZ0_CONTEXT; the Host must be loopback
-// (so a web page cannot reach it through DNS rebinding) and writes from another origin are
-// refused.
+// Package api is the dev server's control API: jobs, their live streams and traces, the
+// approvals inbox, and the tenant's secrets, answered in the wire types of apiv1. Every call needs
+// the bearer token of OZ0_CONTEXT; the Host must be loopback (so a web page cannot reach it
+// through DNS rebinding) and writes from another origin are refused.
 package api
 
 import (
@@ -18,28 +18,43 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/approvals"
-	"github.com/orchestrator-zero/oz0/devserver/client"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Backend is what the API serves from.
 type Backend struct {
-	Token   string
-	Store   *store.Store
-	Node    *node.Node
+	Token   string       // the bearer token every call must carry
+	Store   *store.Store // the job records, read directly
+	Node    JobRunner
+	Inbox   Answerer
 	Secrets SecretStore
-	Info    func() client.Info
+	Info    func() apiv1.Info
 	Logger  *slog.Logger
-	Inbox   *approvals.Inbox
+}
+
+// JobRunner starts and cancels jobs: the dev server's node.
+type JobRunner interface {
+	// Submit makes a job of agent with the input as the user gave it, and starts it. Its errors
+	// are a *node.InputError, node.ErrUnknownAgent or node.ErrClosed.
+	Submit(agent, input string) (store.Job, error)
+	// Cancel cancels a running job; false when the node does not run it.
+	Cancel(id string) bool
+}
+
+// Answerer answers approvals: the dev server's approvals inbox.
+type Answerer interface {
+	Approve(id, scope string) (store.Approval, *store.ApprovalRule, error)
+	Deny(id, reason string) (store.Approval, error)
 }
 
 // SecretStore is the tenant's secrets, as the API changes them.
 type SecretStore interface {
 	Set(name, value, baseURL string) error
-	List() ([]client.SecretMeta, error)
+	List() ([]apiv1.SecretMeta, error)
 	Remove(name string) error
 }
 
@@ -63,7 +78,7 @@ func Handler(b *Backend) http.Handler {
 	mux.HandleFunc("PUT /api/v1/secrets/{name}", b.setSecret)
 	mux.HandleFunc("DELETE /api/v1/secrets/{name}", b.removeSecret)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
 	})
 	return Guard(b.Token, mux)
 }
@@ -76,21 +91,22 @@ func Guard(token string, next http.Handler) http.Handler {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
-		if !client.IsLoopbackHost(host) {
-			writeError(w, http.StatusForbidden, "forbidden_host", "the dev server answers only requests addressed to loopback, not "+r.Host)
+		if !apiv1.IsLoopbackHost(host) {
+			writeError(w, http.StatusForbidden, apiv1.CodeForbiddenHost, "the dev server answers only requests addressed to loopback, not "+r.Host)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if origin != "http://"+r.Host {
-				writeError(w, http.StatusForbidden, "cross_origin", "cross-origin writes are refused (Origin "+origin+")")
+				writeError(w, http.StatusForbidden, apiv1.CodeCrossOrigin, "cross-origin writes are refused (Origin "+origin+")")
 				return
 			}
 		}
 		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+			// The scheme is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
+			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="oz0 dev"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+				writeError(w, http.StatusUnauthorized, apiv1.CodeUnauthorized, "missing or wrong bearer token")
 				return
 			}
 		}
@@ -98,27 +114,20 @@ func Guard(token string, next http.Handler) http.Handler {
 	})
 }
 
-type apiError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
+	writeJSON(w, status, apiv1.ErrorBody{Error: apiv1.Error{Code: code, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_ = jsonutil.NewEncoder(w).Encode(v)
 }
 
 // jobError is storeError for a call about one job: an unknown job says where the jobs are.
 func (b *Backend) jobError(w http.ResponseWriter, err error) {
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found", err.Error()+"; `oz0 job list` shows the jobs")
+		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, err.Error()+"; `oz0 job list` shows the jobs")
 		return
 	}
 	b.storeError(w, err)
@@ -127,35 +136,35 @@ func (b *Backend) jobError(w http.ResponseWriter, err error) {
 func (b *Backend) storeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", err.Error())
+		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, err.Error())
 	case errors.Is(err, store.ErrDecided):
-		writeError(w, http.StatusConflict, "decided", err.Error())
+		writeError(w, http.StatusConflict, apiv1.CodeDecided, err.Error())
 	case errors.Is(err, store.ErrInvalid):
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, err.Error())
 	default:
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
 	}
 }
 
 func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
-	var req client.JobRequest
+	var req apiv1.JobRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, store.MaxData)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "the request is not a JSON job: "+err.Error())
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON job: "+err.Error())
 		return
 	}
 	j, err := b.Node.Submit(req.Agent, req.Input)
 	var inErr *node.InputError
 	switch {
 	case errors.As(err, &inErr):
-		writeError(w, http.StatusUnprocessableEntity, "bad_input", err.Error())
+		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeBadInput, err.Error())
 	case errors.Is(err, node.ErrUnknownAgent):
-		writeError(w, http.StatusNotFound, "unknown_agent", err.Error())
+		writeError(w, http.StatusNotFound, apiv1.CodeUnknownAgent, err.Error())
 	case errors.Is(err, node.ErrClosed):
-		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
+		writeError(w, http.StatusServiceUnavailable, apiv1.CodeShuttingDown, err.Error())
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
 	default:
-		writeJSON(w, http.StatusCreated, j)
+		writeJSON(w, http.StatusCreated, wireJob(j))
 	}
 }
 
@@ -165,7 +174,7 @@ func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("status"); s != "" {
 		for _, st := range strings.Split(s, ",") {
 			if !store.Status(st).Valid() {
-				writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("unknown status %q; the statuses are %v", st, store.Statuses))
+				writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, fmt.Sprintf("unknown status %q; the statuses are %v", st, apiv1.Statuses))
 				return
 			}
 			f.Status = append(f.Status, store.Status(st))
@@ -174,7 +183,7 @@ func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			writeError(w, http.StatusBadRequest, "bad_request", "limit must be a positive number")
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "limit must be a positive number")
 			return
 		}
 		f.Limit = n
@@ -184,10 +193,7 @@ func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	if jobs == nil {
-		jobs = []store.Job{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+	writeJSON(w, http.StatusOK, apiv1.JobList{Jobs: wireJobs(jobs)})
 }
 
 func (b *Backend) getJob(w http.ResponseWriter, r *http.Request) {
@@ -196,7 +202,7 @@ func (b *Backend) getJob(w http.ResponseWriter, r *http.Request) {
 		b.jobError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, wireJob(j))
 }
 
 func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +213,7 @@ func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if j.Status.Terminal() {
-		writeError(w, http.StatusConflict, "ended", fmt.Sprintf("job %s has already ended: %s", id, j.Status))
+		writeError(w, http.StatusConflict, apiv1.CodeEnded, fmt.Sprintf("job %s has already ended: %s", id, j.Status))
 		return
 	}
 	if !b.Node.Cancel(id) {
@@ -225,7 +231,7 @@ func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
 		b.jobError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, wireJob(j))
 }
 
 // events streams a job's events as server-sent events, each with its seq as the id, from after
@@ -239,7 +245,7 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "bad_request", "after must be an event's seq")
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "after must be an event's seq")
 			return
 		}
 		after = max(after, n)
@@ -263,7 +269,7 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, "\nevent: "...)
 		buf = append(buf, ev.Type...)
 		buf = append(buf, "\ndata: "...)
-		buf = ev.AppendJSON(buf)
+		buf = wireEvent(ev).AppendJSON(buf)
 		buf = append(buf, "\n\n"...)
 		if _, err := w.Write(buf); err != nil {
 			return
@@ -298,22 +304,19 @@ func (b *Backend) trace(w http.ResponseWriter, r *http.Request) {
 func (b *Backend) listSecrets(w http.ResponseWriter, r *http.Request) {
 	list, err := b.Secrets.List()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
 		return
 	}
 	if list == nil {
-		list = []client.SecretMeta{}
+		list = []apiv1.SecretMeta{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"secrets": list})
+	writeJSON(w, http.StatusOK, apiv1.SecretList{Secrets: list})
 }
 
 func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Value   string `json:"value"`
-		BaseURL string `json:"base_url"`
-	}
+	var body apiv1.SetSecretRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 2*secrets.MaxValue)).Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "the request is not a JSON secret: "+err.Error())
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON secret: "+err.Error())
 		return
 	}
 	if err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL); err != nil {
@@ -321,7 +324,7 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, secrets.ErrInvalid) {
 			status = http.StatusBadRequest
 		}
-		writeError(w, status, "bad_secret", err.Error())
+		writeError(w, status, apiv1.CodeBadSecret, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -333,7 +336,7 @@ func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, secrets.ErrNotFound) {
 			status = http.StatusNotFound
 		}
-		writeError(w, status, "bad_secret", err.Error())
+		writeError(w, status, apiv1.CodeBadSecret, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

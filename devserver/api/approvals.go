@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 )
 
@@ -18,10 +19,7 @@ func (b *Backend) listApprovals(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	if list == nil {
-		list = []store.Approval{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	writeJSON(w, http.StatusOK, apiv1.ApprovalList{Approvals: wireApprovals(list)})
 }
 
 func (b *Backend) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -30,26 +28,21 @@ func (b *Backend) getApproval(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, wireApproval(a))
 }
 
-type answerBody struct {
-	Scope  string `json:"scope"`
-	Reason string `json:"reason"`
-}
-
-func readAnswer(w http.ResponseWriter, r *http.Request) (answerBody, bool) {
-	var body answerBody
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil && err != io.EOF {
-		writeError(w, http.StatusBadRequest, "bad_request", "the request is not a JSON answer: "+err.Error())
-		return body, false
+// readAnswer decodes an answer's body into v; an empty body is an answer with no fields.
+func readAnswer(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil && err != io.EOF {
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON answer: "+err.Error())
+		return false
 	}
-	return body, true
+	return true
 }
 
 func (b *Backend) approve(w http.ResponseWriter, r *http.Request) {
-	body, ok := readAnswer(w, r)
-	if !ok {
+	var body apiv1.ApproveRequest
+	if !readAnswer(w, r, &body) {
 		return
 	}
 	a, rule, err := b.Inbox.Approve(r.PathValue("id"), body.Scope)
@@ -57,12 +50,17 @@ func (b *Backend) approve(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approval": a, "rule": rule})
+	out := apiv1.ApproveResponse{Approval: wireApproval(a)}
+	if rule != nil {
+		wr := wireRule(*rule)
+		out.Rule = &wr
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (b *Backend) deny(w http.ResponseWriter, r *http.Request) {
-	body, ok := readAnswer(w, r)
-	if !ok {
+	var body apiv1.DenyRequest
+	if !readAnswer(w, r, &body) {
 		return
 	}
 	a, err := b.Inbox.Deny(r.PathValue("id"), body.Reason)
@@ -70,7 +68,7 @@ func (b *Backend) deny(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approval": a})
+	writeJSON(w, http.StatusOK, apiv1.DenyResponse{Approval: wireApproval(a)})
 }
 
 func (b *Backend) listRules(w http.ResponseWriter, r *http.Request) {
@@ -79,10 +77,7 @@ func (b *Backend) listRules(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	if rules == nil {
-		rules = []store.ApprovalRule{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"rules": rules})
+	writeJSON(w, http.StatusOK, apiv1.RuleList{Rules: wireRules(rules)})
 }
 
 func (b *Backend) revokeRule(w http.ResponseWriter, r *http.Request) {
@@ -91,5 +86,5 @@ func (b *Backend) revokeRule(w http.ResponseWriter, r *http.Request) {
 		b.storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rule)
+	writeJSON(w, http.StatusOK, wireRule(rule))
 }

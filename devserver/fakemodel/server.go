@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // The two APIs, as in Request.API.
@@ -292,15 +293,7 @@ func (x *exchange) requestID(seed []byte) {
 }
 
 // marshal encodes v as compact JSON without escaping <, > and &, as the providers do.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+var marshal = jsonutil.Marshal
 
 func mustMarshal(v any) []byte {
 	b, err := marshal(v)

@@ -1,10 +1,10 @@
 package gateway
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // gwError is an error the gateway itself answers, put in the shape of the face's provider.
@@ -77,11 +77,8 @@ func (e *gwError) body(f Format) []byte {
 			Message string `json:"message"`
 		}{sh.anthType, e.msg}}
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	b, _ := jsonutil.Marshal(v)
+	return b
 }
 
 // write answers the error as the response.

@@ -5,15 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
 )
 
 // Format is a model API, as a harness lists it in its formats.
 type Format string
 
-// The formats the gateway serves.
+// The formats the gateway serves, named as the harness protocol names them.
 const (
-	AnthropicMessages Format = "anthropic-messages" // Anthropic's Messages API
-	OpenAIChat        Format = "openai-chat"        // OpenAI's Chat Completions API
+	AnthropicMessages Format = harnesskit.FormatAnthropicMessages // Anthropic's Messages API
+	OpenAIChat        Format = harnesskit.FormatOpenAIChat        // OpenAI's Chat Completions API
 )
 
 // Formats lists every format the gateway serves.

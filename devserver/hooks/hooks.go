@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Decision is what a hook did, or the outcome of an evaluation (allow, deny or ask).
@@ -400,13 +401,11 @@ func jsonType(v any) string {
 }
 
 func mustMarshal(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonutil.Marshal(v)
+	if err != nil {
 		return json.RawMessage("null")
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	return b
 }
 
 // jsonEqual compares two JSON values by meaning (key order and spacing aside).

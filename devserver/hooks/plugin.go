@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -342,12 +343,7 @@ func (ph *pluginHook) explain(cctx, ctx context.Context, callerFirst bool, in *i
 }
 
 func clipText(s string) string {
-	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
-	const limit = 300
-	if r := []rune(s); len(r) > limit {
-		return string(r[:limit-1]) + "…"
-	}
-	return s
+	return diag.ClipN(strings.ReplaceAll(strings.TrimSpace(s), "\n", " "), 300)
 }
 
 // baseEnv is the environment every plugin gets: no more of the dev server's (no secrets).

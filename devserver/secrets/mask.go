@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Mask is what replaces a secret value.
@@ -172,12 +174,8 @@ func forms(v string) []string {
 	out := []string{v}
 	goHTML, _ := json.Marshal(v)
 	out = append(out, string(goHTML[1:len(goHTML)-1]))
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-	goPlain := strings.TrimSuffix(buf.String(), "\n")
-	out = append(out, goPlain[1:len(goPlain)-1])
+	goPlain, _ := jsonutil.Marshal(v)
+	out = append(out, string(goPlain[1:len(goPlain)-1]))
 	out = append(out, jsonEscape(v, false, false), jsonEscape(v, true, false), jsonEscape(v, true, true))
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -261,38 +260,4 @@ func (s *Store) readEvents(ctx context.Context, q querier, job string, n, afterS
 		return nil, s.readErr(err)
 	}
 	return evs, nil
-}
-
-// AppendJSON appends the event as json.Marshal would write it, without re-validating Data,
-// which the store has already checked and compacted: the live stream's hot path.
-func (e Event) AppendJSON(b []byte) []byte {
-	b = append(b, `{"job":`...)
-	b = appendJSONString(b, e.Job)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"time":"`...)
-	b = e.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","type":`...)
-	b = appendJSONString(b, e.Type)
-	b = append(b, `,"data":`...)
-	if len(e.Data) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, e.Data...)
-	}
-	return append(b, '}')
-}
-
-// appendJSONString quotes s as JSON; job ids and event types are plain ASCII, so the fast path
-// is a copy.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

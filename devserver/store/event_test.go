@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 func TestAppendSeqs(t *testing.T) {
@@ -258,20 +257,5 @@ func TestBatchFailureRollsBack(t *testing.T) {
 	e, err := s.Append(other.ID, EventSay, nil)
 	if err != nil || e.Seq != 2 {
 		t.Fatalf("another job after the failed batch: %+v %v", e, err)
-	}
-}
-
-func TestAppendJSONIsMarshal(t *testing.T) {
-	for _, ev := range []Event{
-		{Job: "job_abc", Seq: 7, Time: time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC), Type: EventSay, Data: json.RawMessage(`{"text":"hi \u003c"}`)},
-		{Job: "job_abc", Seq: 1, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Type: "odd\"type", Data: nil},
-	} {
-		want, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ev.AppendJSON(nil); string(got) != string(want) {
-			t.Errorf("AppendJSON = %s\n  Marshal = %s", got, want)
-		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // TraceVersion is the version of the trace format, in its first line.
@@ -42,8 +44,7 @@ func (s *Store) Trace(job string, w io.Writer) error {
 		return s.readErr(err)
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(bw)
 	if err := enc.Encode(traceHeader{TraceVersion, &j}); err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Protocols lists the protocol versions this SDK speaks.
@@ -391,15 +392,7 @@ func jsonable(v any) json.RawMessage {
 }
 
 // marshal is json.Marshal without HTML escaping, as the Python template writes JSON.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+var marshal = jsonutil.Marshal
 
 // ---- the protocol's lines ----------------------------------------------------------------------
 

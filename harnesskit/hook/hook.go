@@ -48,6 +48,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // Request is one tool call for a hook to decide.
@@ -229,14 +231,4 @@ type Func func(ctx context.Context, req Request) (Decision, error)
 // Decide calls f.
 func (f Func) Decide(ctx context.Context, req Request) (Decision, error) { return f(ctx, req) }
 
-func clip(s string) string {
-	const limit = 200
-	if len(s) <= limit {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit-1]) + "…"
-}
+func clip(s string) string { return diag.ClipN(s, 200) }

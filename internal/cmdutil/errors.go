@@ -5,20 +5,23 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
-// Exit codes, as DESIGN.md fixes them.
+// Exit codes, as the README states them.
 const (
-	ExitOK       = 0
-	ExitFindings = 1 // the command ran and found problems: lint findings, a failed job
-	ExitUsage    = 2
-	ExitInternal = 3 // internal or environment failure
+	ExitOK          = 0
+	ExitFindings    = 1 // the command ran and found problems: lint errors, a failed check, a failed job
+	ExitUsage       = 2 // how the command was called is wrong, or the dev server refused what it asked
+	ExitEnvironment = 3 // internal or environment failure: a busy port, an unreadable file, no dev server
 )
 
-// UsageError is a mistake in how the command was called.
+// UsageError is a mistake in how the command was called: a bad flag or argument, a bad
+// combination, a form the person backed out of.
 type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
@@ -28,36 +31,40 @@ func Usagef(format string, args ...any) error {
 	return &UsageError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// FindingsError says the command ran and found problems it has already reported; main prints
-// nothing more unless Msg is set.
+// FindingsError says the command ran and found problems. Msg is the one line said on stderr;
+// empty when the command has already shown everything (lint's findings, a failed check).
 type FindingsError struct{ Msg string }
 
 func (e *FindingsError) Error() string { return e.Msg }
 
-// SilentError ends the command with a code after it has printed everything itself.
-type SilentError struct{ Code int }
-
-func (e *SilentError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
-
-// ExitCode maps an error to the process exit code; it is the only place that does.
+// ExitCode maps an error to the process exit code; it is the only place that does. An error of
+// no known kind is an environment failure: the command could not do its work.
 func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
 	var usage *UsageError
 	var findings *FindingsError
-	var silent *SilentError
 	var report *diag.ReportError
+	var apiErr *client.APIError
 	switch {
-	case errors.As(err, &silent):
-		return silent.Code
-	case errors.As(err, &usage):
-		return ExitUsage
+	case err == nil:
+		return ExitOK
 	case errors.As(err, &findings), errors.As(err, &report):
-		return ExitFindings
-	case errors.Is(err, prompt.ErrCancel):
-		return ExitUsage // as gh does: the command was not carried out
+		return ExitFindings // a report: input the user gave has problems
+	case errors.As(err, &usage), errors.Is(err, prompt.ErrCancel):
+		return ExitUsage // as gh does for a cancelled prompt: the command was not carried out
+	case errors.As(err, &apiErr) && refused(apiErr.Status):
+		return ExitUsage
 	default:
-		return ExitInternal
+		return ExitEnvironment
 	}
+}
+
+// refused reports whether the dev server answered that what the user asked cannot be done (an
+// unknown agent, job or approval, input the agent does not take, a job that has ended), rather
+// than that the caller may not ask (a wrong token: the environment) or that it failed.
+func refused(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }

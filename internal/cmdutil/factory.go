@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 )
@@ -11,8 +12,12 @@ type Factory struct {
 	Version   string
 	// Getwd returns the directory commands resolve relative paths against.
 	Getwd func() (string, error)
-	// Getenv reads the environment (OZ0_CONTEXT).
+	// Getenv reads the environment (OZ0_CONTEXT, and what oz0 dev passes on).
 	Getenv func(string) string
-	// Prompter asks a person for missing values; only used when IOStreams.CanPrompt().
+	// Prompter asks a person; only used when IOStreams.CanPrompt().
 	Prompter prompt.Prompter
 }
+
+// Client returns a client for the dev server in OZ0_CONTEXT; its error says how to mend an unset
+// or malformed one.
+func (f *Factory) Client() (*client.Client, error) { return client.FromEnv(f.Getenv) }

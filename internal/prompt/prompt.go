@@ -28,10 +28,17 @@ type Question struct {
 	Value    *string
 }
 
-// Prompter asks all questions in one form. It returns ErrCancel when the person backs
-// out (Ctrl-C, Esc).
+// Prompter asks a person. Commands take it so tests can answer without a terminal.
 type Prompter interface {
+	// Ask asks all questions in one form. It returns ErrCancel when the person backs out
+	// (Ctrl-C, Esc).
 	Ask(questions []Question) error
+	// Confirm asks a yes/no question; false when the person backs out.
+	Confirm(title string) bool
+	// Approval asks a person to answer a tool call waiting for approval: "once", "job", "always"
+	// or "deny" (with a reason). ok is false when they back out or choose to leave it for later,
+	// and when ctx ends first.
+	Approval(ctx context.Context, title string) (choice, reason string, ok bool)
 }
 
 // Huh is the terminal Prompter.
@@ -62,8 +69,8 @@ func (Huh) Ask(questions []Question) error {
 	return err
 }
 
-// Confirm asks a yes/no question; false when the person backs out.
-func Confirm(title string) bool {
+// Confirm asks a yes/no question.
+func (Huh) Confirm(title string) bool {
 	yes := false
 	if err := newForm(huh.NewGroup(huh.NewConfirm().Title(title).Value(&yes))).WithShowHelp(false).Run(); err != nil {
 		return false
@@ -71,9 +78,8 @@ func Confirm(title string) bool {
 	return yes
 }
 
-// Approval asks a person to answer a tool call waiting for approval: "once", "job", "always" or
-// "deny" (with a reason). ok is false when they back out or choose to leave it for later.
-func Approval(ctx context.Context, title string) (choice, reason string, ok bool) {
+// Approval asks which answer to give a waiting tool call.
+func (Huh) Approval(ctx context.Context, title string) (choice, reason string, ok bool) {
 	choice = "once"
 	form := newForm(
 		huh.NewGroup(huh.NewSelect[string]().Title("Approve "+title+"?").Options(

@@ -1,6 +1,4 @@
-// Package client is the command-line side of the dev server's control API: OZ0_CONTEXT, the
-// HTTP calls with the bearer token, and the live event stream with resume.
-package client
+package apiv1
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package client
+package apiv1
 
 import (
 	"strings"
@@ -30,7 +30,7 @@ func TestParseContext(t *testing.T) {
 }
 
 func TestIsLoopbackHost(t *testing.T) {
-	for host, want := range map[string]bool{"127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true, "localhost": true, "10.0.0.1": false, "example.com": false, "0.0.0.0": false} {
+	for host, want := range map[string]bool{"127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true, "localhost": true, "LocalHost": true, "10.0.0.1": false, "example.com": false, "0.0.0.0": false} {
 		if got := IsLoopbackHost(host); got != want {
 			t.Errorf("IsLoopbackHost(%q) = %v", host, got)
 		}

@@ -4,14 +4,16 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
-func ev(typ, data string) Event { return Event{Type: typ, Data: json.RawMessage(data)} }
+func ev(typ, data string) apiv1.Event { return apiv1.Event{Type: typ, Data: json.RawMessage(data)} }
 
 func TestGuideStream(t *testing.T) {
 	var b strings.Builder
 	s := New(&b, "acme-triage")
-	for _, e := range []Event{
+	for _, e := range []apiv1.Event{
 		ev("status", `{"status":"running"}`),
 		ev("say", `{"text":"Sorting the ticket. "}`),
 		ev("model_call", `{"record":"fake"}`),

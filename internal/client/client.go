@@ -1,3 +1,6 @@
+// Package client is the command-line side of the dev server's control API: the HTTP calls with
+// the bearer token of OZ0_CONTEXT, and a job's live stream followed with resume. The bodies are
+// the wire types of apiv1.
 package client
 
 import (
@@ -15,23 +18,24 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
 // Client calls the dev server's control API.
 type Client struct {
-	ctx  Context
+	ctx  apiv1.Context
 	http *http.Client
 }
 
-// New returns a client for ctx.
-func New(ctx Context) *Client {
+// New returns a client for the dev server of ctx.
+func New(ctx apiv1.Context) *Client {
 	return &Client{ctx: ctx, http: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}}
 }
 
-// FromEnv reads OZ0_CONTEXT with getenv.
+// FromEnv returns a client for the dev server in OZ0_CONTEXT, read with getenv. The error of an
+// unset or malformed OZ0_CONTEXT says how to mend it.
 func FromEnv(getenv func(string) string) (*Client, error) {
-	c, err := ParseContext(getenv(ContextEnv))
+	c, err := apiv1.ParseContext(getenv(apiv1.ContextEnv))
 	if err != nil {
 		return nil, err
 	}
@@ -41,21 +45,14 @@ func FromEnv(getenv func(string) string) (*Client, error) {
 // URL is the server's base URL.
 func (c *Client) URL() string { return c.ctx.URL }
 
-// APIError is an error answer of the control API.
+// APIError is an error answer of the control API: its HTTP status, and the apiv1.Error it gave.
 type APIError struct {
 	Status  int
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string
+	Message string
 }
 
 func (e *APIError) Error() string { return e.Message }
-
-// ErrNotFound matches an APIError with status 404.
-var ErrNotFound = errors.New("not found")
-
-func (e *APIError) Is(target error) bool {
-	return target == ErrNotFound && e.Status == http.StatusNotFound
-}
 
 func (c *Client) do(ctx context.Context, method, path string, body any, out any) error {
 	resp, err := c.send(ctx, method, path, body, nil)
@@ -98,70 +95,46 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("no dev server at %s (connection refused); start `oz0 dev` and export the %s line it prints", c.ctx.URL, ContextEnv)
+			return nil, fmt.Errorf("no dev server at %s (connection refused); start `oz0 dev` and export the %s line it prints", c.ctx.URL, apiv1.ContextEnv)
 		}
 		return nil, fmt.Errorf("cannot reach the dev server at %s: %v; is `oz0 dev` running?", c.ctx.URL, err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		var wrap struct{ Error APIError }
+		var body apiv1.ErrorBody
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(b, &wrap) != nil || wrap.Error.Message == "" {
-			wrap.Error.Message = fmt.Sprintf("the dev server answered %s", resp.Status)
+		if json.Unmarshal(b, &body) != nil || body.Error.Message == "" {
+			body.Error.Message = fmt.Sprintf("the dev server answered %s", resp.Status)
 		}
-		wrap.Error.Status = resp.StatusCode
+		apiErr := &APIError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
 		if resp.StatusCode == http.StatusUnauthorized {
-			wrap.Error.Message = fmt.Sprintf("the dev server at %s refused the token in %s (%s); export the line the running `oz0 dev` printed", c.ctx.URL, ContextEnv, wrap.Error.Message)
+			apiErr.Message = fmt.Sprintf("the dev server at %s refused the token in %s (%s); export the line the running `oz0 dev` printed", c.ctx.URL, apiv1.ContextEnv, apiErr.Message)
 		}
-		return nil, &wrap.Error
+		return nil, apiErr
 	}
 	return resp, nil
 }
 
-// AgentInfo is an agent the dev server runs.
-type AgentInfo struct {
-	Name    string `json:"name"`
-	Plugin  string `json:"plugin"`
-	Harness string `json:"harness"`
-	Record  string `json:"record"`
-	Model   string `json:"model"`
-	Input   string `json:"input"`
-}
-
-// Info describes the running dev server.
-type Info struct {
-	Version  string      `json:"version"`
-	StateDir string      `json:"state_dir"`
-	Agents   []AgentInfo `json:"agents"`
-}
-
 // Info asks the server what it runs.
-func (c *Client) Info(ctx context.Context) (Info, error) {
-	var i Info
+func (c *Client) Info(ctx context.Context) (apiv1.Info, error) {
+	var i apiv1.Info
 	return i, c.do(ctx, http.MethodGet, "/api/v1/info", nil, &i)
 }
 
-// JobRequest starts a job. Input is the input as the user gave it, text; the server parses it
-// as JSON for an agent that takes JSON.
-type JobRequest struct {
-	Agent string `json:"agent"`
-	Input string `json:"input"`
-}
-
 // CreateJob starts a job.
-func (c *Client) CreateJob(ctx context.Context, r JobRequest) (store.Job, error) {
-	var j store.Job
+func (c *Client) CreateJob(ctx context.Context, r apiv1.JobRequest) (apiv1.Job, error) {
+	var j apiv1.Job
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs", r, &j)
 }
 
 // Job fetches a job's record.
-func (c *Client) Job(ctx context.Context, id string) (store.Job, error) {
-	var j store.Job
+func (c *Client) Job(ctx context.Context, id string) (apiv1.Job, error) {
+	var j apiv1.Job
 	return j, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), nil, &j)
 }
 
 // Jobs lists jobs, newest first.
-func (c *Client) Jobs(ctx context.Context, status, agent string, limit int) ([]store.Job, error) {
+func (c *Client) Jobs(ctx context.Context, status, agent string, limit int) ([]apiv1.Job, error) {
 	q := url.Values{}
 	if status != "" {
 		q.Set("status", status)
@@ -172,15 +145,13 @@ func (c *Client) Jobs(ctx context.Context, status, agent string, limit int) ([]s
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out struct {
-		Jobs []store.Job `json:"jobs"`
-	}
+	var out apiv1.JobList
 	return out.Jobs, c.do(ctx, http.MethodGet, "/api/v1/jobs?"+q.Encode(), nil, &out)
 }
 
 // Cancel cancels a job.
-func (c *Client) Cancel(ctx context.Context, id string) (store.Job, error) {
-	var j store.Job
+func (c *Client) Cancel(ctx context.Context, id string) (apiv1.Job, error) {
+	var j apiv1.Job
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j)
 }
 
@@ -195,27 +166,15 @@ func (c *Client) Trace(ctx context.Context, id string, w io.Writer) error {
 	return err
 }
 
-// SecretMeta is a secret's name and when it was set; never its value.
-type SecretMeta struct {
-	Name    string    `json:"name"`
-	SetAt   time.Time `json:"set_at"`
-	BaseURL string    `json:"base_url,omitempty"`
-}
-
 // SetSecret sets a secret; baseURL, for a provider key, overrides the provider's upstream.
 func (c *Client) SetSecret(ctx context.Context, name, value, baseURL string) error {
-	body := map[string]string{"value": value}
-	if baseURL != "" {
-		body["base_url"] = baseURL
-	}
+	body := apiv1.SetSecretRequest{Value: value, BaseURL: baseURL}
 	return c.do(ctx, http.MethodPut, "/api/v1/secrets/"+url.PathEscape(name), body, nil)
 }
 
 // Secrets lists the secrets' names.
-func (c *Client) Secrets(ctx context.Context) ([]SecretMeta, error) {
-	var out struct {
-		Secrets []SecretMeta `json:"secrets"`
-	}
+func (c *Client) Secrets(ctx context.Context) ([]apiv1.SecretMeta, error) {
+	var out apiv1.SecretList
 	return out.Secrets, c.do(ctx, http.MethodGet, "/api/v1/secrets", nil, &out)
 }
 
@@ -227,7 +186,7 @@ func (c *Client) RemoveSecret(ctx context.Context, name string) error {
 // Events follows a job's live stream from after the event numbered after, calling fn for each
 // event in order until the job's last event. A dropped connection is resumed from the last event
 // seen, so no event is lost or repeated; reconnects is told of each resume (may be nil).
-func (c *Client) Events(ctx context.Context, job string, after int64, fn func(store.Event) error, reconnects func(err error)) error {
+func (c *Client) Events(ctx context.Context, job string, after int64, fn func(apiv1.Event) error, reconnects func(err error)) error {
 	failures := 0
 	for {
 		last, done, err := c.follow(ctx, job, after, fn)
@@ -259,7 +218,7 @@ func (c *Client) Events(ctx context.Context, job string, after int64, fn func(st
 
 // follow reads one SSE connection. done is true when the job's terminal event was delivered or
 // fn failed.
-func (c *Client) follow(ctx context.Context, job string, after int64, fn func(store.Event) error) (last int64, done bool, err error) {
+func (c *Client) follow(ctx context.Context, job string, after int64, fn func(apiv1.Event) error) (last int64, done bool, err error) {
 	h := http.Header{"Accept": {"text/event-stream"}}
 	resp, err := c.send(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(job)+"/events?after="+strconv.FormatInt(after, 10), nil, h)
 	if err != nil {
@@ -283,7 +242,7 @@ func (c *Client) follow(ctx context.Context, job string, after int64, fn func(st
 			if len(data) == 0 {
 				continue
 			}
-			var ev store.Event
+			var ev apiv1.Event
 			if err := json.Unmarshal(data, &ev); err != nil {
 				return last, true, fmt.Errorf("the dev server sent a bad event: %w", err)
 			}
@@ -307,47 +266,38 @@ func (c *Client) follow(ctx context.Context, job string, after int64, fn func(st
 }
 
 // Approvals lists the pending approvals (all of them with all).
-func (c *Client) Approvals(ctx context.Context, all bool) ([]store.Approval, error) {
+func (c *Client) Approvals(ctx context.Context, all bool) ([]apiv1.Approval, error) {
 	q := ""
 	if all {
 		q = "?all=1"
 	}
-	var out struct {
-		Approvals []store.Approval `json:"approvals"`
-	}
+	var out apiv1.ApprovalList
 	return out.Approvals, c.do(ctx, http.MethodGet, "/api/v1/approvals"+q, nil, &out)
 }
 
 // Approve approves a pending approval with a scope (once, job, always); an "always" answer
 // returns the rule it made.
-func (c *Client) Approve(ctx context.Context, id, scope string) (store.Approval, *store.ApprovalRule, error) {
-	var out struct {
-		Approval store.Approval      `json:"approval"`
-		Rule     *store.ApprovalRule `json:"rule"`
-	}
-	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(id)+"/approve", map[string]string{"scope": scope}, &out)
+func (c *Client) Approve(ctx context.Context, id, scope string) (apiv1.Approval, *apiv1.Rule, error) {
+	var out apiv1.ApproveResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(id)+"/approve", apiv1.ApproveRequest{Scope: scope}, &out)
 	return out.Approval, out.Rule, err
 }
 
 // Deny denies a pending approval; the reason reaches the harness.
-func (c *Client) Deny(ctx context.Context, id, reason string) (store.Approval, error) {
-	var out struct {
-		Approval store.Approval `json:"approval"`
-	}
-	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(id)+"/deny", map[string]string{"reason": reason}, &out)
+func (c *Client) Deny(ctx context.Context, id, reason string) (apiv1.Approval, error) {
+	var out apiv1.DenyResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(id)+"/deny", apiv1.DenyRequest{Reason: reason}, &out)
 	return out.Approval, err
 }
 
 // Rules lists the "always" rules.
-func (c *Client) Rules(ctx context.Context) ([]store.ApprovalRule, error) {
-	var out struct {
-		Rules []store.ApprovalRule `json:"rules"`
-	}
+func (c *Client) Rules(ctx context.Context) ([]apiv1.Rule, error) {
+	var out apiv1.RuleList
 	return out.Rules, c.do(ctx, http.MethodGet, "/api/v1/approval-rules", nil, &out)
 }
 
 // RevokeRule removes a rule by id or target.
-func (c *Client) RevokeRule(ctx context.Context, id string) (store.ApprovalRule, error) {
-	var r store.ApprovalRule
+func (c *Client) RevokeRule(ctx context.Context, id string) (apiv1.Rule, error) {
+	var r apiv1.Rule
 	return r, c.do(ctx, http.MethodDelete, "/api/v1/approval-rules/"+url.PathEscape(id), nil, &r)
 }

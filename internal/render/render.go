@@ -13,13 +13,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-)
 
-// Event is the part of a stored event the renderer reads.
-type Event struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+)
 
 // Stream renders events for one agent's job. It is not safe for concurrent use.
 type Stream struct {
@@ -35,15 +32,15 @@ func New(w io.Writer, agent string) *Stream { return &Stream{w: w, agent: agent}
 
 // Event renders one event. Events the live view does not show (logs, stderr, model calls, status
 // changes) write nothing.
-func (s *Stream) Event(ev Event) error {
+func (s *Stream) Event(ev apiv1.Event) error {
 	switch ev.Type {
-	case "say":
+	case apiv1.EventSay:
 		var d struct{ Text string }
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
 		return s.say(d.Text)
-	case "permission_request":
+	case apiv1.EventPermissionRequest:
 		var d struct {
 			Tool      string
 			Arguments json.RawMessage
@@ -52,7 +49,7 @@ func (s *Stream) Event(ev Event) error {
 			return err
 		}
 		return s.line("%s → %s %s", s.agent, d.Tool, CompactJSON(d.Arguments))
-	case "permission_decision":
+	case apiv1.EventPermissionDecision:
 		var d struct {
 			Tool, Decision, Reason, By string
 			Arguments                  json.RawMessage
@@ -68,7 +65,7 @@ func (s *Stream) Event(ev Event) error {
 			return s.line("%s → %s %s (arguments changed%s)", s.agent, d.Tool, CompactJSON(d.Arguments), by(d.By))
 		}
 		return nil
-	case "tool_result":
+	case apiv1.EventToolResult:
 		var d struct {
 			Tool   string
 			Result json.RawMessage
@@ -81,13 +78,13 @@ func (s *Stream) Event(ev Event) error {
 			return s.line("%s ← %s failed: %s", s.agent, d.Tool, d.Error)
 		}
 		return s.line("%s ← %s %s", s.agent, d.Tool, Text(d.Result))
-	case "stray_output":
+	case apiv1.EventStrayOutput:
 		var d struct{ Line string }
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
 		return s.line("%s ! stray output (not protocol JSON): %s", s.agent, d.Line)
-	case "result":
+	case apiv1.EventResult:
 		var d struct{ Output json.RawMessage }
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
@@ -177,11 +174,9 @@ func CompactJSON(v json.RawMessage) string {
 	if err := dec.Decode(&x); err != nil {
 		return string(v)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(x); err != nil {
+	b, err := jsonutil.Marshal(x)
+	if err != nil {
 		return string(v)
 	}
-	return strings.TrimSuffix(buf.String(), "\n")
+	return string(b)
 }

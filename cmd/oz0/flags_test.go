@@ -1,0 +1,151 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+)
+
+// parseFlags runs a command's flag parsing and checks with args, stdin as its input, and
+// returns the options it would run with; nothing runs.
+func parseFlags[O any](t *testing.T, newCmd func(*cmdutil.Factory, func(*O) error) *cobra.Command, stdin string, args ...string) (*O, error) {
+	t.Helper()
+	f, _ := newTestFactory(t, false, &testPrompter{})
+	f.IOStreams.In.(interface{ WriteString(string) (int, error) }).WriteString(stdin)
+	var got *O
+	cmd := newCmd(f, func(o *O) error { got = o; return nil })
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	return got, err
+}
+
+// check compares the named fields of got (a pointer to options) with want.
+func check(t *testing.T, what string, got any, err error, want map[string]any) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	v := reflect.ValueOf(got).Elem()
+	for name, w := range want {
+		if g := v.FieldByName(name).Interface(); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: %s = %#v, want %#v", what, name, g, w)
+		}
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	o, err := parseFlags(t, newCmdRun, "", "acme-triage", "I was charged twice", "--json")
+	check(t, "run AGENT INPUT --json", o, err, map[string]any{"Agent": "acme-triage", "Input": "I was charged twice", "JSON": true, "Detach": false})
+	o, err = parseFlags(t, newCmdRun, `{"order": 42}`, "order-bot", "-", "--detach")
+	check(t, "run AGENT - --detach", o, err, map[string]any{"Input": `{"order": 42}`, "Detach": true})
+	file := filepath.Join(t.TempDir(), "ticket.txt")
+	os.WriteFile(file, []byte("from a file\n"), 0o644)
+	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "--input-file", file)
+	check(t, "run AGENT --input-file", o, err, map[string]any{"Input": "from a file\n", "InputFile": file})
+}
+
+func TestDevFlags(t *testing.T) {
+	o, err := parseFlags(t, newCmdDev, "")
+	check(t, "dev", o, err, map[string]any{"Plugins": []string(nil), "Addr": "127.0.0.1:0", "Ephemeral": false})
+	o, err = parseFlags(t, newCmdDev, "", "--plugin", "a", "--plugin", "b", "--addr", ":7311", "--state-dir", "s",
+		"--ready-file", "r", "--fake-script", "f.yaml", "--hooks", "h.yaml")
+	check(t, "dev with every flag", o, err, map[string]any{"Plugins": []string{"a", "b"}, "Addr": "127.0.0.1:7311", "StateDir": "s",
+		"ReadyFile": "r", "FakeScript": "f.yaml", "Hooks": "h.yaml"})
+	o, err = parseFlags(t, newCmdDev, "", "--ephemeral", "--addr", "[::1]:0")
+	check(t, "dev --ephemeral", o, err, map[string]any{"Ephemeral": true, "Addr": "[::1]:0"})
+}
+
+func TestFakeModelServeFlags(t *testing.T) {
+	o, err := parseFlags(t, newCmdFakeModelServe, "", "-s", "replies.yaml", "--addr", "LocalHost:8089", "--ready-file", "fm.url", "-v")
+	check(t, "fake-model serve", o, err, map[string]any{"Script": "replies.yaml", "Addr": "LocalHost:8089", "ReadyFile": "fm.url", "Verbose": true})
+}
+
+func TestPluginFlags(t *testing.T) {
+	lintOpts, err := parseFlags(t, newCmdPluginLint, "")
+	check(t, "plugin lint", lintOpts, err, map[string]any{"Dir": ".", "Format": "text"})
+	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "acme-triage", "--format", "sarif")
+	check(t, "plugin lint DIR --format sarif", lintOpts, err, map[string]any{"Dir": "acme-triage", "Format": "sarif"})
+
+	testOpts, err := parseFlags(t, newCmdPluginTest, "", "acme-triage", "--json", "--harness", "a", "--harness", "b",
+		"--script", "m.yaml", "--input", "The app crashes", "--timeout", "5s", "--grace", "1s")
+	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSON": true, "Harnesses": []string{"a", "b"},
+		"Script": "m.yaml", "Input": "The app crashes", "Timeout": 5 * time.Second, "Grace": time.Second})
+
+	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "-t", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
+	check(t, "plugin new", newOpts, err, map[string]any{"Name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets", "Dir": "src"})
+}
+
+func TestJobFlags(t *testing.T) {
+	list, err := parseFlags(t, newCmdJobList, "")
+	check(t, "job list", list, err, map[string]any{"Limit": 50, "Status": "", "JSON": false})
+	list, err = parseFlags(t, newCmdJobList, "", "--status", "failed,timed_out", "--agent", "acme-triage", "--limit", "5", "--json")
+	check(t, "job list with every flag", list, err, map[string]any{"Status": "failed,timed_out", "Agent": "acme-triage", "Limit": 5, "JSON": true})
+	show, err := parseFlags(t, newCmdJobShow, "", "job_x", "--json")
+	check(t, "job show", show, err, map[string]any{"ID": "job_x", "JSON": true})
+	cancel, err := parseFlags(t, newCmdJobCancel, "", "job_x")
+	check(t, "job cancel", cancel, err, map[string]any{"ID": "job_x"})
+	trace, err := parseFlags(t, newCmdJobTrace, "", "job_x")
+	check(t, "job trace", trace, err, map[string]any{"ID": "job_x"})
+}
+
+func TestSecretFlags(t *testing.T) {
+	set, err := parseFlags(t, newCmdSecretSet, "", "ANTHROPIC_API_KEY", "--base-url", "http://127.0.0.1:8080")
+	check(t, "secret set", set, err, map[string]any{"Name": "ANTHROPIC_API_KEY", "BaseURL": "http://127.0.0.1:8080"})
+	list, err := parseFlags(t, newCmdSecretList, "", "--json")
+	check(t, "secret list", list, err, map[string]any{"JSON": true})
+	rm, err := parseFlags(t, newCmdSecretRm, "", "OPENAI_API_KEY")
+	check(t, "secret rm", rm, err, map[string]any{"Name": "OPENAI_API_KEY"})
+}
+
+func TestApprovalFlags(t *testing.T) {
+	list, err := parseFlags(t, newCmdApprovalList, "", "--all", "--json")
+	check(t, "approval list", list, err, map[string]any{"All": true, "JSON": true})
+	approve, err := parseFlags(t, newCmdApprovalApprove, "", "apr_x")
+	check(t, "approval approve", approve, err, map[string]any{"ID": "apr_x", "Scope": "once"})
+	approve, err = parseFlags(t, newCmdApprovalApprove, "", "apr_x", "--scope", "always")
+	check(t, "approval approve --scope always", approve, err, map[string]any{"Scope": "always"})
+	deny, err := parseFlags(t, newCmdApprovalDeny, "", "apr_x", "--reason", "billing is told by a person")
+	check(t, "approval deny", deny, err, map[string]any{"ID": "apr_x", "Reason": "billing is told by a person"})
+	rules, err := parseFlags(t, newCmdApprovalRules, "", "--json")
+	check(t, "approval rules", rules, err, map[string]any{"JSON": true})
+	revoke, err := parseFlags(t, newCmdApprovalRevoke, "", "acme-triage.notify_team")
+	check(t, "approval revoke", revoke, err, map[string]any{"Rule": "acme-triage.notify_team"})
+}
+
+func TestDoctorFlags(t *testing.T) {
+	o, err := parseFlags(t, newCmdDoctor, "")
+	check(t, "doctor", o, err, map[string]any{"Plugin": ".", "JSON": false})
+	o, err = parseFlags(t, newCmdDoctor, "", "--plugin", "acme-triage", "--json")
+	check(t, "doctor --plugin --json", o, err, map[string]any{"Plugin": "acme-triage", "JSON": true})
+}
+
+// A usage error stops before runF: nothing runs.
+func TestUsageErrorsRunNothing(t *testing.T) {
+	expectUsage := func(what string, ran bool, err error) {
+		t.Helper()
+		if ran || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+			t.Errorf("%s: ran %v, err %v", what, ran, err)
+		}
+	}
+	dev, err := parseFlags(t, newCmdDev, "", "--ephemeral", "--state-dir", "s")
+	expectUsage("dev --ephemeral --state-dir", dev != nil, err)
+	dev, err = parseFlags(t, newCmdDev, "", "--addr", "10.0.0.1:7311")
+	expectUsage("dev --addr 10.0.0.1:7311", dev != nil, err)
+	deny, err := parseFlags(t, newCmdApprovalDeny, "", "apr_x")
+	expectUsage("approval deny without --reason", deny != nil, err)
+	list, err := parseFlags(t, newCmdJobList, "", "--status", "done")
+	expectUsage("job list --status done", list != nil, err)
+	run, err := parseFlags(t, newCmdRun, "", "acme-triage", "hi", "--input-file", "f")
+	expectUsage("run with INPUT and --input-file", run != nil, err)
+}

@@ -1,0 +1,332 @@
+package apiv1
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Status is where a job stands. A job starts queued; the terminal statuses never change again.
+type Status string
+
+// The statuses.
+const (
+	StatusQueued             Status = "queued"
+	StatusRunning            Status = "running"
+	StatusWaitingForApproval Status = "waiting_for_approval" // a tool call waits for a person
+	StatusSucceeded          Status = "succeeded"            // terminal
+	StatusFailed             Status = "failed"               // terminal
+	StatusCancelled          Status = "cancelled"            // terminal
+	StatusTimedOut           Status = "timed_out"            // terminal
+	StatusInterrupted        Status = "interrupted"          // terminal: the dev server stopped while the job was live
+)
+
+// Statuses lists every status, live ones first.
+var Statuses = []Status{StatusQueued, StatusRunning, StatusWaitingForApproval,
+	StatusSucceeded, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted}
+
+// Terminal reports whether st is a final status.
+func (st Status) Terminal() bool {
+	switch st {
+	case StatusSucceeded, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether st is one of Statuses.
+func (st Status) Valid() bool {
+	for _, v := range Statuses {
+		if st == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Job is a job's record: GET /api/v1/jobs/{id}, and the answer of POST /api/v1/jobs and of a
+// cancel.
+type Job struct {
+	ID          string          `json:"id"` // job_ and 20 lowercase base32 characters
+	Agent       string          `json:"agent"`
+	Plugin      string          `json:"plugin,omitempty"` // the plugin the agent is from
+	Input       json.RawMessage `json:"input"`            // the input as the agent takes it: a JSON string for a text agent
+	InputText   string          `json:"input_text"`       // the input as text
+	ModelRecord string          `json:"model_record,omitempty"`
+	ModelName   string          `json:"model_name,omitempty"`
+	Status      Status          `json:"status"`
+	Reason      string          `json:"reason,omitempty"` // why the job is in its status (a failure, a cancel, an approval it waits for)
+	Output      json.RawMessage `json:"output,omitempty"` // the answer, once the job succeeded: text or any JSON
+	CreatedAt   time.Time       `json:"created_at"`
+	StartedAt   time.Time       `json:"started_at,omitzero"` // when it first ran
+	EndedAt     time.Time       `json:"ended_at,omitzero"`
+	Limits      Limits          `json:"limits"`
+	Usage       Usage           `json:"usage"`
+}
+
+// Limits are a job's limits, as its session request carries them; 0 is no limit.
+type Limits struct {
+	MaxSteps int     `json:"max_steps"` // the most model calls
+	TimeoutS float64 `json:"timeout_s"` // seconds
+}
+
+// Usage sums a job's model calls (its model_call events).
+type Usage struct {
+	ModelCalls          int64   `json:"model_calls"` // calls that reached a model; refused ones are not counted
+	InputTokens         int64   `json:"input_tokens"`
+	OutputTokens        int64   `json:"output_tokens"`
+	CacheReadTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationTokens int64   `json:"cache_creation_input_tokens"`
+	CostUSD             float64 `json:"cost_usd"`
+}
+
+// JobRequest is the body of POST /api/v1/jobs. Input is the input as the user gave it, as text;
+// the server parses it as JSON for an agent that takes JSON.
+type JobRequest struct {
+	Agent string `json:"agent"`
+	Input string `json:"input"` // at most MaxInput bytes
+}
+
+// MaxInput is the most bytes a job's input may have.
+const MaxInput = 16 << 20
+
+// JobList is the answer of GET /api/v1/jobs?status=&agent=&limit=&before=: jobs, newest first.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// Event is one entry of a job's ordered event log: an event of its live stream, a line of its
+// trace.
+type Event struct {
+	Job  string          `json:"job"`
+	Seq  int64           `json:"seq"`  // 1, 2, 3… per job, without gaps: resume a stream after the last one seen
+	Time time.Time       `json:"time"` // never decreases along a job's events
+	Type string          `json:"type"` // one of the Event… types; a client shows what it does not know as is
+	Data json.RawMessage `json:"data"` // the type's data, below
+}
+
+// Event types, with their data. A client ignores a type it does not know.
+const (
+	// EventStatus is a status change: StatusData. The first is queued (no "from"); one with a
+	// terminal status is the job's last event.
+	EventStatus = "status"
+	// EventSay is text the harness streams to the live view: {"text":"…"}.
+	EventSay = "say"
+	// EventPermissionRequest is a tool call the harness asks for:
+	// {"id":"p1","tool":"notify_team","arguments":{…}}.
+	EventPermissionRequest = "permission_request"
+	// EventPermissionDecision is its answer: {"id":"p1","tool":"…","decision":"allow"|"deny",
+	// "arguments":{…},"changed":true,"reason":"…","by":"…"}; by says who decided: the node, a
+	// hook (hook:<name>), a person, or a rule (rule:<id>).
+	EventPermissionDecision = "permission_decision"
+	// EventToolResult is a tool call's result: {"id":"p1","tool":"…","result":…} or with "error".
+	EventToolResult = "tool_result"
+	// EventModelCall is one call through the gateway: {"record":"…","model":"…","format":"…",
+	// "endpoint":"…","status":200,"input_tokens":N,"output_tokens":N,"cache_read_input_tokens":N,
+	// "cache_creation_input_tokens":N,"cost_usd":X,"latency_ms":X,"ttfb_ms":X,"streamed":true,
+	// "step":N}, with "refused", "aborted" or "error" when it did not go through.
+	EventModelCall = "model_call"
+	// EventStrayOutput is a line of the harness's stdout that is not protocol JSON: {"line":"…"}.
+	EventStrayOutput = "stray_output"
+	// EventLog is a harness's log line: {"level":"info","message":"…"}.
+	EventLog = "log"
+	// EventStderr is a line of the harness's stderr: {"line":"…"}.
+	EventStderr = "stderr"
+	// EventResult is the harness's answer: {"output":<text or any JSON>}.
+	EventResult = "result"
+	// EventError is the session's failure as the harness said it: {"message":"…"}.
+	EventError = "error"
+)
+
+// StatusData is the data of an EventStatus event.
+type StatusData struct {
+	Status Status `json:"status"`
+	From   Status `json:"from,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Terminal reports whether e is a job's last event: a status event with a terminal status.
+func (e Event) Terminal() bool {
+	if e.Type != EventStatus {
+		return false
+	}
+	var d StatusData
+	return json.Unmarshal(e.Data, &d) == nil && d.Status.Terminal()
+}
+
+// AppendJSON appends the event as json.Marshal writes it, without re-encoding Data, which the
+// server has already checked and compacted: the live stream's hot path.
+func (e Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"job":`...)
+	b = appendJSONString(b, e.Job)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"time":"`...)
+	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","type":`...)
+	b = appendJSONString(b, e.Type)
+	b = append(b, `,"data":`...)
+	if len(e.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString quotes s as JSON; job ids and event types are plain ASCII, so the fast path
+// is a copy.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// ApprovalStatus is where a tool call waiting for a person stands.
+type ApprovalStatus string
+
+// The approval statuses; all but pending are final.
+const (
+	ApprovalPending     ApprovalStatus = "pending"
+	ApprovalApproved    ApprovalStatus = "approved"
+	ApprovalDenied      ApprovalStatus = "denied"
+	ApprovalWithdrawn   ApprovalStatus = "withdrawn"   // the job ended first
+	ApprovalInterrupted ApprovalStatus = "interrupted" // the dev server stopped while it waited
+)
+
+// Approval scopes: this call only, the rest of its job, or always (a Rule for its target).
+const (
+	ScopeOnce   = "once"
+	ScopeJob    = "job"
+	ScopeAlways = "always"
+)
+
+// Approval is a tool call waiting for (or answered by) a person: GET /api/v1/approvals/{id}.
+type Approval struct {
+	ID        string          `json:"id"` // apr_…
+	Job       string          `json:"job"`
+	Agent     string          `json:"agent"`
+	Harness   string          `json:"harness"`
+	Tool      string          `json:"tool"`
+	Request   string          `json:"request"` // the permission request's id in the session
+	Arguments json.RawMessage `json:"arguments"`
+	Why       string          `json:"why"` // what asked for a person: requires_approval, or a hook
+	Status    ApprovalStatus  `json:"status"`
+	Scope     string          `json:"scope,omitempty"`  // of an approved one
+	Reason    string          `json:"reason,omitempty"` // of a denied, withdrawn or interrupted one
+	CreatedAt time.Time       `json:"created_at"`
+	DecidedAt time.Time       `json:"decided_at,omitzero"`
+}
+
+// Target is how hooks and rules name the call: <harness>.<tool>.
+func (a Approval) Target() string { return a.Harness + "." + a.Tool }
+
+// ApprovalList is the answer of GET /api/v1/approvals (pending ones; ?all=1 for every one).
+type ApprovalList struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+// ApproveRequest is the body of POST /api/v1/approvals/{id}/approve; an empty Scope is once.
+type ApproveRequest struct {
+	Scope string `json:"scope"`
+}
+
+// ApproveResponse is its answer; Rule is the rule an "always" answer made, else null.
+type ApproveResponse struct {
+	Approval Approval `json:"approval"`
+	Rule     *Rule    `json:"rule"`
+}
+
+// DenyRequest is the body of POST /api/v1/approvals/{id}/deny; the reason reaches the harness,
+// and so the model, and must not be empty.
+type DenyRequest struct {
+	Reason string `json:"reason"`
+}
+
+// DenyResponse is its answer.
+type DenyResponse struct {
+	Approval Approval `json:"approval"`
+}
+
+// Rule is an "always" answer: calls of Target are approved without asking, until it is revoked
+// (DELETE /api/v1/approval-rules/{id or target}).
+type Rule struct {
+	ID        string    `json:"id"` // rule_…
+	Target    string    `json:"target"`
+	Approval  string    `json:"approval,omitempty"` // the approval whose answer made it
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// RuleList is the answer of GET /api/v1/approval-rules.
+type RuleList struct {
+	Rules []Rule `json:"rules"`
+}
+
+// SecretMeta is a secret's name and when it was set; never its value.
+type SecretMeta struct {
+	Name    string    `json:"name"`
+	SetAt   time.Time `json:"set_at"`
+	BaseURL string    `json:"base_url,omitempty"` // a provider key's upstream, when not the provider's own
+}
+
+// SecretList is the answer of GET /api/v1/secrets.
+type SecretList struct {
+	Secrets []SecretMeta `json:"secrets"`
+}
+
+// SetSecretRequest is the body of PUT /api/v1/secrets/{name}. BaseURL, for a provider key only,
+// points its record at another upstream; empty resets it.
+type SetSecretRequest struct {
+	Value   string `json:"value"`
+	BaseURL string `json:"base_url,omitempty"`
+}
+
+// Info is the answer of GET /api/v1/info: what the dev server runs.
+type Info struct {
+	Version  string      `json:"version"`
+	StateDir string      `json:"state_dir"`
+	Agents   []AgentInfo `json:"agents"`
+}
+
+// AgentInfo is an agent the dev server runs, with the model record its jobs use.
+type AgentInfo struct {
+	Name    string `json:"name"`
+	Plugin  string `json:"plugin"`
+	Harness string `json:"harness"`
+	Record  string `json:"record"` // the model record, or "none: <why>"
+	Model   string `json:"model"`
+	Input   string `json:"input"` // text or json
+}
+
+// ErrorBody is every error answer: {"error":{"code":"…","message":"…"}}.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is what went wrong: a stable code for programs and a one-line message for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// The error codes, with the HTTP status they come with.
+const (
+	CodeBadRequest    = "bad_request"    // 400: a malformed body or query
+	CodeUnauthorized  = "unauthorized"   // 401: no bearer token, or a wrong one
+	CodeForbiddenHost = "forbidden_host" // 403: a Host that is not loopback
+	CodeCrossOrigin   = "cross_origin"   // 403: a write from another origin
+	CodeNotFound      = "not_found"      // 404: no such job, approval, rule or call
+	CodeUnknownAgent  = "unknown_agent"  // 404: the dev server runs no such agent
+	CodeEnded         = "ended"          // 409: the job has already ended
+	CodeDecided       = "decided"        // 409: the approval was already answered
+	CodeBadInput      = "bad_input"      // 422: the input does not fit the agent
+	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
+	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
+	CodeInternal      = "internal"       // 500
+)
