@@ -341,13 +341,7 @@ func (p pluginLoader) Load(url string) (any, error) {
 	return jsonschema.UnmarshalJSON(io.LimitReader(f, MaxFileSize))
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:297] + "..."
-	}
-	return s
-}
+func oneLine(s string) string { return diag.Squash(s, 300) }
 
 // readListedDir reads a directory the manifest lists under key (agents, skills). A missing one is
 // a finding of rule, unless missingOK (it then holds nothing); one that is not a directory is a

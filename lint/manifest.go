@@ -16,7 +16,7 @@ import (
 )
 
 // Formats that a harness may list: the model APIs the gateway serves.
-var modelFormats = []string{"anthropic-messages", "openai-chat"}
+var modelFormats = []string{harnesskit.FormatAnthropicMessages, harnesskit.FormatOpenAIChat}
 
 func (l *linter) run() error {
 	data, st := l.read(ManifestFile)

@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // JSON renders the YAML value under n as compact JSON with mapping keys in the order they are
@@ -16,8 +18,7 @@ import (
 func JSON(n *yaml.Node) (json.RawMessage, error) {
 	c := &converter{lim: DefaultLimits, active: map[*yaml.Node]bool{}}
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(&b)
 	if err := c.writeJSON(&b, enc, n, 0); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,4 @@ func writeJSONLines[T any](w io.Writer, items []T) error {
 }
 
 // clipLine fits a value into a table cell: one line, at most n runes.
-func clipLine(s string, n int) string {
-	return diag.ClipN(oneLine(s), n)
-}
+func clipLine(s string, n int) string { return diag.Squash(s, n) }

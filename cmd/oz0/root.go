@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // newCmdRoot builds the whole command tree.
@@ -68,9 +68,7 @@ func execute(f *cmdutil.Factory, args []string) int {
 }
 
 // oneLine keeps an error to the one line the README promises.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
+func oneLine(s string) string { return diag.Squash(s, 0) }
 
 // flagError makes cobra's flag errors usage errors that point at the help.
 func flagError(cmd *cobra.Command, err error) error {

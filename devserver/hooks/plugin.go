@@ -14,11 +14,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-	"github.com/orchestrator-zero/oz0/harnesskit/hook"
-	"github.com/orchestrator-zero/oz0/lint/diag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/hook"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // pluginHook runs one plugin hook's process: started on the first call the hook sees, reused by
@@ -342,9 +343,7 @@ func (ph *pluginHook) explain(cctx, ctx context.Context, callerFirst bool, in *i
 	return "the plugin failed: " + clipText(st.Message()), false
 }
 
-func clipText(s string) string {
-	return diag.ClipN(strings.ReplaceAll(strings.TrimSpace(s), "\n", " "), 300)
-}
+func clipText(s string) string { return diag.Squash(s, 300) }
 
 // baseEnv is the environment every plugin gets: no more of the dev server's (no secrets).
 var baseEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ"}

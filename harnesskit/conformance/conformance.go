@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -611,10 +612,4 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
+func clip(s string, n int) string { return diag.Squash(s, n) }

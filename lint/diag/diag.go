@@ -170,6 +170,16 @@ func ClipN(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// Squash makes s one line for a message or a table cell: runs of white space (newlines included)
+// become one space; then it is clipped to n runes (n <= 0: not clipped).
+func Squash(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if n > 0 {
+		s = ClipN(s, n)
+	}
+	return s
+}
+
 // OneLine escapes control characters (newlines included) so that a message or a path from a file
 // stays on its line and cannot move a terminal's cursor.
 func OneLine(s string) string {

@@ -2,12 +2,13 @@ package diag
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // The output formats of Write.
@@ -75,8 +76,7 @@ func textLine(rep *Report, d Diagnostic) string {
 }
 
 func writeJSON(w io.Writer, rep *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(w)
 	for _, d := range rep.Diagnostics {
 		d.File = rep.Path(d)
 		if err := enc.Encode(d); err != nil {
@@ -240,8 +240,7 @@ func writeSARIF(w io.Writer, rep *Report, version string) error {
 		Version: "2.1.0",
 		Runs:    []sarifRun{{Tool: sarifTool{Driver: driver}, Results: results}},
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := jsonutil.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(log)
 }
