@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,20 +17,14 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
 
-// buildTestHarness builds harnesskit's Go test harness (modes: ok, flood N, hang, …).
-func buildTestHarness(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "testharness")
-	cmd := exec.Command("go", "build", "-o", bin, "../harnesskit/internal/testharness")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
+
+// buildTestHarness is harnesskit's Go test harness (modes: ok, flood N, hang, …).
+func buildTestHarness(tb testing.TB) string { return testbin.Build(tb, testbin.TestHarness) }
 
 // goPlugin writes a plugin whose one agent, NAME, runs command.
 func goPlugin(tb testing.TB, name string, command ...string) string {

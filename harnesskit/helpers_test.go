@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,49 +16,13 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
-// testHarnessDir holds the test harness, built on first use (fuzzing workers never build it).
-var (
-	testHarnessDir  string
-	testHarnessOnce sync.Once
-	testHarnessPath string
-	testHarnessErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if testHarnessDir != "" {
-		os.RemoveAll(testHarnessDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // harnessBinary returns the path of harnesskit/internal/testharness, built once per test process.
-func harnessBinary(t testing.TB) string {
-	t.Helper()
-	testHarnessOnce.Do(func() {
-		testHarnessDir, testHarnessErr = os.MkdirTemp("", "harnesskit-test-")
-		if testHarnessErr != nil {
-			return
-		}
-		testHarnessPath = filepath.Join(testHarnessDir, "testharness")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gobin); err != nil {
-			gobin = "go"
-		}
-		build := exec.Command(gobin, "build", "-o", testHarnessPath, "./internal/testharness")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			testHarnessErr = fmt.Errorf("cannot build the test harness: %v\n%s", err, out)
-		}
-	})
-	if testHarnessErr != nil {
-		t.Fatal(testHarnessErr)
-	}
-	return testHarnessPath
-}
+func harnessBinary(t testing.TB) string { return testbin.Build(t, testbin.TestHarness) }
 
 const (
 	ticket = "I was charged twice for my order"

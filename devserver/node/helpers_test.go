@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -19,35 +18,12 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
-// testHarness is harnesskit's test harness, built once for the test process.
-var testHarness string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "node-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testHarness = filepath.Join(dir, "testharness")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	build := exec.Command(gobin, "build", "-o", testHarness, "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	code := 1
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build the test harness: %v\n%s", err, out)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // The plugin of the tests: harness NAME runs the test harness in mode NAME; agent NAME runs on
 // harness NAME.
@@ -67,7 +43,7 @@ func loadPlugin(t *testing.T, agents map[string]string) *plugin.Plugin {
 	files := map[string]string{"prompts/p.md": "Sort the support ticket.\n"}
 	manifest := manifestHead
 	for mode, extra := range agents {
-		manifest += fmt.Sprintf("  - name: %s\n    command: [%q, %q]\n    permissions: true\n    tools: [notify_team]\n    formats: [anthropic-messages]\n", mode, testHarness, mode)
+		manifest += fmt.Sprintf("  - name: %s\n    command: [%q, %q]\n    permissions: true\n    tools: [notify_team]\n    formats: [anthropic-messages]\n", mode, testbin.Build(t, testbin.TestHarness), mode)
 		files["agents/"+mode+".yaml"] = fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\n%s", mode, mode, extra)
 	}
 	files["oz0-plugin.yaml"] = manifest
@@ -145,7 +121,7 @@ func newWorld(t *testing.T, p *plugin.Plugin, change func(*node.Config)) *world 
 		if entries, _ := os.ReadDir(w.tempDir); len(entries) > 0 {
 			t.Errorf("the sessions left %d entries in their TempDir", len(entries))
 		}
-		if pids := harnessProcesses(); len(pids) > 0 {
+		if pids := harnessProcesses(t); len(pids) > 0 {
 			t.Errorf("test harness processes are left: %v", pids)
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -214,7 +190,7 @@ func types(evs []store.Event) string {
 }
 
 // harnessProcesses lists the live (not zombie) processes that run the test harness.
-func harnessProcesses() []int {
+func harnessProcesses(t testing.TB) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
@@ -223,7 +199,7 @@ func harnessProcesses() []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.HasPrefix(cmdline, []byte(testHarness+"\x00")) {
+		if err != nil || !bytes.HasPrefix(cmdline, []byte(testbin.Build(t, testbin.TestHarness)+"\x00")) {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))

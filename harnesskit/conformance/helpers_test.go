@@ -2,9 +2,7 @@ package conformance_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -12,35 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
-// testHarness is harnesskit/internal/testharness, built once for the test process.
-var testHarness string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "conformance-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testHarness = filepath.Join(dir, "testharness")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	build := exec.Command(gobin, "build", "-o", testHarness, "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	code := 1
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build the test harness: %v\n%s", err, out)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // loadPlugin writes files into a new plugin directory and loads it; HARNESS in them is the test
 // harness's path.
@@ -52,7 +27,7 @@ func loadPlugin(t *testing.T, files map[string]string) *plugin.Plugin {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(full, []byte(strings.ReplaceAll(data, "HARNESS", testHarness)), 0o644); err != nil {
+		if err := os.WriteFile(full, []byte(strings.ReplaceAll(data, "HARNESS", testbin.Build(t, testbin.TestHarness))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +50,7 @@ func noLeaks(t *testing.T) {
 		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
 			t.Errorf("the sessions left %d entries in TMPDIR, the first %s", len(entries), entries[0].Name())
 		}
-		if pids := harnessProcesses(); len(pids) > 0 {
+		if pids := harnessProcesses(t); len(pids) > 0 {
 			t.Errorf("test harness processes are left: %v", pids)
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -90,7 +65,7 @@ func noLeaks(t *testing.T) {
 }
 
 // harnessProcesses lists the live (not zombie) processes that run the test harness.
-func harnessProcesses() []int {
+func harnessProcesses(t testing.TB) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
@@ -99,7 +74,7 @@ func harnessProcesses() []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.HasPrefix(cmdline, []byte(testHarness+"\x00")) {
+		if err != nil || !bytes.HasPrefix(cmdline, []byte(testbin.Build(t, testbin.TestHarness)+"\x00")) {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))

@@ -1,0 +1,80 @@
+// Package testbin builds the Go programs tests run as child processes (harnesskit's test
+// harness, a hook plugin), once per test process, with the toolchain the tests run under.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// TestHarness is the import path of harnesskit's Go test harness (modes: ok, flood N, hang, …).
+const TestHarness = "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness"
+
+var (
+	mu    sync.Mutex
+	dir   string
+	built = map[string]result{}
+	// tmp is the temporary directory as the process started: tests point TMPDIR at directories
+	// of their own, which are gone before the next test runs.
+	tmp = os.TempDir()
+)
+
+type result struct {
+	path string
+	err  error
+}
+
+// Build returns the path of the program pkg (an import path), built with CGO_ENABLED=0 the first
+// time a test of the process asks for it. Main removes what it built.
+func Build(tb testing.TB, pkg string) string {
+	tb.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	r, ok := built[pkg]
+	if !ok {
+		r = build(pkg)
+		built[pkg] = r
+	}
+	if r.err != nil {
+		tb.Fatal(r.err)
+	}
+	return r.path
+}
+
+func build(pkg string) result {
+	if dir == "" {
+		d, err := os.MkdirTemp(tmp, "oz0-testbin-")
+		if err != nil {
+			return result{err: err}
+		}
+		dir = d
+	}
+	out := filepath.Join(dir, fmt.Sprintf("%s-%d", path.Base(pkg), len(built)))
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	cmd := exec.Command(gobin, "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return result{err: fmt.Errorf("cannot build %s: %v\n%s", pkg, err, b)}
+	}
+	return result{path: out}
+}
+
+// Main runs the tests of a package that builds programs with Build, and removes them after.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
