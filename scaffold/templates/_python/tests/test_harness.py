@@ -52,6 +52,21 @@ return told
 """)
 
 
+# A tool that something else runs (a framework's tool loop): asked first, reported after.
+ASKED = agent("""
+try:
+    call = session.ask('notify_team', {'team': 'billing', 'summary': session.text})
+except Refused as why:
+    return f'refused: {why}'
+if session.text == 'fail':
+    call.failed(ValueError('no such team'))
+else:
+    call.done(notify_team(**call.arguments))
+call.done('a second report is ignored')
+return call.arguments
+""")
+
+
 class ToolCallTest(SessionCase):
 
     def test_allowed_call_runs_and_reports(self) -> None:
@@ -90,6 +105,26 @@ class ToolCallTest(SessionCase):
         events, code, run = self.session(lambda run, event: run.close_stdin(), argv=NOTIFY)
         self.assertEqual(code, 0, run.log())
         self.assertIn("refused: the node closed the session", events[-1]["output"])
+
+    def test_a_call_run_elsewhere_is_asked_and_reported_once(self) -> None:
+        def answer(run: Run, event: dict[str, Any]) -> None:
+            run.send({"type": "permission", "id": event["id"], "decision": "allow",
+                      "arguments": {"team": "account", "summary": "changed"}})
+
+        events, code, run = self.session(answer, argv=ASKED)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual([e["type"] for e in events],
+                         ["permission_request", "tool_result", "result"])
+        self.assertEqual(events[1], {"type": "tool_result", "id": events[0]["id"],
+                                     "tool": "notify_team", "result": "told the account team: changed"})
+        self.assertEqual(events[2]["output"], {"team": "account", "summary": "changed"})
+
+        events, code, run = self.session(self.allow, request=self.request(text="fail"),
+                                         argv=ASKED)
+        self.assertEqual(events[1]["error"], "ValueError: no such team")
+        events, code, run = self.session(self.deny("not now"), argv=ASKED)
+        self.assertEqual([e["type"] for e in events], ["permission_request", "result"])
+        self.assertEqual(events[-1]["output"], "refused: not now")
 
 
 class ModelCallTest(SessionCase):

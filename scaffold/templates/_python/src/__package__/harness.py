@@ -51,6 +51,7 @@ __all__ = [
     "Refused",
     "Session",
     "StepLimitExceeded",
+    "ToolCall",
     "main",
 ]
 
@@ -414,6 +415,21 @@ class Session:
         Blocks until the job answers (a person's approval may take a while). Raises Refused
         with the reason when the job says no. The call and its result show in the job.
         """
+        call = self.ask(name, arguments)
+        try:
+            result = fn(**call.arguments)
+        except Exception as err:
+            call.failed(err)
+            raise
+        call.done(result)
+        return result
+
+    def ask(self, name: str, arguments: Mapping[str, Any] | None) -> ToolCall:
+        """Asks the job before a tool call that something else runs, such as a framework's tool
+        loop; call_tool() is this and the run. Returns the call with the arguments the job
+        allowed: run the tool with those, then say how it went with call.done(result) or
+        call.failed(error). Blocks until the job answers; raises Refused when it says no.
+        """
         with self._lock:
             id = f"p{next(self._ids)}"
         asked = json.loads(json.dumps(dict(arguments or {}), ensure_ascii=False, default=str))
@@ -427,16 +443,38 @@ class Session:
             reason = answer.get("reason")
             raise Refused(str(reason) if reason else f"the job denied {name}")
         allowed = answer.get("arguments")
-        args = allowed if isinstance(allowed, dict) else asked
-        try:
-            result = fn(**args)
-        except Exception as err:
-            self._writer.write({"type": "tool_result", "id": id, "tool": name,
-                                "error": f"{type(err).__name__}: {err}"})
-            raise
-        self._writer.write({"type": "tool_result", "id": id, "tool": name,
-                            "result": _jsonable(result)})
-        return result
+        return ToolCall(self._writer, id, name, allowed if isinstance(allowed, dict) else asked)
+
+
+class ToolCall:
+    """A tool call the job allowed (Session.ask): run it with `arguments`, then report how it
+    went, once, with done() or failed(); the job shows the result."""
+
+    def __init__(self, writer: _Writer, id: str, tool: str, arguments: dict[str, Any]) -> None:
+        self.id = id
+        self.tool = tool
+        self.arguments = arguments
+        self._writer = writer
+        self._reported = False
+
+    def __repr__(self) -> str:
+        return f"ToolCall(id={self.id!r}, tool={self.tool!r}, arguments={self.arguments!r})"
+
+    def done(self, result: Any) -> None:
+        """Reports the tool's result."""
+        self._report({"result": _jsonable(result)})
+
+    def failed(self, error: BaseException | str) -> None:
+        """Reports that the tool failed, with why."""
+        if isinstance(error, BaseException):
+            error = f"{type(error).__name__}: {error}"
+        self._report({"error": str(error)})
+
+    def _report(self, outcome: dict[str, Any]) -> None:
+        if self._reported:
+            return
+        self._reported = True
+        self._writer.write({"type": "tool_result", "id": self.id, "tool": self.tool, **outcome})
 
 
 def _error_message(err: Any) -> str:  # an urllib.error.HTTPError
