@@ -29,14 +29,24 @@ type Template struct {
 }
 
 // pythonLayer holds what every Python template shares: the harness protocol (harness.py), the
-// package's __main__ and its tests over a pipe.
-const pythonLayer = "_python"
+// package's __main__ and its tests over a pipe. frameworkLayer adds what the templates of an agent
+// framework share: the agent's prompt, and tests of the wiring on stand-ins and on the framework.
+const (
+	pythonLayer    = "_python"
+	frameworkLayer = "_framework"
+)
 
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
 // directory of the same name under templates/, its last layer.
 var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
 		layers: []string{pythonLayer, "byo-agent"}},
+	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
+		layers: []string{pythonLayer, frameworkLayer, "strands"}},
+	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
+		layers: []string{pythonLayer, frameworkLayer, "adk"}},
+	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
+		layers: []string{pythonLayer, frameworkLayer, "agent-framework"}},
 }
 
 // Templates returns the catalogue.

@@ -37,11 +37,16 @@ Answer = Callable[["Run", dict[str, Any]], None]
 
 
 class FakeModelAPI:
-    """Anthropic's Messages API and OpenAI's Chat Completions, scripted: records every request
-    and answers `text` (not streamed)."""
+    """Anthropic's Messages API and OpenAI's Chat Completions (not streamed), scripted: records
+    every request and answers `text`. With `tool_arguments` set, it answers as a model that uses
+    tools: a request that offers tools gets a call of the first, with those arguments; one that
+    ends with the tool's answer gets "The tool answered: <the answer>". With `status` set, it
+    answers that HTTP error instead."""
 
     def __init__(self, text: str = "") -> None:
         self.text = text
+        self.tool_arguments: dict[str, Any] | None = None
+        self.status = 0
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         api = self
@@ -58,29 +63,16 @@ class FakeModelAPI:
                     api.requests.append(
                         {"path": self.path, "headers": dict(self.headers.items()), "body": body}
                     )
-                model = body.get("model") if isinstance(body, dict) else None
-                if self.path.endswith("/v1/messages"):
-                    self.answer(200, {
-                        "id": "msg_fake_1",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": model,
-                        "content": [{"type": "text", "text": api.text}],
-                        "stop_reason": "end_turn",
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 42, "output_tokens": 17},
-                    })
+                if not isinstance(body, dict):
+                    body = {}
+                if api.status:
+                    kind = "rate_limit_error" if api.status == 429 else "api_error"
+                    self.answer(api.status, {"type": "error", "error": {
+                        "type": kind, "message": f"the fake model API answers {api.status}"}})
+                elif self.path.endswith("/v1/messages"):
+                    self.answer(200, api.anthropic(body))
                 elif self.path.endswith("/chat/completions"):
-                    self.answer(200, {
-                        "id": "chatcmpl-fake1",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": model,
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": api.text}}],
-                        "usage": {"prompt_tokens": 42, "completion_tokens": 17,
-                                  "total_tokens": 59},
-                    })
+                    self.answer(200, api.openai(body))
                 else:
                     error = {"type": "not_found_error", "message": f"no route {self.path}"}
                     self.answer(404, {"type": "error", "error": error})
@@ -105,6 +97,40 @@ class FakeModelAPI:
         self.anthropic_url = f"http://{host}:{port}/gateway/anthropic/"
         self.openai_url = f"http://{host}:{port}/gateway/openai/"
 
+    def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": self.text}]
+        stop = "end_turn"
+        messages = body.get("messages") or [{}]
+        last = messages[-1].get("content")
+        results = [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"] \
+            if isinstance(last, list) else []
+        if self.tool_arguments is not None and results:
+            content = [{"type": "text", "text": "The tool answered: " + _text(results[0])}]
+        elif self.tool_arguments is not None and body.get("tools"):
+            content = [{"type": "tool_use", "id": "toolu_fake1", "name": body["tools"][0]["name"],
+                        "input": self.tool_arguments}]
+            stop = "tool_use"
+        return {"id": "msg_fake_1", "type": "message", "role": "assistant",
+                "model": body.get("model"), "content": content, "stop_reason": stop,
+                "stop_sequence": None, "usage": {"input_tokens": 42, "output_tokens": 17}}
+
+    def openai(self, body: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        finish = "stop"
+        messages = body.get("messages") or [{}]
+        if self.tool_arguments is not None and messages[-1].get("role") == "tool":
+            message["content"] = "The tool answered: " + _text(messages[-1])
+        elif self.tool_arguments is not None and body.get("tools"):
+            name = body["tools"][0]["function"]["name"]
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "call_fake1", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(self.tool_arguments)}}]}
+            finish = "tool_calls"
+        return {"id": "chatcmpl-fake1", "object": "chat.completion", "created": 0,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+                "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}}
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -112,6 +138,14 @@ class FakeModelAPI:
     def calls(self) -> list[dict[str, Any]]:
         with self.lock:
             return list(self.requests)
+
+
+def _text(block: dict[str, Any]) -> str:
+    """The text of a tool result: Anthropic's tool_result block or OpenAI's tool message."""
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return "" if content is None else str(content)
 
 
 class Run:

@@ -1,0 +1,3 @@
+from . import types
+
+__all__ = ["types"]

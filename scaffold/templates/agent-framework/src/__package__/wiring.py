@@ -1,0 +1,102 @@
+"""How an Agent Framework agent runs as this plugin's harness: what on_the_gateway() adds to
+Agent(...), and run_agent(), which runs it.
+
+- client: the framework's Chat Completions client (OpenAIChatCompletionClient: its
+  OpenAIChatClient speaks the Responses API, which the gateway does not serve) on an OpenAI client
+  of the node's gateway with the session's key, sending the job's Oz0-Job and Oz0-Agent headers,
+  with no retries (the gateway refuses a call past a limit with 429).
+- middleware: every tool call is asked first and runs with the arguments the job allowed; a
+  refusal is set as the tool's result, "refused: <why>", without running it, and the model reads
+  it and goes on.
+- run_agent(): streams the model's text to session.say() as it comes and returns the final
+  answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware
+from agent_framework.openai import OpenAIChatCompletionClient
+from openai import AsyncOpenAI
+
+from .harness import Refused, Session
+
+MAX_TOKENS = 8192
+"""The most tokens one model answer may take."""
+
+
+def on_the_gateway(session: Session) -> dict[str, Any]:
+    """The Agent(...) arguments that run an Agent Framework agent as the session's."""
+    return {
+        "client": client(session),
+        "middleware": [AskTheJob(session)],
+        "default_options": {"max_tokens": MAX_TOKENS},
+    }
+
+
+def client(session: Session) -> OpenAIChatCompletionClient:
+    """The framework's chat client for the session's model record, on the node's gateway."""
+    openai = AsyncOpenAI(
+        base_url=os.environ["OPENAI_BASE_URL"],
+        api_key=os.environ["OPENAI_API_KEY"],
+        default_headers={"Oz0-Job": session.job, "Oz0-Agent": session.agent},
+        max_retries=0,
+    )
+    return OpenAIChatCompletionClient(model=session.model_name, async_client=openai)
+
+
+class AskTheJob(FunctionMiddleware):
+    """Function middleware: every tool call is asked first, its answer shown in the job."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+
+    async def process(self, context: FunctionInvocationContext,
+                      call_next: Callable[[], Awaitable[None]]) -> None:
+        try:
+            # Asking waits for the job (a person, maybe): off the event loop.
+            call = await asyncio.to_thread(self.session.ask, context.function.name,
+                                           dict(context.arguments))
+        except Refused as why:
+            context.result = f"refused: {why}"  # the tool does not run; the model reads this
+            return
+        context.arguments = call.arguments
+        try:
+            await call_next()
+        except Exception as err:
+            call.failed(err)
+            raise
+        call.done(text_of(context.result))
+
+
+def text_of(result: Any) -> str:
+    """A tool's result as the framework holds it (a list of contents), as text."""
+    if isinstance(result, list):
+        return "\n".join(str(getattr(c, "text", "") or "") for c in result)
+    return "" if result is None else str(result)
+
+
+def run_agent(session: Session, agent: Agent) -> str:
+    """Runs the agent on the job's input; its text streams to the job; returns its answer."""
+    return asyncio.run(_run(session, agent))
+
+
+async def _run(session: Session, agent: Agent) -> str:
+    try:
+        stream = agent.run(session.text, stream=True)
+        async for update in stream:
+            if update.text:
+                session.say(update.text)
+        final = await stream.get_final_response()
+    finally:
+        # The OpenAI client is closed on the loop it ran on (not at exit, in noise on stderr).
+        openai = getattr(getattr(agent, "client", None), "client", None)
+        if isinstance(openai, AsyncOpenAI):
+            await openai.close()
+    answers = [m.text for m in final.messages if m.role == "assistant" and m.text]
+    return answers[-1] if answers else final.text

@@ -1,0 +1,115 @@
+"""How a Strands agent runs as this plugin's harness: what on_the_gateway() adds to Agent(...).
+
+- model: Strands' Anthropic or OpenAI (Chat Completions) model, in the session's format, on the
+  node's gateway with the session's key, sending the job's Oz0-Job and Oz0-Agent headers; never
+  Agent's default (Bedrock, on AWS).
+- hooks: every tool call is asked first (BeforeToolCallEvent): it runs with the arguments the job
+  allowed, and a refusal cancels it with "refused: <why>" as its answer, which the model reads and
+  goes on; the tool's result is shown in the job (AfterToolCallEvent).
+- callback_handler: the model's text goes to session.say() as it streams (Strands' default handler
+  would print it to stdout, which is the protocol's).
+- retry_strategy and max_retries: none. The gateway refuses a call past a limit with 429, and
+  retrying it only spends time (Strands retries a 429 six times by default, its SDK clients twice).
+- tool_executor: one tool call at a time, so that each is asked in the model's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookRegistry
+from strands.tools.executors import SequentialToolExecutor
+
+from .harness import Refused, Session, ToolCall
+
+MAX_TOKENS = 8192
+"""The most tokens one model answer may take."""
+
+
+def on_the_gateway(session: Session) -> dict[str, Any]:
+    """The Agent(...) arguments that run a Strands agent as the session's."""
+    return {
+        "model": model(session),
+        "hooks": [AskTheJob(session)],
+        "callback_handler": streamed_to(session),
+        "retry_strategy": None,
+        "tool_executor": SequentialToolExecutor(),
+    }
+
+
+def model(session: Session) -> Any:
+    """Strands' model for the session's model record, on the node's gateway."""
+    headers = {"Oz0-Job": session.job, "Oz0-Agent": session.agent}
+    if session.model.format == "openai-chat":
+        from strands.models.openai import OpenAIModel
+
+        return OpenAIModel(
+            client_args={"base_url": os.environ["OPENAI_BASE_URL"],
+                         "api_key": os.environ["OPENAI_API_KEY"],
+                         "default_headers": headers, "max_retries": 0},
+            model_id=session.model_name,
+            params={"max_tokens": MAX_TOKENS},
+        )
+    from strands.models.anthropic import AnthropicModel
+
+    return AnthropicModel(
+        client_args={"base_url": os.environ["ANTHROPIC_BASE_URL"],
+                     "api_key": os.environ["ANTHROPIC_API_KEY"],
+                     "default_headers": headers, "max_retries": 0},
+        model_id=session.model_name,
+        max_tokens=MAX_TOKENS,
+    )
+
+
+class AskTheJob:
+    """A Strands hook provider: every tool call is asked first, its answer shown in the job."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.calls: dict[str, ToolCall] = {}
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.before)
+        registry.add_callback(AfterToolCallEvent, self.after)
+
+    async def before(self, event: BeforeToolCallEvent) -> None:
+        use = event.tool_use
+        try:
+            # Asking waits for the job (a person, maybe): off the event loop.
+            call = await asyncio.to_thread(self.session.ask, use["name"], use.get("input") or {})
+        except Refused as why:
+            event.cancel_tool = f"refused: {why}"
+            return
+        self.calls[use["toolUseId"]] = call
+        # A new dict: the old one is the model's own message in the conversation.
+        event.tool_use = {**use, "input": call.arguments}
+
+    def after(self, event: AfterToolCallEvent) -> None:
+        call = self.calls.pop(event.tool_use["toolUseId"], None)
+        if call is None:
+            if event.cancel_message:  # refused: the model reads it as an answer, not an error
+                event.result = {**event.result, "status": "success"}
+            return
+        text = "".join(str(c.get("text", "")) for c in event.result.get("content", []))
+        if event.result.get("status") == "error":
+            call.failed(text)
+        else:
+            call.done(text)
+
+
+def streamed_to(session: Session) -> Any:
+    """A Strands callback handler that streams the model's text to the job."""
+
+    def on_event(**event: Any) -> None:
+        text = event.get("data")
+        if isinstance(text, str) and text:
+            session.say(text)
+
+    return on_event
+
+
+def text_of(result: Any) -> str:
+    """The text of an AgentResult's last message."""
+    return "".join(b["text"] for b in result.message.get("content", []) if "text" in b)
