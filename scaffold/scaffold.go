@@ -41,12 +41,12 @@ const (
 var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
 		layers: []string{pythonLayer, "byo-agent"}},
-	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
-		layers: []string{pythonLayer, frameworkLayer, "strands"}},
-	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
-		layers: []string{pythonLayer, frameworkLayer, "adk"}},
 	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
 		layers: []string{pythonLayer, frameworkLayer, "agent-framework"}},
+	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
+		layers: []string{pythonLayer, frameworkLayer, "adk"}},
+	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
+		layers: []string{pythonLayer, frameworkLayer, "strands"}},
 }
 
 // Templates returns the catalogue.
