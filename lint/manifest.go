@@ -108,6 +108,7 @@ func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
 		l.checkFormats(root, hp, hm, label)
 		l.checkModule(root, hp, hm, label)
 		l.checkCommand(root, hp, hm, label)
+		l.checkClients(root, hp, hm, label)
 	}
 
 	agentDirs = l.manifestDirs(root, m, "agents")

@@ -118,10 +118,23 @@ func (l *linter) checkDependency(file string, loc *literalFinder, where, dep str
 		l.add(file, line, col, "banned-dependency", "`%s` in %s pulls in litellm: %s; use %s[anthropic]", dep, where, composed(litellmReason), m[1])
 		return
 	}
+	for _, e := range extras {
+		if slices.Contains(litellmExtras[name], e) {
+			l.add(file, line, col, "banned-dependency", "`%s` in %s pulls in litellm through its %s extra: %s; depend on %s and the Anthropic or OpenAI SDK", dep, where, e, composed(litellmReason), m[1])
+			return
+		}
+	}
 	if !mustPin(name) || pinned(spec) {
 		return
 	}
 	l.add(file, line, col, "unpinned-dependency", "`%s` in %s is not pinned; pin agent frameworks to one version with ==, e.g. %s==X.Y.Z", dep, where, m[1])
+}
+
+// litellmExtras are the extras of agent frameworks that pull in litellm, beyond those named
+// litellm: ADK's extensions (and all, its superset), Strands' all.
+var litellmExtras = map[string][]string{
+	"google-adk":     {"extensions", "all"},
+	"strands-agents": {"all"},
 }
 
 func mustPin(name string) bool {

@@ -124,6 +124,30 @@ func TestRules(t *testing.T) {
 			"run.py":                 "print()\n",
 			"bin/h":                  "#!/bin/sh\n",
 		}, nil},
+		{"banned-dependency through a framework's extra", map[string]string{
+			"pyproject.toml": replace(templatePyproject, "dependencies = []", `dependencies = ["google-adk[extensions]==2.13.0", "strands-agents[anthropic,openai]==1.62.0"]`),
+		}, []expect{
+			{"pyproject.toml:6:17 banned-dependency", "`google-adk[extensions]==2.13.0` in [project] dependencies pulls in litellm through its extensions extra"},
+		}},
+		{"format-mismatch", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, "formats: [anthropic-messages]", "formats: [anthropic-messages, openai-chat]"),
+			"src/acme_triage/agent.py": "\"\"\"Builds OpenAIChatCompletionClient? No: see below.\"\"\"\n" +
+				"from strands.models.anthropic import AnthropicModel  # not OpenAIModel\n\n" +
+				"def run(session):\n    return AnthropicModel(model_id=session.model_name)\n",
+		}, []expect{
+			{"oz0-plugin.yaml:12:35 format-mismatch", "harness `acme-triage` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/acme_triage/agent.py, which speaks anthropic-messages)"},
+		}},
+		{"format-mismatch, complete() speaks any", map[string]string{
+			"oz0-plugin.yaml":          replace(templateManifest, "formats: [anthropic-messages]", "formats: [anthropic-messages, openai-chat]"),
+			"src/acme_triage/agent.py": "from anthropic import Anthropic\n\ndef run(session):\n    return session.complete(session.text)\n",
+		}, nil},
+		{"responses-api", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, "formats: [anthropic-messages]", "formats: [openai-chat]"),
+			"src/acme_triage/wiring.py": "# OpenAIChatClient in a comment is prose\nfrom agent_framework.openai import OpenAIChatClient\n" +
+				"x = 'OpenAIChatClient in a string'\n",
+		}, []expect{
+			{"src/acme_triage/wiring.py:2:36 responses-api", "harness `acme-triage` uses `OpenAIChatClient`, which speaks OpenAI's Responses API"},
+		}},
 		{"command-missing", map[string]string{
 			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: two\n    command: [sh, harness.sh]\n    formats: [openai-chat]\n  - name: three\n    command: [./bin/agent]\n    formats: [openai-chat]\n  - name: four\n    command: [sh, ../outside.sh]\n    formats: [openai-chat]\n  - name: five\n    command: [oz0-no-such-program-here]\n    formats: [openai-chat]\nagents: [agents/]"),
 		}, []expect{

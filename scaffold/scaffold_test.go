@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
+
+	"github.com/orchestrator-zero/oz0/lint"
 )
 
 func opts(parent string) Options {
@@ -165,4 +168,26 @@ func TestLayers(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// Every template lints clean, with no warning: its formats match the clients its code builds, its
+// framework is pinned, its command's module exists.
+func TestEveryTemplateLintsClean(t *testing.T) {
+	for _, tp := range catalogue {
+		files, err := Render(Options{Name: "acme-triage", Template: tp.Name, Description: "Sorts support tickets"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys := fstest.MapFS{}
+		for _, f := range files {
+			fsys[f.Path] = &fstest.MapFile{Data: f.Data, Mode: 0o644}
+		}
+		rep, err := lint.RunFS(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range rep.Diagnostics {
+			t.Errorf("%s: %s:%d:%d %s %s", tp.Name, d.File, d.Line, d.Col, d.Rule, d.Message)
+		}
+	}
 }

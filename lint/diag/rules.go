@@ -139,6 +139,20 @@ var Rules = []Rule{
 		Fix:     "Install the program, or write the command with a path inside the plugin.",
 	},
 	{
+		ID: "format-mismatch", Severity: Warning,
+		Short:   "A harness lists a model format its code builds no client for.",
+		Help:    "A session gets a model record that takes one of the formats its harness lists, and its code must speak that record's API. For a Python harness (python -m PACKAGE), lint reads the package for the model clients it names: Anthropic's (AnthropicModel, AnthropicLlm, AnthropicClient, ChatAnthropic, the SDK's Anthropic and AsyncAnthropic) and OpenAI Chat Completions' (OpenAIModel, OpenAILlm, OpenAIChatCompletionClient, ChatOpenAI, the SDK's OpenAI and AsyncOpenAI). A listed format with no client of its own, in code that names clients of other formats and does not call session.complete() (which speaks the record's format), is reported: a session on such a record would fail. Comments and strings are not read; code that builds its clients elsewhere is not judged.",
+		Example: "harness `shop` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/shop/wiring.py, which speaks anthropic-messages): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it",
+		Fix:     "List only the formats the code speaks, or build a client for the other in the session's format (session.model.format).",
+	},
+	{
+		ID: "responses-api", Severity: Error,
+		Short:   "A harness's code uses OpenAI's Responses API, which the gateway does not serve.",
+		Help:    "The gateway's OpenAI face serves Chat Completions (POST /chat/completions). Clients of OpenAI's Responses API are refused: Strands' OpenAIResponsesModel, ADK's OpenAIResponsesLlm, Agent Framework's OpenAIChatClient (its Chat Completions client is OpenAIChatCompletionClient), and the SDK's client.responses.create().",
+		Example: "harness `shop` uses `OpenAIChatClient`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use the framework's Chat Completions client",
+		Fix:     "Use the framework's Chat Completions client: OpenAIModel (Strands), OpenAILlm (ADK), OpenAIChatCompletionClient (Agent Framework).",
+	},
+	{
 		ID: "unknown-harness", Severity: Error,
 		Short:   "An agent's runtime names a harness the manifest does not declare.",
 		Help:    "runtime: harness:NAME must name one of the harnesses of oz0-plugin.yaml. The closest name is suggested.",
@@ -225,7 +239,7 @@ var Rules = []Rule{
 	{
 		ID: "banned-dependency", Severity: Error,
 		Short:   "pyproject.toml depends on litellm.",
-		Help:    "Orchestrator Zero keeps litellm out of everything it runs after the LiteLLM supply-chain incident of March 2026. A dependency on litellm, or on any package's litellm extra (such as crewai[litellm]), in [project] dependencies, optional-dependencies, [dependency-groups] or [tool.uv] dev-dependencies is an error. Model calls go through the gateway: use the Anthropic or OpenAI SDK, or the framework's own provider extra (crewai[anthropic]).",
+		Help:    "Orchestrator Zero keeps litellm out of everything it runs after the LiteLLM supply-chain incident of March 2026. A dependency on litellm, on any package's litellm extra (such as crewai[litellm]), or on a framework's extra known to bring it in (google-adk[extensions] and google-adk[all], strands-agents[all]), in [project] dependencies, optional-dependencies, [dependency-groups] or [tool.uv] dev-dependencies is an error. Model calls go through the gateway: use the Anthropic or OpenAI SDK, or the framework's own provider extra (crewai[anthropic]).",
 		Example: "`crewai[litellm]` pulls in litellm: Orchestrator Zero keeps litellm out of everything it runs after the LiteLLM supply-chain incident of March 2026; use crewai[anthropic]",
 		Fix:     "Remove the dependency; for CrewAI use crewai[anthropic] and pin it.",
 	},

@@ -1,0 +1,173 @@
+package lint
+
+import (
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/schemas"
+)
+
+// The model clients a Python harness's code may build, by the model API they speak: the
+// frameworks' and the SDKs' class names. session.complete() speaks the record's format, so it
+// fits any.
+var (
+	anthropicClients = regexp.MustCompile(`\b(AnthropicModel|AnthropicLlm|AnthropicClient|ChatAnthropic|AsyncAnthropic|Anthropic)\b`)
+	openaiClients    = regexp.MustCompile(`\b(OpenAIModel|OpenAILlm|OpenAIChatCompletionClient|ChatOpenAI|AsyncOpenAI|OpenAI)\b`)
+	responsesClients = regexp.MustCompile(`\b(OpenAIResponsesModel|OpenAIResponsesLlm|OpenAIChatClient)\b|\.responses\.(create|stream)\(`)
+	completeCall     = regexp.MustCompile(`\bsession\.complete\(`)
+)
+
+// maxCodeFiles bounds how many files of a harness's package are read for its model clients.
+const maxCodeFiles = 200
+
+// client is where a harness's code names a model client.
+type client struct {
+	name       string
+	file       string
+	line, col  int
+	responses  bool
+	formatName string
+}
+
+// checkClients reads the Python package a harness runs (python -m PKG) for the model clients it
+// builds: one of OpenAI's Responses API is refused (the gateway serves Chat Completions), and a
+// format the harness lists that its code builds no client for is reported, where that can be
+// told (the code names clients of other formats, and does not call session.complete()).
+func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, label string) {
+	argv, ok := commandStrings(hm)
+	if !ok {
+		return
+	}
+	mod, at := harnesskit.PythonModule(argv)
+	if at < 0 || !pythonModule.MatchString(mod) {
+		return
+	}
+	rel := strings.ReplaceAll(mod, ".", "/")
+	var dir string
+	for _, base := range []string{"src/", ""} {
+		if l.isDir(base + rel) {
+			dir = base + rel
+			break
+		}
+	}
+	if dir == "" {
+		return // a single-file module, or none (module-missing says so)
+	}
+	var clients []client
+	usesComplete := false
+	files := 0
+	_ = fs.WalkDir(l.fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".py") {
+			return nil
+		}
+		if files++; files > maxCodeFiles {
+			return fs.SkipAll
+		}
+		data, st := l.read(p)
+		if st != fileOK {
+			return nil
+		}
+		code := pythonCode(string(data))
+		usesComplete = usesComplete || completeCall.MatchString(code)
+		clients = append(clients, findClients(p, code)...)
+		return nil
+	})
+	for _, c := range clients {
+		if c.responses {
+			l.add(c.file, c.line, c.col, "responses-api", "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use the framework's Chat Completions client", composed(label), c.name)
+		}
+	}
+	if usesComplete {
+		return
+	}
+	formats, idx := stringItems(hm["formats"])
+	for j, f := range formats {
+		if !slices.Contains(modelFormats, f) || slices.ContainsFunc(clients, func(c client) bool { return c.formatName == f }) {
+			continue
+		}
+		var other *client
+		for i := range clients {
+			if clients[i].formatName != "" {
+				other = &clients[i]
+				break
+			}
+		}
+		if other == nil {
+			return // no client it can tell: nothing to say
+		}
+		_, n := schemas.Locate(root, append(hp, "formats", strconv.Itoa(idx[j]))...)
+		l.addAt(ManifestFile, n, 0, "format-mismatch", "%s lists %s, but its code builds no model client that speaks it (it builds `%s` in %s, which speaks %s): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it", label, f, other.name, other.file, other.formatName)
+	}
+}
+
+// findClients lists where code (comments and strings blanked) names a model client.
+func findClients(file, code string) []client {
+	var out []client
+	for _, m := range []struct {
+		re        *regexp.Regexp
+		format    string
+		responses bool
+	}{
+		{responsesClients, "", true},
+		{anthropicClients, harnesskit.FormatAnthropicMessages, false},
+		{openaiClients, harnesskit.FormatOpenAIChat, false},
+	} {
+		for _, loc := range m.re.FindAllStringIndex(code, -1) {
+			line := strings.Count(code[:loc[0]], "\n") + 1
+			col := loc[0] - strings.LastIndexByte(code[:loc[0]], '\n')
+			out = append(out, client{name: strings.TrimPrefix(code[loc[0]:loc[1]], "."), file: file, line: line, col: col, responses: m.responses, formatName: m.format})
+		}
+	}
+	return out
+}
+
+// pythonCode blanks the comments and string literals of Python source (docstrings included),
+// keeping every newline and the length of each line, so that names in prose are not taken for
+// code and positions stay true.
+func pythonCode(src string) string {
+	b := []byte(src)
+	for i := 0; i < len(b); {
+		switch c := b[i]; {
+		case c == '#':
+			for i < len(b) && b[i] != '\n' {
+				b[i] = ' '
+				i++
+			}
+		case c == '"' || c == '\'':
+			n := 1
+			if i+2 < len(b) && b[i+1] == c && b[i+2] == c {
+				n = 3
+			}
+			j := i + n
+			for j < len(b) {
+				if b[j] == '\\' {
+					j += 2
+					continue
+				}
+				if n == 1 && b[j] == '\n' {
+					break // an unclosed one-line string ends with its line
+				}
+				if b[j] == c && (n == 1 || (j+2 < len(b) && b[j+1] == c && b[j+2] == c)) {
+					j += n
+					break
+				}
+				j++
+			}
+			for k := i; k < min(j, len(b)); k++ {
+				if b[k] != '\n' {
+					b[k] = ' '
+				}
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return string(b)
+}
