@@ -110,6 +110,9 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			if !c.Pass {
 				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", c.Expected, c.Got)
 			}
+			if c.Hint != "" {
+				fmt.Fprintf(out, "       do:       %s\n", c.Hint)
+			}
 			if c.Note != "" {
 				fmt.Fprintf(out, "       note:     %s\n", c.Note)
 			}

@@ -5,6 +5,7 @@ package conformance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,11 +36,13 @@ type Check struct {
 	Title   string `json:"title"`
 	Pass    bool   `json:"pass"`
 	// NotApplicable: the check means nothing for this harness (it asks for no tools); Pass is true.
-	NotApplicable bool          `json:"not_applicable,omitempty"`
-	Expected      string        `json:"expected"`
-	Got           string        `json:"got"`
-	Note          string        `json:"note,omitempty"`
-	Elapsed       time.Duration `json:"-"`
+	NotApplicable bool   `json:"not_applicable,omitempty"`
+	Expected      string `json:"expected"`
+	Got           string `json:"got"`
+	Note          string `json:"note,omitempty"`
+	// Hint says what the author can do about a failed check.
+	Hint    string        `json:"hint,omitempty"`
+	Elapsed time.Duration `json:"-"`
 	// ElapsedMS is Elapsed for JSON readers.
 	ElapsedMS int64 `json:"elapsed_ms"`
 }
@@ -98,32 +101,53 @@ const DenyReason = "denied by oz0 plugin test"
 // scenario is one check's session: how it is decided, and what is expected of it.
 type scenario struct {
 	id, title, expected string
+	// hint is what the author can do when the check fails, unless the failure says better.
+	hint string
 	// needsTools: the check means nothing for a harness that asks for no permission.
 	needsTools bool
-	run        func(e *env, ctx context.Context, t *target) (got string, note string, pass bool)
+	run        func(e *env, ctx context.Context, t *target) outcome
 }
+
+// outcome is how a check went: what was seen, a note, and (failed) what the author can do.
+type outcome struct {
+	got, note, hint string
+	pass            bool
+}
+
+func passed(got, note string) outcome { return outcome{got: got, note: note, pass: true} }
+func failed(got string) outcome       { return outcome{got: got} }
+
+// noRequestHint is what to do about a harness that asked for no tool when the check needed one.
+const noRequestHint = "the fake model calls the first tool a request offers it; a harness whose code calls tools only for some inputs needs one that makes it: --input \"...\", or a fake model script that answers its prompts: --script FILE (docs/fake-model.md)"
 
 var scenarios = []scenario{
 	{id: "plain-run", title: "a plain run ends with a result",
 		expected: "a result line, then exit within the grace period",
+		hint:     "run the harness by hand on a session request (docs/protocol.md) and read its stderr; oz0 dev shows the same run with its log",
 		run:      (*env).plainRun},
 	{id: "permission-allowed", title: "an allowed tool call runs and reports its result", needsTools: true,
 		expected: "a permission_request, then a tool_result for the same id and tool, then a result",
+		hint:     "after an allow, run the tool and write its tool_result with the request's id (session.call_tool does both)",
 		run:      (*env).permissionAllowed},
 	{id: "changed-arguments", title: "an allowed call runs with the arguments the job changed", needsTools: true,
 		expected: "the tool runs with the changed arguments: its tool_result shows " + Changed + " values, not the asked ones",
+		hint:     "run the tool with the arguments of the permission answer, not the ones asked: a hook may change them",
 		run:      (*env).changedArguments},
 	{id: "denied", title: "a denied call does not run and the session ends cleanly", needsTools: true,
 		expected: "no tool_result for the denied request, and a result or an error line",
+		hint:     "never run a tool after a deny; give the reason to the model as the tool's answer, or end the session with an error line",
 		run:      (*env).denied},
 	{id: "unlisted-tool", title: "a tool outside the agent's list is refused and the session ends cleanly", needsTools: true,
 		expected: "the node refuses the call (rule 1), no tool_result for it, and a result or an error line",
+		hint:     "a refused call must not run; end the session cleanly after it",
 		run:      (*env).unlistedTool},
 	{id: "max-steps", title: "a model call past limits.max_steps is refused and the session ends cleanly",
 		expected: "the gateway's 429 ends the session with an error line (or a result), without retrying in a loop",
+		hint:     "turn off the model client's retries (the SDKs and frameworks retry a 429 by default) and end the session on it",
 		run:      (*env).maxSteps},
 	{id: "cancel", title: "a cancelled session exits on SIGTERM within the grace period",
 		expected: "exit within the grace period after SIGTERM, without SIGKILL",
+		hint:     "exit on SIGTERM: do not ignore it, and end work that holds the process (threads, children) within the grace period",
 		run:      (*env).cancel},
 }
 
@@ -204,7 +228,11 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
 				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
 			} else {
-				c.Got, c.Note, c.Pass = sc.run(e, ctx, t)
+				o := sc.run(e, ctx, t)
+				c.Got, c.Note, c.Pass = o.got, o.note, o.pass
+				if !o.pass {
+					c.Hint = cmp.Or(o.hint, sc.hint)
+				}
 			}
 			c.Elapsed = time.Since(start)
 			c.ElapsedMS = c.Elapsed.Milliseconds()
@@ -424,41 +452,41 @@ func (s *session) endedCleanly() bool {
 	return s.end.Status == harnesskit.Completed || (s.end.Status == harnesskit.Failed && s.end.Message != "")
 }
 
-func (e *env) plainRun(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) plainRun(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{})
 	if got, ok := s.protocolOK(); !ok {
-		return got, "", false
+		return failed(got)
 	}
 	if s.end.Status != harnesskit.Completed {
-		return s.describe(), "", false
+		return failed(s.describe())
 	}
-	return "result " + clip(string(s.end.Output), 200), "", true
+	return passed("result "+clip(string(s.end.Output), 200), "")
 }
 
-func (e *env) permissionAllowed(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) permissionAllowed(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{})
 	if got, ok := s.protocolOK(); !ok {
-		return got, "", false
+		return failed(got)
 	}
 	if len(s.asked) == 0 {
-		return "no permission_request; " + s.describe(), "", false
+		return outcome{got: "no permission_request; " + s.describe(), hint: noRequestHint}
 	}
 	for _, a := range s.asked {
 		r, ok := s.results[a.ID]
 		if !ok {
-			return fmt.Sprintf("permission_request %s for %s was allowed but no tool_result came for it; %s", a.ID, a.Tool, s.describe()), "", false
+			return failed(fmt.Sprintf("permission_request %s for %s was allowed but no tool_result came for it; %s", a.ID, a.Tool, s.describe()))
 		}
 		if r.Tool != a.Tool {
-			return fmt.Sprintf("tool_result %s names tool %q, the request asked for %q", a.ID, r.Tool, a.Tool), "", false
+			return failed(fmt.Sprintf("tool_result %s names tool %q, the request asked for %q", a.ID, r.Tool, a.Tool))
 		}
 	}
 	if s.end.Status != harnesskit.Completed {
-		return s.describe(), "", false
+		return failed(s.describe())
 	}
-	return fmt.Sprintf("%d call(s) allowed, each with its tool_result; then a result", len(s.asked)), "", true
+	return passed(fmt.Sprintf("%d call(s) allowed, each with its tool_result; then a result", len(s.asked)), "")
 }
 
-func (e *env) changedArguments(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) changedArguments(ctx context.Context, t *target) outcome {
 	var mu sync.Mutex
 	originals := map[string][]string{} // request id → the string values asked
 	s := e.run(ctx, t, sessionSpec{decide: func(_ context.Context, ask *harnesskit.Ask) harnesskit.Decision {
@@ -480,15 +508,15 @@ func (e *env) changedArguments(ctx context.Context, t *target) (string, string, 
 		return harnesskit.Allow(changed)
 	}})
 	if got, ok := s.protocolOK(); !ok {
-		return got, "", false
+		return failed(got)
 	}
 	if len(s.asked) == 0 {
-		return "no permission_request; " + s.describe(), "", false
+		return outcome{got: "no permission_request; " + s.describe(), hint: noRequestHint}
 	}
 	for _, a := range s.asked {
 		r, ok := s.results[a.ID]
 		if !ok {
-			return fmt.Sprintf("no tool_result for %s; %s", a.ID, s.describe()), "", false
+			return failed(fmt.Sprintf("no tool_result for %s; %s", a.ID, s.describe()))
 		}
 		shown := string(r.Result) + r.Error
 		if strings.Contains(shown, Changed) {
@@ -496,54 +524,61 @@ func (e *env) changedArguments(ctx context.Context, t *target) (string, string, 
 		}
 		for _, orig := range originals[a.ID] {
 			if len(orig) >= 3 && strings.Contains(shown, orig) {
-				return fmt.Sprintf("tool_result %s shows the asked value %q, not the changed one: the tool ran with its own arguments", a.ID, clip(orig, 80)), "", false
+				return failed(fmt.Sprintf("tool_result %s shows the asked value %q, not the changed one: the tool ran with its own arguments", a.ID, clip(orig, 80)))
 			}
 		}
-		return fmt.Sprintf("tool_result %s: %s", a.ID, clip(shown, 120)), "the tool's result shows none of its string arguments, so which it ran with cannot be seen", true
+		return passed(fmt.Sprintf("tool_result %s: %s", a.ID, clip(shown, 120)), "the tool's result shows none of its string arguments, so which it ran with cannot be seen")
 	}
-	return "the tool ran with the changed arguments: its tool_result shows them", "", true
+	return passed("the tool ran with the changed arguments: its tool_result shows them", "")
 }
 
-func (e *env) denied(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) denied(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{decide: func(context.Context, *harnesskit.Ask) harnesskit.Decision {
 		return harnesskit.Deny(DenyReason)
 	}})
 	return s.checkRefused("denied", "denied")
 }
 
-func (e *env) unlistedTool(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) unlistedTool(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{tools: []string{}})
 	if s.decided > 0 {
-		return fmt.Sprintf("the decider saw %d request(s) for unlisted tools", s.decided), "", false
+		return failed(fmt.Sprintf("the decider saw %d request(s) for unlisted tools", s.decided))
+	}
+	if got, ok := s.protocolOK(); ok && len(s.asked) == 0 && s.endedCleanly() {
+		// A harness that keeps to the session's tools never asks for one outside them: that is
+		// as right as being refused.
+		return passed("no permission_request; "+s.describe(), "the session's tool list was empty and the harness asked for no tool, so the node had nothing to refuse")
+	} else if !ok {
+		return failed(got)
 	}
 	return s.checkRefused("refused", "refused by the node")
 }
 
 // checkRefused is what a harness whose calls were all refused (what: denied, refused) must show: it asked, none of the
 // refused tools ran, and it ended with a result or an error line.
-func (s *session) checkRefused(what, how string) (string, string, bool) {
+func (s *session) checkRefused(what, how string) outcome {
 	if got, ok := s.protocolOK(); !ok {
-		return got, "", false
+		return failed(got)
 	}
 	if len(s.asked) == 0 {
-		return "no permission_request; " + s.describe(), "", false
+		return outcome{got: "no permission_request; " + s.describe(), hint: noRequestHint}
 	}
 	for _, a := range s.asked {
 		if r, ok := s.results[a.ID]; ok && r.Error == "" {
-			return fmt.Sprintf("the %s call %s of %s ran: its tool_result came back", what, a.ID, a.Tool), "", false
+			return failed(fmt.Sprintf("the %s call %s of %s ran: its tool_result came back", what, a.ID, a.Tool))
 		}
 	}
 	if !s.endedCleanly() {
-		return s.describe(), "", false
+		return failed(s.describe())
 	}
-	return how + "; " + s.describe(), "", true
+	return passed(how+"; "+s.describe(), "")
 }
 
-func (e *env) maxSteps(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) maxSteps(ctx context.Context, t *target) outcome {
 	before := len(e.meter.Calls())
 	s := e.run(ctx, t, sessionSpec{maxSteps: 1, spendSteps: 1})
 	if got, ok := s.protocolOK(); !ok {
-		return got, "", false
+		return failed(got)
 	}
 	refused := 0
 	for _, c := range e.meter.Calls()[before:] {
@@ -552,18 +587,18 @@ func (e *env) maxSteps(ctx context.Context, t *target) (string, string, bool) {
 		}
 	}
 	if refused > 3 {
-		return fmt.Sprintf("the harness made %d more calls after the gateway refused the first", refused-1), "", false
+		return failed(fmt.Sprintf("the harness made %d more calls after the gateway refused the first", refused-1))
 	}
 	if !s.endedCleanly() {
-		return s.describe(), "", false
+		return failed(s.describe())
 	}
 	if refused == 0 {
-		return s.describe(), "the harness made no model call, so the limit was never met", true
+		return passed(s.describe(), "the harness made no model call, so the limit was never met")
 	}
-	return s.describe(), "", true
+	return passed(s.describe(), "")
 }
 
-func (e *env) cancel(ctx context.Context, t *target) (string, string, bool) {
+func (e *env) cancel(ctx context.Context, t *target) outcome {
 	var once sync.Once
 	cancelled := make(chan time.Time, 1)
 	s := e.run(ctx, t, sessionSpec{
@@ -586,23 +621,23 @@ func (e *env) cancel(ctx context.Context, t *target) (string, string, bool) {
 		},
 	})
 	if s.startErr != nil {
-		return s.describe(), "", false
+		return failed(s.describe())
 	}
 	if len(s.invalid) > 0 {
-		return fmt.Sprintf("%d line(s) that do not match the protocol: %s", len(s.invalid), s.invalid[0]), "", false
+		return failed(fmt.Sprintf("%d line(s) that do not match the protocol: %s", len(s.invalid), s.invalid[0]))
 	}
 	select {
 	case <-cancelled:
 	default:
-		return "the session wrote nothing before it ended, so it could not be cancelled mid-way; " + s.describe(), "", false
+		return failed("the session wrote nothing before it ended, so it could not be cancelled mid-way; " + s.describe())
 	}
 	if s.end.Status != harnesskit.Cancelled {
-		return "the session ended before the cancel took effect: " + s.describe(), "", false
+		return failed("the session ended before the cancel took effect: " + s.describe())
 	}
 	if s.end.Killed {
-		return "the process did not exit within the grace period after SIGTERM and was killed", "", false
+		return failed("the process did not exit within the grace period after SIGTERM and was killed")
 	}
-	return fmt.Sprintf("exited on SIGTERM (%s)", orDefault(s.end.Signal, fmt.Sprintf("exit status %d", s.end.ExitCode))), "", true
+	return passed(fmt.Sprintf("exited on SIGTERM (%s)", orDefault(s.end.Signal, fmt.Sprintf("exit status %d", s.end.ExitCode))), "")
 }
 
 func orDefault(s, d string) string {

@@ -35,13 +35,23 @@ harnesses:
   - name: toolless
     command: ["HARNESS", "triage"]
     formats: [anthropic-messages]
+  - name: keeps-to-its-tools
+    command: ["HARNESS", "keepstools"]
+    permissions: true
+    tools: [notify_team]
+    formats: [anthropic-messages]
+  - name: never-asks
+    command: ["HARNESS", "ok"]
+    permissions: true
+    tools: [notify_team]
+    formats: [anthropic-messages]
 agents: [agents/]
 `
 
 func kitPlugin(t *testing.T) map[string]string {
 	t.Helper()
 	files := map[string]string{"oz0-plugin.yaml": manifest, "prompts/p.md": "Sort the support ticket.\n"}
-	for _, h := range []string{"conforming", "runs-anyway", "deaf", "toolless"} {
+	for _, h := range []string{"conforming", "runs-anyway", "deaf", "toolless", "keeps-to-its-tools", "never-asks"} {
 		files["agents/"+h+".yaml"] = "name: " + h + "\nruntime: harness:" + h + "\ninstructions: prompts/p.md\n"
 	}
 	return files
@@ -143,6 +153,36 @@ func TestHarnessThatRunsRefusedToolsFailsThoseChecks(t *testing.T) {
 	})
 	if c := checks(t, rep, "runs-anyway")["max-steps"]; c.Note != "the harness made no model call, so the limit was never met" {
 		t.Errorf("max-steps note %q", c.Note)
+	}
+	for _, c := range rep.Checks {
+		if c.Pass != (c.Hint == "") {
+			t.Errorf("%s: pass %v, hint %q: every failure, and only a failure, says what to do", c.ID, c.Pass, c.Hint)
+		}
+	}
+	if c := checks(t, rep, "runs-anyway")["denied"]; !strings.Contains(c.Hint, "never run a tool after a deny") {
+		t.Errorf("denied hint %q", c.Hint)
+	}
+}
+
+// A harness that keeps to the session's tools never asks for one outside them: as good as being
+// refused, with a note saying so.
+func TestHarnessThatKeepsToItsToolsPassesUnlistedTool(t *testing.T) {
+	rep := run(t, kitPlugin(t), conformance.Options{Harnesses: []string{"keeps-to-its-tools"}})
+	wantChecks(t, rep, "keeps-to-its-tools", nil)
+	if c := checks(t, rep, "keeps-to-its-tools")["unlisted-tool"]; !strings.Contains(c.Note, "asked for no tool, so the node had nothing to refuse") {
+		t.Errorf("unlisted-tool note %q", c.Note)
+	}
+}
+
+// A harness that declares tools and never asks for one fails the tool checks, each saying how to
+// make it ask: an input that does, or a script.
+func TestHarnessThatNeverAsksIsToldHowToMakeItAsk(t *testing.T) {
+	rep := run(t, kitPlugin(t), conformance.Options{Harnesses: []string{"never-asks"}})
+	for _, id := range []string{"permission-allowed", "changed-arguments", "denied"} {
+		c := checks(t, rep, "never-asks")[id]
+		if c.Pass || !strings.HasPrefix(c.Got, "no permission_request") || !strings.Contains(c.Hint, "--script") || !strings.Contains(c.Hint, "--input") {
+			t.Errorf("%s: pass %v, got %q, hint %q", id, c.Pass, c.Got, c.Hint)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,6 +136,14 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 	// triage is the byo-agent template's agent in Go: a model call, a tool call, an answer. With
 	// ARG, it first appends its session request to the file ARG, as a JSON line.
 	"triage": triage,
+	// keepstools is triage for a session whose tools list notify_team; for one whose list is
+	// empty it asks for no tool at all.
+	"keepstools": func(s *harness.Session, arg string) (any, error) {
+		if !slices.Contains(s.Tools(), "notify_team") {
+			return "general: no team told, as this session may call no tool", nil
+		}
+		return triage(s, arg)
+	},
 	// steps makes model calls until one fails, and answers with the error.
 	"steps": func(s *harness.Session, _ string) (any, error) {
 		for i := 0; ; i++ {
