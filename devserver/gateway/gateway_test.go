@@ -896,6 +896,7 @@ func TestKillStalledClient(t *testing.T) {
 	// A client that stops reading while the upstream streams fast: the gateway is blocked writing
 	// to it when Kill comes, and must still end the call at once.
 	big := strings.Repeat("x", 64<<10)
+	var written atomic.Int64 // what the upstream has written: it stops growing once the gateway is stuck
 	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -904,7 +905,9 @@ func TestKillStalledClient(t *testing.T) {
 		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n")
 		rc.Flush()
 		for r.Context().Err() == nil {
-			if _, err := io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""+big+"\"}}\n\n"); err != nil {
+			n, err := io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""+big+"\"}}\n\n")
+			written.Add(int64(n))
+			if err != nil {
 				return
 			}
 			rc.Flush()
@@ -917,14 +920,26 @@ func TestKillStalledClient(t *testing.T) {
 	if _, err := sr.next(); err != nil {
 		t.Fatal(err)
 	}
-	// Stop reading; let the buffers between the gateway and the client fill up.
-	time.Sleep(500 * time.Millisecond)
+	// Stop reading, and wait for the buffers between the gateway and the client to fill: the
+	// gateway then blocks writing, and the upstream's count stops growing.
+	deadline := time.Now().Add(liveness)
+	for last, still := int64(-1), 0; still < 20; {
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream never stopped writing: nothing blocks the gateway")
+		}
+		time.Sleep(5 * time.Millisecond)
+		if n := written.Load(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
 	killed := time.Now()
 	if n := e.gw.Kill("job_stall"); n != 1 {
 		t.Fatalf("Kill found %d live calls", n)
 	}
 	// The upstream streams until its request is cancelled: only Kill ends the call.
-	deadline := killed.Add(liveness)
+	deadline = killed.Add(liveness)
 	for len(e.meter.Job("job_stall")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
