@@ -67,6 +67,10 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
+	_ = cmd.MarkFlagDirname("plugin")
+	_ = cmd.MarkFlagDirname("state-dir")
+	_ = cmd.MarkFlagFilename("fake-script", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("hooks", "yaml", "yml")
 	return cmd
 }
 

@@ -71,6 +71,8 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
+	_ = cmd.MarkFlagDirname("dir")
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
 }
 

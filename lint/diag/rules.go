@@ -1,7 +1,13 @@
 package diag
 
-// DocsURL is the page that documents every rule, one anchor per rule ID.
-const DocsURL = "https://github.com/orchestrator-zero/oz0/blob/main/docs/lint-rules.md"
+// DocsURL is the page that documents every rule, one anchor per rule ID, as the repository
+// shows it at ref: a release's tag, so a link goes to the rules of the release that linked it.
+func DocsURL(ref string) string {
+	if ref == "" {
+		ref = "main"
+	}
+	return "https://github.com/orchestrator-zero/oz0/blob/" + ref + "/docs/lint-rules.md"
+}
 
 // Rule describes a lint rule. Its ID is stable: scripts, SARIF consumers
 // and the docs refer to it.
@@ -14,8 +20,8 @@ type Rule struct {
 	Fix      string   // how to fix a finding
 }
 
-// HelpURL is the rule's section of DocsURL.
-func (r Rule) HelpURL() string { return DocsURL + "#" + r.ID }
+// HelpURL is the rule's section of DocsURL(ref).
+func (r Rule) HelpURL(ref string) string { return DocsURL(ref) + "#" + r.ID }
 
 // Rules is every rule, in the order of the docs.
 var Rules = []Rule{
