@@ -32,7 +32,6 @@ func AddJSONFlags(cmd *cobra.Command, f *JSONFlags, what string) {
 	cmd.Flags().BoolVar(&f.JSON, "json", false, "print "+what+" as JSON")
 	cmd.Flags().StringVarP(&f.JQ, "jq", "q", "", "print what a jq expression picks from the JSON (implies --json)")
 	cmd.Flags().StringVarP(&f.Template, "template", "t", "", "format the JSON with a Go template, as gh does (implies --json)")
-	cmd.MarkFlagsMutuallyExclusive("jq", "template")
 	_ = cmd.RegisterFlagCompletionFunc("jq", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("template", cobra.NoFileCompletions)
 }
@@ -44,6 +43,9 @@ func (f *JSONFlags) Enabled() bool { return f.JSON || f.JQ != "" || f.Template !
 // Check parses --jq and --template, so that a mistake in one is a usage error before anything
 // runs.
 func (f *JSONFlags) Check() error {
+	if f.JQ != "" && f.Template != "" {
+		return Usagef("--jq and --template do not go together; choose one")
+	}
 	if f.JQ != "" {
 		if _, err := gojq.Parse(f.JQ); err != nil {
 			return Usagef("--jq %q: %v", f.JQ, err)
