@@ -211,7 +211,7 @@ func TestParseGood(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hooks", "policy"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	doc := `# yaml-language-server: $schema=https://oz0.dev/schemas/v1/hooks.schema.json
+	doc := `# yaml-language-server: $schema=https://raw.githubusercontent.com/orchestrator-zero/oz0/main/schemas/hooks.schema.json
 hooks:
   - name: no-exec-on-prod
     description: the exec team hears from people

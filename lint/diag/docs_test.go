@@ -22,8 +22,8 @@ const docsIntro = `# Lint rules
 
 1. ` + "`oz0-plugin.yaml`" + `, every ` + "`*.yaml`" + ` file of each directory listed under ` + "`agents`" + `, and the front
    matter of ` + "`SKILL.md`" + ` in every subdirectory of each directory listed under ` + "`skills`" + `, against
-   the JSON Schemas (draft 2020-12) embedded in oz0 and published at
-   ` + "`https://oz0.dev/schemas/v1/`" + `: ` + "`oz0-plugin.schema.json`, `agent.schema.json`, `skill.schema.json`" + `;
+   the JSON Schemas (draft 2020-12) embedded in oz0 (` + "`oz0 schema`" + ` prints them, and each
+   release serves its own from the repository at its tag): ` + "`oz0-plugin.schema.json`, `agent.schema.json`, `skill.schema.json`" + `;
 2. the rules below that span files: harness names, prompt files, Python modules, tools, schema
    files, skills;
 3. ` + "`pyproject.toml`" + `, when there is one, for banned and unpinned dependencies.

@@ -72,7 +72,7 @@ var Rules = []Rule{
 		Short:   "A key the schema does not allow.",
 		Help:    "The manifest, agent and skill front-matter schemas are strict: a misspelt key would otherwise be ignored silently. Reported at the key, with the closest allowed key when one is close, else the allowed keys.",
 		Example: "unknown key `tool` in `harness`; did you mean `tools`?",
-		Fix:     "Correct the spelling, or remove the key. The schemas are in schemas/ and at https://oz0.dev/schemas/v1/.",
+		Fix:     "Correct the spelling, or remove the key. `oz0 schema` lists the schemas and prints each; an editor reads them from the yaml-language-server line.",
 	},
 	{
 		ID: "missing-key", Severity: Error,
