@@ -149,7 +149,7 @@ var Rules = []Rule{
 		Short:   "A harness lists a model format its code builds no client for.",
 		Help:    "A session gets a model record that takes one of the formats its harness lists, and its code must speak that record's API. For a Python harness (python -m PACKAGE), lint reads the package for the model clients it names: Anthropic's (AnthropicModel, AnthropicLlm, AnthropicClient, ChatAnthropic, the SDK's Anthropic and AsyncAnthropic) and OpenAI Chat Completions' (OpenAIModel, OpenAILlm, OpenAIChatCompletionClient, ChatOpenAI, the SDK's OpenAI and AsyncOpenAI). A listed format with no client of its own, in code that names clients of other formats and does not call session.complete() (which speaks the record's format), is reported: a session on such a record would fail. Comments and strings are not read; code that builds its clients elsewhere is not judged.",
 		Example: "harness `shop` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/shop/wiring.py, which speaks anthropic-messages): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it",
-		Fix:     "List only the formats the code speaks, or build a client for the other in the session's format (session.model.format).",
+		Fix:     "List only the formats the code speaks, or build a client for the other in the session's format (session.model.format_name).",
 	},
 	{
 		ID: "responses-api", Severity: Error,
