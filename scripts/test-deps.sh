@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
-# Installs what `make test` needs beyond Go and python3: pytest, to run the plugin template's
-# tests the way plugin authors do, and a C compiler, which `go test -race` needs (cgo). Uses
-# Debian's packages, as PyPI is not reachable everywhere.
+# Installs what `make test` needs beyond Go and python3: pytest, to run the plugin templates'
+# tests the way plugin authors do; a C compiler, which `go test -race` needs (cgo); and node and
+# npm, with ruff (its WebAssembly build) and pyright from scripts/pylint/package-lock.json, which
+# lint-templates runs over every template. Uses Debian's packages, as PyPI is not reachable
+# everywhere; the npm packages install once into scripts/pylint/node_modules and are reused until
+# the lock file changes.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 missing=()
 command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "test-deps: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Node.js with npm" >&2
+    exit 1
+  fi
 fi
-if command -v apt-get >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  echo "test-deps: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-else
-  echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest) and a C compiler (for go test -race)" >&2
-  exit 1
+
+# ruff and pyright for lint-templates, as pinned by the lock file.
+tools=scripts/pylint
+stamp="$tools/node_modules/.oz0-lock"
+lock=$(cksum <"$tools/package-lock.json")
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock" ]; then
+  echo "test-deps: installing ruff and pyright into $tools/node_modules" >&2
+  (cd "$tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock" >"$stamp"
 fi
