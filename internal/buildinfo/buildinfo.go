@@ -50,6 +50,13 @@ func Read(s Stamped) Info {
 }
 
 func read(s Stamped, bi *debug.BuildInfo) Info {
+	// goreleaser stamps what it could not read from git as "none" and the zero time.
+	if s.Commit == "none" {
+		s.Commit = ""
+	}
+	if strings.HasPrefix(s.Date, "0001-01-01") {
+		s.Date = ""
+	}
 	info := Info{Version: s.Version, Commit: s.Commit, Date: s.Date, Ref: s.Tag,
 		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi != nil && info.Version == "" {

@@ -19,6 +19,8 @@ func TestRead(t *testing.T) {
 			"0.3.0 (commit 1a2b3c4d5e6f, 2026-11-30)", "v0.3.0"},
 		{"snapshot", Stamped{Version: "0.3.1-SNAPSHOT-1a2b3c4", Commit: "1a2b3c4d5e6f7a8b9c0d"}, nil,
 			"0.3.1-SNAPSHOT-1a2b3c4 (commit 1a2b3c4d5e6f)", DevRef},
+		{"snapshot without git", Stamped{Version: "0.0.1-snapshot+none", Commit: "none", Date: "0001-01-01T00:00:00Z"}, nil,
+			"0.0.1-snapshot+none", DevRef},
 		{"go install of a tag", Stamped{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}},
 			"v0.3.0", "v0.3.0"},
 		{"go install of a commit", Stamped{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261130120000-1a2b3c4d5e6f"}},
