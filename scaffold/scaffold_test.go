@@ -135,7 +135,8 @@ func assertNoLeftovers(t *testing.T, parent string) {
 }
 
 // Every directory under templates/ is a template of the catalogue or a layer some template uses;
-// the harness has one source, the Python layer, which every Python template renders.
+// the harness has one source in each language, the Python layer and the Node layer, which every
+// template of the language renders.
 func TestLayers(t *testing.T) {
 	entries, err := fs.ReadDir(templatesFS, "templates")
 	if err != nil {
@@ -153,8 +154,12 @@ func TestLayers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tp.layers[0] == pythonLayer && !slices.ContainsFunc(files, func(f File) bool { return f.Path == "src/acme_triage/harness.py" }) {
+		has := func(p string) bool { return slices.ContainsFunc(files, func(f File) bool { return f.Path == p }) }
+		if slices.Contains(tp.layers, pythonLayer) && !has("src/acme_triage/harness.py") {
 			t.Errorf("%s: no harness.py", tp.Name)
+		}
+		if slices.Contains(tp.layers, nodeLayer) && !has("src/harness.mjs") {
+			t.Errorf("%s: no harness.mjs", tp.Name)
 		}
 	}
 	for _, e := range entries {
@@ -165,6 +170,9 @@ func TestLayers(t *testing.T) {
 	_ = fs.WalkDir(templatesFS, "templates", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && path.Base(p) == "harness.py" && !strings.HasPrefix(p, "templates/"+pythonLayer+"/") {
 			t.Errorf("%s: a copy of the shared harness", p)
+		}
+		if err == nil && path.Base(p) == "harness.mjs" && !strings.HasPrefix(p, "templates/"+nodeLayer+"/") {
+			t.Errorf("%s: a copy of the Node kit", p)
 		}
 		return err
 	})

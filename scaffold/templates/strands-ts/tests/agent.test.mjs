@@ -1,0 +1,106 @@
+// @ts-check
+/**
+ * agent.mjs and wiring.mjs on the real Strands (node_modules, after npm ci), run as a node runs
+ * them (the harness over a pipe) against a fake model API that calls the agent's tool and then
+ * says what it answered, in each format the manifest lists.
+ */
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { INSTRUCTIONS, JOB, MODEL_NAME, NAME, ROOT, SESSION_KEY, TICKET, Sessions, allow, deny, says } from "./sessions.mjs";
+
+const MANIFEST = readFileSync(join(ROOT, "oz0-plugin.yaml"), "utf8");
+const FORMATS = (MANIFEST.match(/formats:\s*\[([^\]]*)\]/)?.[1] ?? "").split(",").map((f) => f.trim()).filter(Boolean);
+/** The arguments the fake model calls the tool with. */
+const ASKED = { team: "billing", summary: "A customer was charged twice." };
+const ANSWER = "told the billing team: A customer was charged twice.";
+
+/** @param {import("node:test").TestContext} t */
+async function sessions(t) {
+  const s = await Sessions.start(t);
+  s.api.toolArguments = ASKED;
+  return s;
+}
+
+/**
+ * @param {Sessions} s
+ * @param {string} format
+ */
+function requestIn(s, format) {
+  return s.request({ model: { name: MODEL_NAME, format, record: "fake" } });
+}
+
+test("the manifest lists the formats the wiring speaks", () => {
+  assert.deepEqual(FORMATS, ["anthropic-messages", "openai-chat"]);
+});
+
+for (const format of FORMATS) {
+  test(`${format}: a tool call is asked, runs and is answered; the text streams`, async (t) => {
+    const s = await sessions(t);
+    const { events, code, run } = await s.session({ answer: allow, request: requestIn(s, format) });
+    assert.equal(code, 0, await run.log());
+    const asked = events.filter((e) => e.type === "permission_request");
+    assert.deepEqual(asked.map((e) => [e.tool, e.arguments]), [["notify_team", ASKED]], await run.log());
+    assert.deepEqual(events.filter((e) => e.type === "tool_result"), [{ type: "tool_result", id: asked[0].id, tool: "notify_team", result: ANSWER }]);
+    assert.deepEqual(events.at(-1), { type: "result", output: `The tool answered: ${ANSWER}` });
+    assert.equal(says(events), `The tool answered: ${ANSWER}`);
+    assert.ok(events.filter((e) => e.type === "say").length > 1, "the text came in one piece: it was not streamed");
+  });
+
+  test(`${format}: a refusal is the tool's answer, and the agent goes on`, async (t) => {
+    const s = await sessions(t);
+    const { events, code, run } = await s.session({ answer: deny("billing is told by a person"), request: requestIn(s, format) });
+    assert.equal(code, 0, await run.log());
+    assert.deepEqual(events.filter((e) => e.type === "tool_result"), []);
+    assert.equal(events.at(-1)?.output, "The tool answered: refused: billing is told by a person");
+  });
+
+  test(`${format}: the model client is on the gateway`, async (t) => {
+    const s = await sessions(t);
+    const { code, run } = await s.session({ answer: allow, request: requestIn(s, format) });
+    assert.equal(code, 0, await run.log());
+    const calls = s.api.calls();
+    assert.equal(calls.length, 2, "a call with the tool offered, one after it");
+    for (const { path, headers, body } of calls) {
+      assert.equal(headers["oz0-job"], JOB);
+      assert.equal(headers["oz0-agent"], NAME);
+      assert.equal(body.model, MODEL_NAME);
+      if (format === "anthropic-messages") {
+        assert.equal(path, "/gateway/anthropic/v1/messages");
+        assert.equal(headers["x-api-key"], SESSION_KEY);
+        const system = typeof body.system === "string" ? body.system : body.system.map((/** @type {any} */ b) => b.text).join("");
+        assert.equal(system, INSTRUCTIONS);
+        assert.deepEqual(body.tools.map((/** @type {any} */ t) => t.name), ["notify_team"]);
+      } else {
+        // Chat Completions, not the Responses API (OpenAIModel's default).
+        assert.equal(path, "/gateway/openai/chat/completions");
+        assert.equal(headers.authorization, `Bearer ${SESSION_KEY}`);
+        assert.deepEqual(body.messages[0], { role: "system", content: INSTRUCTIONS });
+        assert.deepEqual(body.tools.map((/** @type {any} */ t) => t.function.name), ["notify_team"]);
+      }
+    }
+    assert.ok(JSON.stringify(calls[0].body.messages).includes(TICKET));
+  });
+
+  test(`${format}: a limit is not retried`, async (t) => {
+    const s = await sessions(t);
+    s.api.status = 429; // the gateway's answer past limits.max_steps
+    const { events, code, run } = await s.session({ request: requestIn(s, format) });
+    assert.equal(code, 1);
+    assert.equal(events.at(-1)?.type, "error", await run.log());
+    assert.equal(s.api.calls().length, 1, "the refused call was retried");
+  });
+}
+
+test("the tool runs with the arguments the job allowed", async (t) => {
+  const s = await sessions(t);
+  const { events, code, run } = await s.session({
+    answer: (run, event) => run.send({ type: "permission", id: event.id, decision: "allow", arguments: { team: "account", summary: "changed by a hook" } }),
+  });
+  assert.equal(code, 0, await run.log());
+  assert.equal(events.find((e) => e.type === "tool_result")?.result, "told the account team: changed by a hook");
+  assert.equal(events.at(-1)?.output, "The tool answered: told the account team: changed by a hook");
+});
