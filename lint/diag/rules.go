@@ -141,16 +141,16 @@ var Rules = []Rule{
 	{
 		ID: "format-mismatch", Severity: Warning,
 		Short:   "A harness lists a model format its code builds no client for.",
-		Help:    "A session gets a model record that takes one of the formats its harness lists, and its code must speak that record's API. For a Python harness (python -m PACKAGE), lint reads the package for the model clients it names: Anthropic's (AnthropicModel, AnthropicLlm, AnthropicClient, ChatAnthropic, the SDK's Anthropic and AsyncAnthropic) and OpenAI Chat Completions' (OpenAIModel, OpenAILlm, OpenAIChatCompletionClient, ChatOpenAI, the SDK's OpenAI and AsyncOpenAI). A listed format with no client of its own, in code that names clients of other formats and does not call session.complete() (which speaks the record's format), is reported: a session on such a record would fail. Comments and strings are not read; code that builds its clients elsewhere is not judged.",
+		Help:    "A session gets a model record that takes one of the formats its harness lists, and its code must speak that record's API. Lint reads the code a harness runs for the model clients it names: for a Python harness (python -m PACKAGE) the package, for a JavaScript or TypeScript harness (node src/main.mjs, deno run main.ts, bun run index.ts) the script's directory, node_modules left out. Anthropic's clients are AnthropicModel, AnthropicLlm, AnthropicClient, ChatAnthropic, createAnthropic and the SDKs' Anthropic and AsyncAnthropic; OpenAI Chat Completions' are OpenAIModel, OpenAILlm, OpenAIChatCompletionClient, ChatOpenAI, createOpenAI and the SDKs' OpenAI and AsyncOpenAI. A listed format with no client of its own, in code that names clients of other formats and does not call session.complete() (which speaks the record's format), is reported: a session on such a record would fail. Comments and strings are not read; code that builds its clients elsewhere is not judged.",
 		Example: "harness `shop` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/shop/wiring.py, which speaks anthropic-messages): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it",
 		Fix:     "List only the formats the code speaks, or build a client for the other in the session's format (session.model.format).",
 	},
 	{
 		ID: "responses-api", Severity: Error,
 		Short:   "A harness's code uses OpenAI's Responses API, which the gateway does not serve.",
-		Help:    "The gateway's OpenAI face serves Chat Completions (POST /chat/completions). Clients of OpenAI's Responses API are refused: Strands' OpenAIResponsesModel, ADK's OpenAIResponsesLlm, Agent Framework's OpenAIChatClient (its Chat Completions client is OpenAIChatCompletionClient), and the SDK's client.responses.create().",
+		Help:    "The gateway's OpenAI face serves Chat Completions (POST /chat/completions). Clients of OpenAI's Responses API are refused: in Python, Strands' OpenAIResponsesModel, ADK's OpenAIResponsesLlm, Agent Framework's OpenAIChatClient (its Chat Completions client is OpenAIChatCompletionClient) and the SDK's client.responses.create(); in JavaScript and TypeScript, Strands' OpenAIModel built without api: \"chat\" (its default is the Responses API; options passed as a variable are not judged) and the SDK's client.responses.create().",
 		Example: "harness `shop` uses `OpenAIChatClient`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use the framework's Chat Completions client",
-		Fix:     "Use the framework's Chat Completions client: OpenAIModel (Strands), OpenAILlm (ADK), OpenAIChatCompletionClient (Agent Framework).",
+		Fix:     "Use the framework's Chat Completions client: OpenAIModel (Strands in Python; in TypeScript, OpenAIModel with api: \"chat\"), OpenAILlm (ADK), OpenAIChatCompletionClient (Agent Framework), client.chat.completions.create (the SDKs).",
 	},
 	{
 		ID: "unknown-harness", Severity: Error,
@@ -245,10 +245,24 @@ var Rules = []Rule{
 	},
 	{
 		ID: "unpinned-dependency", Severity: Warning,
-		Short:   "An agent framework in pyproject.toml is not pinned with ==.",
-		Help:    "Agent frameworks change fast, and a harness that passed oz0 plugin test yesterday can break with today's release. langgraph, langchain*, crewai, openai-agents, google-adk, strands-agents, agent-framework* and autogen* should be pinned to one version with == (or ===); a direct URL reference counts as pinned.",
-		Example: "`langgraph>=0.2` is not pinned; pin agent frameworks to one version with ==, e.g. langgraph==X.Y.Z",
-		Fix:     "Pin the version (uv add 'langgraph==X.Y.Z'), and update it deliberately.",
+		Short:   "An agent framework in pyproject.toml, or a package in package.json, is not pinned to one version.",
+		Help:    "Agent frameworks change fast, and a harness that passed oz0 plugin test yesterday can break with today's release. In pyproject.toml, langgraph, langchain*, crewai, openai-agents, google-adk, strands-agents, agent-framework* and autogen* should be pinned to one version with == (or ===); a direct URL reference counts as pinned. In package.json, every package a session runs (dependencies, optionalDependencies) should be one exact version, as npm install --save-exact writes it (\"1.19.0\", not \"^1.19.0\"); an npm: alias of one version, a git reference by commit, a tarball and the plugin's own packages (file:, link:, workspace:) count as pinned.",
+		Example: "`@strands-agents/sdk` is `^1.19.0` in package.json dependencies, not one version; pin it exactly (npm install --save-exact @strands-agents/sdk@X.Y.Z) and commit package-lock.json",
+		Fix:     "Pin the version (uv add 'langgraph==X.Y.Z'; npm install --save-exact NAME@X.Y.Z), and update it deliberately.",
+	},
+	{
+		ID: "json-syntax", Severity: Error,
+		Short:   "package.json does not parse.",
+		Help:    "package.json is read for the dependency rules; a file that is not a JSON object is reported at the position the parser names. npm cannot install from it either.",
+		Example: "package.json does not parse as a JSON object: invalid character '}' looking for beginning of object key string",
+		Fix:     "Fix the JSON at that position (a trailing comma, a missing quote).",
+	},
+	{
+		ID: "lock-missing", Severity: Warning,
+		Short:   "package.json has dependencies and the plugin has no lock file.",
+		Help:    "Pinning a package pins it alone: what it depends on is pinned only by a lock file (package-lock.json, npm-shrinkwrap.json, yarn.lock, pnpm-lock.yaml, bun.lock or bun.lockb), which npm ci installs exactly.",
+		Example: "package.json has dependencies but the plugin has no lock file: what they depend on is not pinned; run npm install and commit package-lock.json",
+		Fix:     "Run npm install (or your package manager's install) and commit the lock file; install with npm ci.",
 	},
 	{
 		ID: "symlink-loop", Severity: Error,
