@@ -22,7 +22,7 @@ sha256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum 
 
 for t in "${templates[@]}"; do
   src=scaffold/templates/$t
-  # The key is what cmd/oz0's nodemodules command computes: sha256 of package.json then the lock.
+  # The key is what internal/nodedeps computes: sha256 of package.json, then the lock.
   key=$(cat "$src/package.json" "$src/package-lock.json" | sha256 | cut -c1-16)
   dir=$cache/$t-$key
   if [ -e "$dir/node_modules/.oz0-complete" ]; then

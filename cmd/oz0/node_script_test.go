@@ -1,51 +1,23 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
-	"path/filepath"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/orchestrator-zero/oz0/internal/nodedeps"
 )
+
+// templatesDir is scaffold/templates of this repository.
+const templatesDir = "../../scaffold/templates"
 
 func init() {
 	scriptCmds["nodemodules"] = cmdNodeModules
+	// [nodemodules:TEMPLATE]: the template's dependencies are installed (make test-deps).
 	scriptConds["nodemodules"] = func(template string) (bool, error) {
-		dir, err := nodeModules(template)
-		if err != nil {
-			return false, err
-		}
-		_, err = os.Stat(filepath.Join(dir, ".oz0-complete"))
-		return err == nil, nil
+		_, installed, err := nodedeps.NodeModules(templatesDir, template)
+		return installed, err
 	}
-}
-
-// nodeCache is where scripts/node-deps.sh installs the Node templates' dependencies.
-func nodeCache() string {
-	if dir := os.Getenv("OZ0_NODE_CACHE"); dir != "" {
-		return dir
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		base = filepath.Join(os.Getenv("HOME"), ".cache")
-	}
-	return filepath.Join(base, "oz0-test", "node")
-}
-
-// nodeModules is the node_modules directory of a Node template's dependencies in the cache: one
-// per content of its package.json and lock file, as scripts/node-deps.sh names it.
-func nodeModules(template string) (string, error) {
-	src := filepath.Join("..", "..", "scaffold", "templates", template)
-	sum := sha256.New()
-	for _, name := range []string{"package.json", "package-lock.json"} {
-		data, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			return "", err
-		}
-		sum.Write(data)
-	}
-	return filepath.Join(nodeCache(), template+"-"+hex.EncodeToString(sum.Sum(nil))[:16], "node_modules"), nil
 }
 
 // cmdNodeModules links the installed dependencies of a Node template into the current directory
@@ -57,10 +29,10 @@ func cmdNodeModules(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: nodemodules TEMPLATE")
 	}
-	dir, err := nodeModules(args[0])
+	dir, installed, err := nodedeps.NodeModules(templatesDir, args[0])
 	ts.Check(err)
-	if _, err := os.Stat(filepath.Join(dir, ".oz0-complete")); err != nil {
-		ts.Fatalf("the %s template's dependencies are not installed in %s: run make test-deps (scripts/node-deps.sh)", args[0], dir)
+	if !installed {
+		ts.Fatalf("%s", nodedeps.Missing(args[0], dir))
 	}
 	ts.Check(os.Symlink(dir, ts.MkAbs("node_modules")))
 }
