@@ -277,6 +277,7 @@ func (s *Server) startNode() error {
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
+		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
 		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
 	})

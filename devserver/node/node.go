@@ -59,6 +59,9 @@ type Config struct {
 	GatewayURL string
 	// Mask hides secret values in what the node writes outside the store (the job's output).
 	Mask func([]byte) []byte
+	// SayStream masks a job's says as one stream, so that a secret said in pieces is masked too
+	// (the store masks each event on its own); nil passes them as they are.
+	SayStream func() TextStream
 	// TempDir holds the sessions' directories; "" is os.TempDir().
 	TempDir string
 	// Grace is the sessions' grace period; 0 is harnesskit.DefaultGrace.
@@ -68,6 +71,18 @@ type Config struct {
 	// server waits there for the job's model calls still being metered.
 	BeforeEnd func(job string)
 }
+
+// TextStream masks a stream of texts cut anywhere: Write returns what may be shown now, Flush
+// the rest (secrets.Stream).
+type TextStream interface {
+	Write(text string) string
+	Flush() string
+}
+
+type unmasked struct{}
+
+func (unmasked) Write(text string) string { return text }
+func (unmasked) Flush() string            { return "" }
 
 // Node runs jobs.
 type Node struct {
@@ -95,6 +110,7 @@ type Job struct {
 	tools    map[string]string
 	deciders map[string]string // permission id → who decided
 	rec      *recorder
+	says     TextStream // the job's says, masked as one stream
 }
 
 // New returns a node.
@@ -104,6 +120,9 @@ func New(cfg Config) *Node {
 	}
 	if cfg.Mask == nil {
 		cfg.Mask = func(b []byte) []byte { return b }
+	}
+	if cfg.SayStream == nil {
+		cfg.SayStream = func() TextStream { return unmasked{} }
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -50,6 +50,7 @@ func (n *Node) run(job *Job) {
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
 	spec.TempDir = n.cfg.TempDir
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
+	job.says = n.cfg.SayStream()
 	sess, err := harnesskit.Start(context.Background(), spec)
 	if err != nil {
 		job.rec.close()
@@ -86,7 +87,9 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	switch m := ev.Message.(type) {
 	case harnesskit.Say:
 		if ev.Kind == harnesskit.EventSay {
-			job.rec.add(store.EventSay, sayData{m.Text}) // the hot path: a struct, not a map
+			if text := job.says.Write(m.Text); text != "" {
+				job.rec.add(store.EventSay, sayData{text}) // the hot path: a struct, not a map
+			}
 			return
 		}
 	case harnesskit.PermissionRequest:
@@ -122,6 +125,11 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 		return // the end records them, with the job's status
 	}
 	switch ev.Kind {
+	case harnesskit.EventEnd:
+		// What the says held back (it might have begun a secret) is said before the end.
+		if text := job.says.Flush(); text != "" {
+			job.rec.add(store.EventSay, sayData{text})
+		}
 	case harnesskit.EventStray:
 		job.rec.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
 	case harnesskit.EventIgnored:
