@@ -111,6 +111,42 @@ type Job struct {
 	deciders map[string]string // permission id → who decided
 	rec      *recorder
 	says     TextStream // the job's says, masked as one stream
+
+	// Once the session's last line (its result or error) has come, what stdout brings after it
+	// is kept here and recorded after it, when the session ends. (stderr is not: it runs beside
+	// stdout, and a line of it that comes later may well have been written before.)
+	last      bool
+	afterLast []pending
+	leftOut   int
+}
+
+// pending is an event kept to be recorded later.
+type pending struct {
+	typ  string
+	data any
+}
+
+// maxAfterLast bounds what is kept of a harness's lines after its last one.
+const maxAfterLast = 1000
+
+// add records an event of the session, or keeps one from stdout for after the last line once
+// that has come. Called from the session's Sink, one event at a time.
+func (j *Job) add(typ string, data any) {
+	switch {
+	case !j.last || typ == store.EventStderr:
+		j.rec.add(typ, data)
+	case len(j.afterLast) < maxAfterLast:
+		j.afterLast = append(j.afterLast, pending{typ, data})
+	default:
+		j.leftOut++
+	}
+}
+
+// flushSays records what the says held back: it might have begun a secret.
+func (j *Job) flushSays() {
+	if text := j.says.Flush(); text != "" {
+		j.add(store.EventSay, sayData{text})
+	}
 }
 
 // New returns a node.
