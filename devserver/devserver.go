@@ -288,7 +288,7 @@ func (s *Server) startNode() error {
 func (s *Server) serveAPI() error {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
-		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log, Inbox: s.inbox,
+		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox,
 	}))
 	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
@@ -431,11 +431,7 @@ func (s *Server) banner() {
 	}
 	s.say("  state   %s", state)
 	for _, a := range s.info().Agents {
-		note := ""
-		if a.Record == "fake" {
-			note = ": the fake model, as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
-		}
-		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, note)
+		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}
 	if n := s.hookSet.Len(); n > 0 {
 		s.say("  hooks   %d from %s: %s", n, s.hooksFile, strings.Join(s.hookSet.Names(), ", "))
