@@ -69,8 +69,7 @@ type Server struct {
 	keys        *gateway.MemResolver
 	inflight    *inflight
 	inbox       *approvals.Inbox
-	hooks       Hooks
-	hookSet     *hooks.Set
+	hooks       *liveHooks
 	hooksFile   string
 	node        *node.Node
 	http        *http.Server
@@ -213,7 +212,7 @@ func (s *Server) loadHooks() error {
 	} else if _, err := os.Stat(s.hooksFile); err != nil {
 		return fmt.Errorf("--hooks: %w", err)
 	}
-	set, err := hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
+	set, err := s.readHooks()
 	var re *diag.ReportError
 	if errors.As(err, &re) {
 		return err // its findings are the reason; oz0 dev starts once they are fixed
@@ -221,12 +220,14 @@ func (s *Server) loadHooks() error {
 	if err != nil {
 		return fmt.Errorf("cannot load the hooks in %s: %w", s.hooksFile, err)
 	}
-	s.undo = append(s.undo, set.Close)
-	s.hookSet = set
-	if set.Len() > 0 {
-		s.hooks = hookSet{set}
-	}
+	s.hooks = newLiveHooks(set)
+	s.undo = append(s.undo, s.hooks.Close)
 	return nil
+}
+
+// readHooks loads the hooks file, its plugins' log lines going to the dev server's log.
+func (s *Server) readHooks() (*hooks.Set, error) {
+	return hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
 }
 
 // listen takes the loopback port; everything is served on it.
@@ -433,8 +434,8 @@ func (s *Server) banner() {
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}
-	if n := s.hookSet.Len(); n > 0 {
-		s.say("  hooks   %d from %s: %s", n, s.hooksFile, strings.Join(s.hookSet.Names(), ", "))
+	if set := s.hooks.Set(); set.Len() > 0 {
+		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}
 	if len(s.interrupted) > 0 {
 		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(s.interrupted))
