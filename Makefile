@@ -5,7 +5,7 @@ BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
 
-.PHONY: build test test-deps cross race demo bench lint clean
+.PHONY: build test test-deps cross race fuzz demo bench lint clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
@@ -51,6 +51,23 @@ BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./... | tee bench.out
 	$(GO) run $(BENCHSTAT) bench.out
+
+# Fuzzing, each target for FUZZTIME: the protocol decoder, the manifest and agent loaders, the fake
+# model's script and request parsers, the hooks loader, the gateway's request reading. What a
+# target finds is written under its package's testdata/fuzz/ and from then on runs with go test,
+# as a regression test: commit it with the fix.
+FUZZTIME ?= 20s
+# Minimizing each new input eats a short run (the engine's default is 60 s an input): a crasher
+# is kept as found, which is as good a regression test.
+FUZZMIN ?= 1s
+FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent \
+	./devserver/fakemodel:FuzzParseScript ./devserver/fakemodel:FuzzRequest \
+	./devserver/hooks:FuzzParse ./devserver/gateway:FuzzTopLevel
+fuzz:
+	@for t in $(FUZZ); do \
+	  echo "go test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*}"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*} || exit 1; \
+	done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
