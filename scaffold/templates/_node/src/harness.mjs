@@ -489,9 +489,13 @@ export class Session {
    * @returns {Promise<ToolCall>}
    */
   async ask(name, args) {
+    if (args !== null && args !== undefined && (typeof args !== "object" || Array.isArray(args))) {
+      throw new TypeError(`the arguments of a call of ${name} must be an object, not ${Array.isArray(args) ? "an array" : typeof args}`);
+    }
     const id = `p${++this.#ids}`;
+    // What JSON holds of them, as the job sees them (a BigInt as its digits).
     /** @type {Record<string, unknown>} */
-    const asked = JSON.parse(JSON.stringify(args ?? {}));
+    const asked = JSON.parse(JSON.stringify(args ?? {}, (_, v) => (typeof v === "bigint" ? String(v) : v)));
     const answer = this.#inbox.expect(id);
     this.#writer.send({ type: "permission_request", id, tool: name, arguments: asked });
     const permission = await answer;

@@ -99,6 +99,27 @@ test("a call something else runs is asked first and reported once", async (t) =>
   assert.equal(events[1].output, "refused: not now");
 });
 
+test("a call's arguments are asked as JSON holds them; arguments that are not an object are refused", async (t) => {
+  const s = await Sessions.start(t);
+  const argv = agent(`
+    try {
+      await session.ask("notify_team", ["billing"]);
+    } catch (err) {
+      session.say(\`\${err.name}: \${err.message}\`);
+    }
+    const call = await session.ask("notify_team", { count: 10n ** 20n, when: new Date(0), skip: undefined });
+    return call.arguments;
+  `);
+  const { events, code, run } = await s.session({ answer: allow, argv });
+  assert.equal(code, 0, await run.log());
+  const when = "1970-01-01T00:00:00.000Z";
+  assert.deepEqual(events, [
+    { type: "say", text: "TypeError: the arguments of a call of notify_team must be an object, not an array" },
+    { type: "permission_request", id: "p1", tool: "notify_team", arguments: { count: "100000000000000000000", when } },
+    { type: "result", output: { count: "100000000000000000000", when } },
+  ]);
+});
+
 test("a tool that fails is reported and its error goes on", async (t) => {
   const s = await Sessions.start(t);
   const argv = agent(`

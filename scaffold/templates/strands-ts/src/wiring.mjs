@@ -114,17 +114,16 @@ export class AskTheJob {
   after(event) {
     const call = this.calls.get(event.toolUse.toolUseId);
     const result = event.result;
-    const text = result.content.map((block) => ("text" in block ? block.text : "")).join("");
     if (call === undefined) {
       // Refused: the model reads the refusal as the tool's answer, not as an error.
-      if (text.startsWith("refused: ")) {
+      if (textOf(result).startsWith("refused: ")) {
         event.result = new ToolResultBlock({ toolUseId: result.toolUseId, status: "success", content: result.content });
       }
       return;
     }
     this.calls.delete(event.toolUse.toolUseId);
-    if (result.status === "error") call.failed(text);
-    else call.done(text);
+    if (result.status === "error") call.failed(textOf(result));
+    else call.done(valueOf(result));
   }
 
   /** @param {ModelStreamUpdateEvent} event */
@@ -133,4 +132,26 @@ export class AskTheJob {
       this.session.say(event.delta.text);
     }
   }
+}
+
+/**
+ * The text of a tool's result: its text blocks, and its JSON blocks as JSON.
+ * @param {ToolResultBlock} result
+ */
+function textOf(result) {
+  return result.content.map((block) => ("text" in block ? block.text : "json" in block ? JSON.stringify(block.json) : "")).join("");
+}
+
+/**
+ * What the job shows as a tool's result: the value a tool returned as JSON (Strands wraps an
+ * array as { $value: [...] }), else its text.
+ * @param {ToolResultBlock} result
+ */
+function valueOf(result) {
+  const [block] = result.content;
+  if (result.content.length === 1 && "json" in block) {
+    const json = /** @type {any} */ (block.json);
+    return json !== null && typeof json === "object" && "$value" in json && Object.keys(json).length === 1 ? json.$value : json;
+  }
+  return textOf(result);
 }

@@ -104,3 +104,40 @@ test("the tool runs with the arguments the job allowed", async (t) => {
   assert.equal(events.find((e) => e.type === "tool_result")?.result, "told the account team: changed by a hook");
   assert.equal(events.at(-1)?.output, "The tool answered: told the account team: changed by a hook");
 });
+
+test("the plugin reports what a tool returned: text, or JSON as JSON; a refusal is an answer", async () => {
+  const { AskTheJob } = await import("../src/wiring.mjs");
+  const { JsonBlock, TextBlock, ToolResultBlock } = await import("@strands-agents/sdk");
+  /** @type {unknown[][]} */
+  const reported = [];
+  let refuse = false;
+  const session = /** @type {any} */ ({
+    ask: async (/** @type {string} */ _tool, /** @type {Record<string, unknown>} */ args) => {
+      if (refuse) throw new (await import("../src/harness.mjs")).Refused("not now");
+      return { arguments: { ...args, changed: true }, done: (/** @type {unknown} */ r) => reported.push(["done", r]), failed: (/** @type {unknown} */ e) => reported.push(["failed", e]) };
+    },
+  });
+  const plugin = new AskTheJob(session);
+  /** @param {string} id @param {any[]} content @param {"success" | "error"} [status] */
+  const call = async (id, content, status = "success") => {
+    /** @type {any} */
+    const before = { toolUse: { name: "notify_team", toolUseId: id, input: { team: "billing" } }, cancel: false };
+    await plugin.before(before);
+    /** @type {any} */
+    const after = { toolUse: before.toolUse, result: new ToolResultBlock({ toolUseId: id, status: before.cancel ? "error" : status, content: before.cancel ? [new TextBlock(before.cancel)] : content }) };
+    plugin.after(after);
+    return { before, after };
+  };
+  const { before } = await call("t1", [new TextBlock("told")]);
+  assert.deepEqual(before.toolUse.input, { team: "billing", changed: true });
+  await call("t2", [new JsonBlock({ json: { told: "billing" } })]);
+  await call("t3", [new JsonBlock({ json: { $value: [1, 2] } })]);
+  await call("t4", [new TextBlock("the team is away")], "error");
+  assert.deepEqual(reported, [["done", "told"], ["done", { told: "billing" }], ["done", [1, 2]], ["failed", "the team is away"]]);
+
+  refuse = true;
+  const { after } = await call("t5", []);
+  assert.equal(after.result.status, "success");
+  assert.deepEqual(after.result.content.map((/** @type {any} */ b) => b.text), ["refused: not now"]);
+  assert.equal(reported.length, 4);
+});
