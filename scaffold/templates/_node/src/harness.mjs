@@ -288,8 +288,8 @@ export class Session {
     this.agent = String(request.agent || env.OZ0_AGENT || "");
     /** @type {string} the harness's name in oz0-plugin.yaml */
     this.harness = String(request.harness || "");
-    /** @type {unknown} the job's input as it came: a string, or any JSON for an agent with an input schema */
     const input = request.input;
+    /** @type {unknown} the job's input as it came: a string, or any JSON for an agent with an input schema */
     this.input = input;
     let text = request.text;
     if (text === undefined || text === null) {

@@ -257,7 +257,7 @@ test("SIGTERM ends the session at once", async (t) => {
   run.send(s.request());
   assert.deepEqual(await run.nextEvent(), { type: "say", text: "waiting" });
   run.proc.kill("SIGTERM");
-  assert.notEqual(await run.exited, 0);
+  assert.notEqual(await run.exit(), 0);
 });
 
 test("a session request of another protocol is refused", async (t) => {
@@ -291,7 +291,7 @@ test("a Session made outside main() writes to stderr and refuses tool calls", as
   `;
   const run = s.start([process.execPath, "--input-type=module", "-e", script]);
   run.closeStdin();
-  assert.equal(await run.exited, 0);
+  assert.equal(await run.exit(), 0);
   assert.equal(await run.nextEvent(), null);
   const log = await run.log();
   assert.match(log, /\{"type":"say","text":"to stderr"\}/);

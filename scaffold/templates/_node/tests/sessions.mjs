@@ -314,6 +314,11 @@ export class Run {
     return event;
   }
 
+  /** Resolves to the exit code, or the signal that ended the process, once it has exited. */
+  exit() {
+    return within(this.exited, "the harness did not exit", this);
+  }
+
   /** Closes stdin as a node does after the last line; resolves to the exit code. */
   async finish() {
     this.closeStdin();
