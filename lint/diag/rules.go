@@ -29,14 +29,14 @@ var Rules = []Rule{
 	{
 		ID: "not-a-file", Severity: Error,
 		Short:   "A file the plugin needs is a directory or another non-regular file.",
-		Help:    "oz0-plugin.yaml, agents/*.yaml, SKILL.md, pyproject.toml and input/output schema files must be regular files (a symbolic link to one is fine). A directory, a pipe or a device in their place is reported and not read.",
+		Help:    "oz0-plugin.yaml, agents/*.yaml, SKILL.md, pyproject.toml, package.json and input/output schema files must be regular files (a symbolic link to one is fine). A directory, a pipe or a device in their place is reported and not read.",
 		Example: "oz0-plugin.yaml is a directory, not a file",
 		Fix:     "Replace it with a regular file, or rename the directory.",
 	},
 	{
 		ID: "file-too-large", Severity: Error,
 		Short:   "A file the linter loads is over 1 MiB.",
-		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml and schema files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow.",
+		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml, package.json and schema files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow.",
 		Example: "agents/big.yaml is 2097152 bytes; files the linter loads must be at most 1 MiB",
 		Fix:     "Shrink the file; move data that is not configuration elsewhere.",
 	},
