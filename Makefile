@@ -11,8 +11,8 @@ build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
 # The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds and the testscript
-# end-to-end scripts (which also run the template's Python tests with unittest and pytest), then
-# the race detector.
+# end-to-end scripts (which also run the templates' Python tests with unittest and pytest, and the
+# Node templates' with node --test on their real framework), then the race detector.
 test: test-deps lint cross
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
@@ -35,7 +35,9 @@ cross:
 	done
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
-# What the tests need and a fresh machine lacks (pytest for the template's tests).
+# What the tests need and a fresh machine lacks (pytest for the template's tests, gcc for the race
+# detector, Node and npm), and the Node templates' locked dependencies from npm, into a cache
+# shared across runs (nothing to do once cached).
 test-deps:
 	@scripts/test-deps.sh
 
@@ -60,7 +62,7 @@ FUZZTIME ?= 20s
 # Minimizing each new input eats a short run (the engine's default is 60 s an input): a crasher
 # is kept as found, which is as good a regression test.
 FUZZMIN ?= 1s
-FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent \
+FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
 	./devserver/fakemodel:FuzzParseScript ./devserver/fakemodel:FuzzRequest \
 	./devserver/hooks:FuzzParse ./devserver/gateway:FuzzTopLevel
 fuzz:
