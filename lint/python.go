@@ -14,8 +14,8 @@ import (
 )
 
 // The model clients a Python harness's code may build, by the model API they speak: the
-// frameworks' and the SDKs' class names (node.go has JavaScript's). session.complete() speaks the record's format, so it
-// fits any.
+// frameworks' and the SDKs' class names (node.go has JavaScript's). session.complete() speaks the
+// record's format, so it fits any.
 var (
 	anthropicClients = regexp.MustCompile(`\b(AnthropicModel|AnthropicLlm|AnthropicClient|ChatAnthropic|AsyncAnthropic|Anthropic)\b`)
 	openaiClients    = regexp.MustCompile(`\b(OpenAIModel|OpenAILlm|OpenAIChatCompletionClient|ChatOpenAI|AsyncOpenAI|OpenAI)\b`)
