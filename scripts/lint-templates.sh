@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The generated Python passes its own linters: renders every template with `oz0 plugin new` and
-# runs ruff (check and format, with the template's [tool.ruff]) and pyright (standard mode, the
-# template's [tool.pyright]) over it, as a plugin author's editor and CI would.
+# The generated Python passes its own linters: renders every Python template with `oz0 plugin
+# new` and runs ruff (check and format, with the template's [tool.ruff]) and pyright (standard
+# mode, the template's [tool.pyright]) over it, as a plugin author's editor and CI would.
 #
 #   scripts/lint-templates.sh [path/to/oz0]     (make lint-templates; make test runs it)
 #
@@ -26,6 +26,8 @@ trap 'rm -rf "$work"' EXIT
 
 failed=0
 for t in $("$OZ0" plugin templates --jq '.[].name'); do
+  # The Python templates; a Node template's types are checked by its own tests (npm run check).
+  [ -f "scaffold/templates/$t/pyproject.toml" ] || continue
   # The longest name there can be (63 characters), so that no line of the template is too long
   # for any plugin's name.
   name="lint-$t-"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go and python3: pytest, to run the plugin templates'
-# tests the way plugin authors do; a C compiler, which `go test -race` needs (cgo); and node and
-# npm, with ruff (its WebAssembly build) and pyright from scripts/pylint/package-lock.json, which
-# lint-templates runs over every template. Uses Debian's packages, as PyPI is not reachable
-# everywhere; the npm packages install once into scripts/pylint/node_modules and are reused until
-# the lock file changes.
+# tests the way plugin authors do, a C compiler, which `go test -race` needs (cgo), and Node with
+# npm for the Node templates and the linters. Uses Debian's packages, as PyPI is not reachable
+# everywhere. Then, from npm: ruff (its WebAssembly build) and pyright, pinned by
+# scripts/pylint/package-lock.json, which lint-templates runs over every Python template (into
+# scripts/pylint/node_modules, again only when the lock changes); and the Node templates' pinned
+# dependencies, into a cache shared across runs (scripts/node-deps.sh; nothing to do when cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
@@ -20,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq >/dev/null
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Node.js with npm" >&2
+    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Node 20 or later with npm" >&2
     exit 1
   fi
 fi
@@ -34,3 +35,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock" ]; then
   (cd "$tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock" >"$stamp"
 fi
+
+exec scripts/node-deps.sh

@@ -216,7 +216,7 @@ func FuzzParseScript(f *testing.F) {
 func reportText(t *testing.T, se *diag.ReportError) string {
 	t.Helper()
 	var b strings.Builder
-	if err := diag.Write(&b, se.Report, diag.FormatText, ""); err != nil {
+	if err := diag.Write(&b, se.Report, diag.FormatText, diag.Tool{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

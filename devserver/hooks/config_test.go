@@ -25,7 +25,7 @@ func configErrors(t *testing.T, dir, doc string) []string {
 		t.Fatalf("not a *diag.ReportError: %v", err)
 	}
 	var b strings.Builder
-	if err := diag.Write(&b, ce.Report, diag.FormatText, ""); err != nil {
+	if err := diag.Write(&b, ce.Report, diag.FormatText, diag.Tool{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
