@@ -78,7 +78,7 @@ func listJobs(live bool) func(context.Context, *client.Client) ([]cobra.Completi
 		}
 		var out []cobra.Completion
 		for _, j := range jobs {
-			out = append(out, cobra.CompletionWithDesc(j.ID, fmt.Sprintf("%s %s: %s", j.Agent, j.Status, oneLine(clipLine(j.InputText, 40)))))
+			out = append(out, cobra.CompletionWithDesc(j.ID, fmt.Sprintf("%s %s: %s", j.Agent, j.Status, clipLine(j.InputText, 40))))
 		}
 		return out, nil
 	}
