@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 )
 
 // Spec says what session to run and how.
@@ -43,6 +47,21 @@ type Spec struct {
 	Sink func(Event)
 	// TempDir is where the session's directories are made; "" is os.TempDir().
 	TempDir string
+	// Sandbox is how the session is isolated; the zero value is tier none.
+	Sandbox Sandbox
+}
+
+// Sandbox says how a session is isolated from the machine: docs/sandbox.md.
+type Sandbox struct {
+	// Tier is the sandbox's tier; "" is sandbox.None. A tier the machine cannot give fails Start
+	// (sandbox.Check says beforehand).
+	Tier sandbox.Tier
+	// Hide are paths a sandboxed session must not see even where a directory it sees holds them:
+	// the node's state directory, other plugins.
+	Hide []string
+	// Gateway serves the gateway in a Strict session's network, at the loopback address of Env's
+	// base URLs (the session reaches nothing else); required for Strict.
+	Gateway http.Handler
 }
 
 // Limits bound a session's time.
@@ -94,6 +113,9 @@ type Session struct {
 	dctx     context.Context // Decide's context, done when the end is decided
 	dcancel  context.CancelFunc
 	deciders sync.WaitGroup
+
+	box     *sandbox.Process // the session's init, in a sandboxed tier
+	gateway *http.Server     // the gateway inside a Strict session's network
 
 	stdoutEOF chan struct{}
 	stderrEOF chan struct{}
@@ -184,6 +206,21 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("harnesskit: %w", err)
 	}
+	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
+	if tier.Isolated() {
+		if IsPython(spec.Command[0]) {
+			// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which
+			// the sandbox hides: run the interpreter it runs.
+			argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
+		}
+		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
+			for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
+				if err = os.Chown(d, uid, gid); err != nil {
+					return nil, fmt.Errorf("harnesskit: cannot give the session's directories to its sandbox's user: %w", err)
+				}
+			}
+		}
+	}
 
 	// The supervisor owns the pipes (os.Pipe, passed to the child as files), so exec.Cmd copies
 	// nothing and Wait never waits for I/O: a grandchild that holds stdout cannot block Wait.
@@ -217,8 +254,18 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		// I/O for Wait to wait on.
 		WaitDelay: s.grace,
 	}
+	if tier.Isolated() {
+		if err = s.sandbox(tier, pluginDir); err != nil {
+			return nil, err
+		}
+	}
 	s.start = time.Now()
-	if err = s.cmd.Start(); err != nil {
+	if s.box != nil {
+		if err = s.box.Start(); err != nil {
+			return nil, fmt.Errorf("harnesskit: %w", err)
+		}
+		s.serveGateway()
+	} else if err = s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("harnesskit: cannot start the harness %s: %w", strings.Join(spec.Command, " "), err)
 	}
 	s.pid = s.cmd.Process.Pid
@@ -239,6 +286,44 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	go s.readStderr()
 	go s.supervise(ctx)
 	return s, nil
+}
+
+// sandbox makes s.cmd the command of the session's sandbox, which runs the harness.
+func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
+	box := filepath.Join(s.root, "sandbox")
+	if err := os.Mkdir(box, 0o700); err != nil {
+		return fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+	}
+	cfg := sandbox.Config{
+		Tier: tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
+		Writable: []string{s.workdir, s.stateDir}, Hide: s.spec.Sandbox.Hide, Root: box,
+	}
+	if tier == sandbox.Strict {
+		if s.spec.Sandbox.Gateway == nil {
+			return errors.New("harnesskit: a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
+		}
+		var err error
+		if cfg.Listen, err = sandbox.ListenAddrs(s.spec.Env.AnthropicBaseURL, s.spec.Env.OpenAIBaseURL); err != nil {
+			return fmt.Errorf("harnesskit: %w", err)
+		}
+	}
+	var err error
+	if s.box, err = sandbox.Prepare(s.cmd, cfg); err != nil {
+		return fmt.Errorf("harnesskit: %w", err)
+	}
+	return nil
+}
+
+// serveGateway serves the gateway on the sockets a Strict session's network listens on.
+func (s *Session) serveGateway() {
+	lns := s.box.Listeners()
+	if len(lns) == 0 {
+		return
+	}
+	s.gateway = &http.Server{Handler: s.spec.Sandbox.Gateway, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	for _, l := range lns {
+		go s.gateway.Serve(l)
+	}
 }
 
 func cmpOr[T comparable](v, def T) T {
@@ -269,7 +354,8 @@ func (s *Session) Cancel() { s.decideEnd(End{Status: Cancelled, Reason: "the ses
 // Hold stops the session's timeout clock until release is called, like Ask.Hold.
 func (s *Session) Hold() (release func()) { return s.clock.hold() }
 
-// PID is the harness process's id, and its process group's.
+// PID is the id of the process group the node signals: the harness's, or in a sandbox, its
+// init's (which passes signals on to every process of the session).
 func (s *Session) PID() int { return s.pid }
 
 // Workdir is the session's working directory (removed at the end).
@@ -627,6 +713,9 @@ func (s *Session) supervise(ctx context.Context) {
 	// is left in the pipes, for at most a bound if something outside the group holds them open.
 	held := s.clock.stop()
 	s.signal(syscall.SIGKILL)
+	if s.gateway != nil {
+		s.gateway.Close()
+	}
 	s.stdout.drain(s.grace)
 	s.stderr.drain(s.grace)
 	<-s.stdoutEOF
@@ -634,6 +723,11 @@ func (s *Session) supervise(ctx context.Context) {
 
 	tail, total := s.errlog.tail()
 	exitCode, sig := exitStatus(s.cmd.ProcessState)
+	if s.box != nil {
+		if ws, ok := s.box.HarnessStatus(); ok {
+			exitCode, sig = waitStatus(ws)
+		}
+	}
 	if sig == "" {
 		s.decideEnd(End{Status: Failed, Reason: fmt.Sprintf("the harness exited with status %d without a result or an error (rule 2)%s", exitCode, stderrSummary(tail))})
 	} else {
@@ -683,6 +777,13 @@ func exitStatus(ps *os.ProcessState) (code int, sig string) {
 		return -1, signalName(ws.Signal())
 	}
 	return ps.ExitCode(), ""
+}
+
+func waitStatus(ws syscall.WaitStatus) (code int, sig string) {
+	if ws.Signaled() {
+		return -1, signalName(ws.Signal())
+	}
+	return ws.ExitStatus(), ""
 }
 
 func signalName(sig syscall.Signal) string {
