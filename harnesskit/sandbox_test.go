@@ -134,14 +134,14 @@ func TestSandboxHidesAndShows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for try, want := range map[string]bool{
-		"read " + filepath.Join(plugin, "README"):                true,
-		"read " + filepath.Join(nodeState, "secrets.json"):       false,
-		"read " + other:                                          false,
-		"read " + filepath.Join(home, ".bashrc"):                 false,
-		"write " + filepath.Join(plugin, "new"):                  false,
-		"write ./in-workdir":                                     true,
-		"write /tmp/in-tmp":                                      true,
-		"write /in-root":                                         false,
+		"read " + filepath.Join(plugin, "README"):          true,
+		"read " + filepath.Join(nodeState, "secrets.json"): false,
+		"read " + other:                          false,
+		"read " + filepath.Join(home, ".bashrc"): false,
+		"write " + filepath.Join(plugin, "new"):  false,
+		"write ./in-workdir":                     true,
+		"write /tmp/in-tmp":                      true,
+		"write /in-root":                         false,
 	} {
 		if (got[try] == "ok") != want {
 			t.Errorf("%s: %q, want success %v", try, got[try], want)
