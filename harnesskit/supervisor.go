@@ -179,7 +179,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		}
 	}()
 
-	s.root, err = os.MkdirTemp(spec.TempDir, "oz0-session-")
+	s.root, err = os.MkdirTemp(spec.TempDir, sessionDirPattern())
 	if err != nil {
 		return nil, fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
 	}
@@ -269,6 +269,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		return nil, fmt.Errorf("harnesskit: cannot start the harness %s: %w", strings.Join(spec.Command, " "), err)
 	}
 	s.pid = s.cmd.Process.Pid
+	s.writeRecord(string(tier))
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -709,17 +710,28 @@ func (s *Session) supervise(ctx context.Context) {
 		t.Stop()
 	}
 
-	// The process has exited. Whatever is left of its group goes now; then the readers take what
-	// is left in the pipes, for at most a bound if something outside the group holds them open.
+	// The process has exited. Whatever is left of its group goes now, and (without a sandbox,
+	// whose init has ended every process of the session) whatever else still holds its pipes;
+	// then the readers take what is left in them, for at most a bound, within limits.timeout.
+	bound, timeoutBound := 10*s.grace, false
+	if left, ok := s.clock.remaining(); ok && left < bound && !s.isLast() {
+		bound, timeoutBound = left, true
+	}
 	held := s.clock.stop()
 	s.signal(syscall.SIGKILL)
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
-	s.stdout.drain(s.grace)
-	s.stderr.drain(s.grace)
+	if s.box == nil {
+		s.killPipeHolders()
+	}
+	s.stdout.drain(s.grace, bound)
+	s.stderr.drain(s.grace, bound)
 	<-s.stdoutEOF
 	<-s.stderrEOF
+	if timeoutBound && (s.stdout.bounded.Load() || s.stderr.bounded.Load()) {
+		s.decideEnd(End{Status: TimedOut, Reason: fmt.Sprintf("the session ran for its limits.timeout of %s without an answer (time waiting for a person does not count); the harness had exited, and a process that left its process group still wrote to its output", s.spec.Limits.Timeout)})
+	}
 
 	tail, total := s.errlog.tail()
 	exitCode, sig := exitStatus(s.cmd.ProcessState)
@@ -758,6 +770,27 @@ func (s *Session) supervise(ctx context.Context) {
 	s.final = e
 	s.emit(Event{Kind: EventEnd, End: &e})
 	close(s.done)
+}
+
+// killPipeHolders kills what still holds the session's stdout or stderr once its process group
+// is gone: descendants that left the group (setsid), which a node without a sandbox cannot
+// otherwise tell from its other processes. It looks only if the pipes do not close at once.
+func (s *Session) killPipeHolders() {
+	eof := time.NewTimer(50 * time.Millisecond)
+	defer eof.Stop()
+	for stdout, stderr := s.stdoutEOF, s.stderrEOF; stdout != nil || stderr != nil; {
+		select {
+		case <-stdout:
+			stdout = nil
+		case <-stderr:
+			stderr = nil
+		case <-eof.C:
+			for _, pid := range pipeHolders(s.stdout.f, s.stderr.f) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+	}
 }
 
 // stderrSummary is the end of stderr for a reason.
@@ -815,7 +848,7 @@ func encodeLine(m Message) ([]byte, error) {
 // ---- pipes ------------------------------------------------------------------------------------
 
 // pipeReader reads the parent's end of a pipe. Once drain is called (the process has exited and
-// its group is killed) a read that waits longer than the idle time, or reading past ten times it,
+// its group is killed) a read that waits longer than the idle time, or reading past the bound,
 // ends the stream: only a process that left the group can still hold the other end.
 type pipeReader struct {
 	f        *os.File
@@ -823,26 +856,35 @@ type pipeReader struct {
 	idle     time.Duration
 	until    time.Time
 	heldOpen atomic.Bool
+	bounded  atomic.Bool // the bound ended it, not idleness
 }
 
-func (p *pipeReader) drain(idle time.Duration) {
+func (p *pipeReader) drain(idle, bound time.Duration) {
 	p.idle = idle
-	p.until = time.Now().Add(10 * idle)
+	p.until = time.Now().Add(bound)
 	p.draining.Store(true)
-	_ = p.f.SetReadDeadline(time.Now().Add(idle))
+	_ = p.f.SetReadDeadline(time.Now().Add(min(idle, bound)))
 }
 
 func (p *pipeReader) Read(b []byte) (int, error) {
 	if p.draining.Load() {
 		if time.Now().After(p.until) {
 			p.heldOpen.Store(true)
+			p.bounded.Store(true)
 			return 0, io.EOF
 		}
-		_ = p.f.SetReadDeadline(time.Now().Add(p.idle))
+		deadline := time.Now().Add(p.idle)
+		if p.until.Before(deadline) {
+			deadline = p.until
+		}
+		_ = p.f.SetReadDeadline(deadline)
 	}
 	n, err := p.f.Read(b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		p.heldOpen.Store(true)
+		if !time.Now().Before(p.until) {
+			p.bounded.Store(true)
+		}
 		return n, io.EOF
 	}
 	return n, err
