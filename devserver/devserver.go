@@ -26,6 +26,8 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
@@ -52,6 +54,10 @@ type Config struct {
 	Getenv func(string) string
 	// Started is when the command started, for "ready in N ms"; zero is Start's start.
 	Started time.Time
+	// Sandbox is the node's sandbox tier; "" is the default: standard where this machine allows
+	// it, else none with a warning (sandbox.Resolve). A tier asked for that cannot work here is a
+	// StartError saying why.
+	Sandbox sandbox.Tier
 }
 
 // Server is a running dev server.
@@ -75,6 +81,7 @@ type Server struct {
 	listener  net.Listener
 	plugins   atomic.Pointer[[]*plugin.Plugin]
 	records   *records
+	tier      sandbox.Tier
 	log       *slog.Logger
 	out       io.Writer
 	outMu     sync.Mutex
@@ -174,6 +181,23 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the sessions of an oz0 that crashed left behind (processes, directories) goes now.
+	leftovers, err := harnesskit.ReapStale("")
+	if err != nil {
+		s.log.Warn("cannot look for the sessions a crashed oz0 left", "err", err)
+	}
+	var warning string
+	if s.tier, warning, err = sandbox.Resolve(cfg.Sandbox); err != nil {
+		msg := err.Error()
+		var u *sandbox.Unavailable
+		if errors.As(err, &u) && u.Mend != "" {
+			msg += "; " + u.Mend
+		}
+		return nil, &StartError{Msg: "--sandbox " + string(cfg.Sandbox) + ": " + msg}
+	}
+	if warning != "" {
+		s.say("warning: %s", warning)
+	}
 	hooksFile := cfg.HooksFile
 	if hooksFile == "" {
 		hooksFile = filepath.Join(s.StateDir, hooks.FileName)
@@ -227,17 +251,24 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	gatewayFace := api.Guard("", http.StripPrefix("/gateway", s.gw))
+	// A strict session's network has the gateway and nothing else of the dev server.
+	gatewayOnly := http.NewServeMux()
+	gatewayOnly.Handle("/gateway/", gatewayFace)
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
 		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
+		// The node's state (the store, secrets, provider records) may sit in the plugin, which
+		// sessions see: they must not see it.
+		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: []string{s.StateDir}, Gateway: gatewayOnly},
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log, Inbox: s.inbox,
 	}))
-	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
+	mux.Handle("/gateway/", gatewayFace)
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -251,7 +282,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	} else {
 		close(s.watchDone)
 	}
-	s.banner(loaded, interrupted)
+	s.banner(loaded, interrupted, leftovers)
 	return s, nil
 }
 
@@ -325,7 +356,7 @@ func (s *Server) meter(c gateway.Call) {
 
 // info describes the server for `oz0 run` and the banner.
 func (s *Server) info() client.Info {
-	i := client.Info{Version: s.cfg.Version, StateDir: s.StateDir}
+	i := client.Info{Version: s.cfg.Version, StateDir: s.StateDir, Sandbox: string(s.tier)}
 	recs := s.records.Records()
 	for _, p := range s.Plugins() {
 		for _, a := range p.Agents {
@@ -350,7 +381,7 @@ func (s *Server) info() client.Info {
 	return i
 }
 
-func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string) {
+func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string, leftovers harnesskit.Leftovers) {
 	var names []string
 	for _, p := range loaded {
 		names = append(names, fmt.Sprintf("%s (%s)", p.Manifest.Name, p.Dir))
@@ -363,6 +394,7 @@ func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string) {
 		state += " (ephemeral: removed when oz0 dev stops)"
 	}
 	s.say("  state   %s", state)
+	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
 	for _, a := range s.info().Agents {
 		note := ""
 		if a.Record == "fake" {
@@ -375,6 +407,9 @@ func (s *Server) banner(loaded []*plugin.Plugin, interrupted []string) {
 	}
 	if len(interrupted) > 0 {
 		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(interrupted))
+	}
+	if leftovers.Sessions > 0 {
+		s.say("  cleaned up after an oz0 that crashed: %d session directory(ies) removed, %d process(es) killed", leftovers.Sessions, leftovers.Killed)
 	}
 	s.say("export %s=%s", client.ContextEnv, s.Context())
 	s.say("ready in %d ms", time.Since(s.cfg.Started).Milliseconds())

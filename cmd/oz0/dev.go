@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )
 
@@ -24,6 +25,7 @@ type devOptions struct {
 	ReadyFile  string
 	FakeScript string
 	Hooks      string
+	Sandbox    string
 }
 
 func newCmdDev(f *cmdutil.Factory) *cobra.Command {
@@ -50,6 +52,7 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
+	cmd.Flags().StringVar(&opts.Sandbox, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: standard where this machine allows it, else none, with a warning; docs/sandbox.md)")
 	return cmd
 }
 
@@ -67,10 +70,14 @@ func runDev(f *cmdutil.Factory, opts *devOptions) error {
 	if opts.Ephemeral && opts.StateDir != "" {
 		return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
 	}
+	tier, err := sandbox.ParseTier(opts.Sandbox)
+	if err != nil {
+		return cmdutil.Usagef("--sandbox: %v", err)
+	}
 	srv, err := devserver.Start(ctx, devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: f.Version, FakeScript: script, Out: f.IOStreams.Out, Log: f.IOStreams.ErrOut, Started: started,
-		Getenv: f.Getenv, HooksFile: opts.Hooks,
+		Getenv: f.Getenv, HooksFile: opts.Hooks, Sandbox: tier,
 	})
 	var startErr *devserver.StartError
 	if errors.As(err, &startErr) {

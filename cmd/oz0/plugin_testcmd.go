@@ -13,6 +13,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/lint"
@@ -27,6 +28,7 @@ type pluginTestOptions struct {
 	Input     string
 	Timeout   time.Duration
 	Grace     time.Duration
+	Sandbox   string
 }
 
 func newCmdPluginTest(f *cmdutil.Factory, runF func(*pluginTestOptions) error) *cobra.Command {
@@ -62,6 +64,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
 	cmd.Flags().DurationVar(&opts.Grace, "grace", harnesskit.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
+	cmd.Flags().StringVar(&opts.Sandbox, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
 	return cmd
 }
 
@@ -71,6 +74,10 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	tier, err := sandbox.ParseTier(opts.Sandbox)
+	if err != nil {
+		return cmdutil.Usagef("--sandbox: %v", err)
+	}
 	p, _, err := lint.Load(opts.Dir)
 	if err != nil {
 		return err
@@ -87,6 +94,7 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 	started := ""
 	report, err := conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
+		Sandbox: tier, Warn: func(w string) { fmt.Fprintln(opts.IO.ErrOut, "warning: "+w) },
 		Progress: func(c conformance.Check) {
 			if opts.JSON {
 				_ = enc.Encode(c)
@@ -95,6 +103,7 @@ func runPluginTest(ctx context.Context, opts *pluginTestOptions) error {
 			if c.Harness != started {
 				started = c.Harness
 				fmt.Fprintf(out, "harness %s: protocol v1 against the gateway and the fake model\n", c.Harness)
+				fmt.Fprintf(out, "  sandbox %s\n", c.Sandbox)
 			}
 			mark := "ok  "
 			switch {

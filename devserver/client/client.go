@@ -132,6 +132,7 @@ type AgentInfo struct {
 type Info struct {
 	Version  string      `json:"version"`
 	StateDir string      `json:"state_dir"`
+	Sandbox  string      `json:"sandbox"` // the tier its sessions run in
 	Agents   []AgentInfo `json:"agents"`
 }
 

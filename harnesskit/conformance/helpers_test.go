@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	os.Chmod(dir, 0o755) // readable by all: a sandboxed session of a root node runs as nobody
 	testHarness = filepath.Join(dir, "testharness")
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 func loadPlugin(t *testing.T, files map[string]string) *plugin.Plugin {
 	t.Helper()
 	dir := t.TempDir()
+	os.Chmod(dir, 0o755) // readable by all: a sandboxed session of a root node runs as nobody
 	for name, data := range files {
 		full := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
