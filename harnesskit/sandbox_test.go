@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -218,5 +219,33 @@ func TestSandboxStrictReachesOnlyTheGateway(t *testing.T) {
 	}
 	if r := got["connect "+outside.Addr().String()]; r == "ok" || !strings.Contains(r, "refused") {
 		t.Errorf("a loopback port outside the sandbox: %q, want connection refused", r)
+	}
+}
+
+// The Python template in the standard sandbox: with python3 from PATH (here pyenv's shim, which
+// needs the user's home: the sandbox runs the interpreter it picks), and from the plugin's .venv
+// (whose interpreter lives elsewhere, here in pyenv's installation, shown read-only).
+func TestSandboxPythonTemplate(t *testing.T) {
+	requireTier(t, sandbox.Standard)
+	python := findPython(t)
+	ts := httptest.NewServer(fakemodel.New(nil))
+	defer ts.Close()
+	for _, venv := range []bool{false, true} {
+		t.Run(map[bool]string{false: "python3 on PATH", true: "the plugin's venv"}[venv], func(t *testing.T) {
+			dir := newTemplatePlugin(t)
+			os.Chmod(dir, 0o755)
+			if venv {
+				if out, err := exec.Command(python, "-m", "venv", "--without-pip", filepath.Join(dir, ".venv")).CombinedOutput(); err != nil {
+					t.Skipf("cannot make a venv: %v\n%s", err, out)
+				}
+			}
+			sp := templateSpec(t, dir, ts.URL)
+			sp.Sandbox = harnesskit.Sandbox{Tier: sandbox.Standard}
+			end, _ := run(t, sp)
+			wantStatus(t, end, harnesskit.Completed)
+			if got := outputString(t, end); got != reply {
+				t.Errorf("output %q, want %q", got, reply)
+			}
+		})
 	}
 }
