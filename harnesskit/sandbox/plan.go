@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox/internal/initproc"
 )
 
 // Config is one session's sandbox: what the harness runs and what it may see.
@@ -38,25 +40,17 @@ type Config struct {
 	UID, GID int
 }
 
-// op is one step of building the session's root, done by the init in this order.
-type op struct {
-	Kind string `json:"k"` // see the constants below
-	Src  string `json:"s,omitempty"`
-	Dst  string `json:"d"`
-	// Optional: a missing Src is skipped, not an error (it went between planning and mounting).
-	Optional bool `json:"o,omitempty"`
-}
+type op = initproc.Op
 
 const (
-	opDir     = "dir"     // an empty directory
-	opSymlink = "symlink" // Dst is a symlink to Src, as on the host (/bin -> usr/bin)
-	opRO      = "ro"      // Src bound on Dst read-only, nosuid, nodev
-	opRW      = "rw"      // Src bound on Dst read-write, nosuid, nodev
-	opDevice  = "dev"     // a device node bound on Dst (/dev/null ...)
-	opTmpfs   = "tmpfs"   // a new tmpfs on Dst, mode 1777
-	opDevfs   = "devfs"   // a new tmpfs on Dst, mode 0755, for /dev
-	opHide    = "hide"    // an empty read-only filesystem over Dst (or /dev/null over a file)
-	opProc    = "proc"    // the PID namespace's procfs on Dst
+	opSymlink = initproc.OpSymlink
+	opRO      = initproc.OpRO
+	opRW      = initproc.OpRW
+	opDevice  = initproc.OpDevice
+	opTmpfs   = initproc.OpTmpfs
+	opDevfs   = initproc.OpDevfs
+	opHide    = initproc.OpHide
+	opProc    = initproc.OpProc
 )
 
 // systemDirs are shown read-only when the host has them: the programs and libraries every

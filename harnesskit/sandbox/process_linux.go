@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox/internal/initproc"
 )
 
 // Process is a session's init, which runs the harness in the sandbox. The node starts it in
@@ -24,7 +26,7 @@ import (
 // the harness has, which ends the namespace and everything left in it.
 type Process struct {
 	cmd      *exec.Cmd
-	cfg      initConfig
+	cfg      initproc.Config
 	child    *os.File // the init's end of the control socket, until it starts
 	ctl      *net.UnixConn
 	listen   []string
@@ -57,7 +59,7 @@ func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
 		return nil, &SetupError{Msg: err.Error()}
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}
-	p.cfg = initConfig{
+	p.cfg = initproc.Config{
 		Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Root: c.Root, Ops: ops,
 		UID: -1, GID: -1,
 	}
@@ -98,7 +100,7 @@ func (p *Process) attach(ids ids, tier Tier) error {
 		flags |= unix.CLONE_NEWNET
 	}
 	p.cmd.Path = "/proc/self/exe" // this very binary, even if its file was replaced since
-	p.cmd.Args = []string{initArg0}
+	p.cmd.Args = []string{initproc.Arg0}
 	p.cmd.Env = []string{}
 	p.cmd.Dir = "/"
 	p.cmd.ExtraFiles = []*os.File{p.child}
@@ -133,7 +135,7 @@ func (p *Process) Start() error {
 		return fail(fmt.Sprintf("cannot configure the session's sandbox: %v", err))
 	}
 	_ = p.ctl.SetReadDeadline(time.Now().Add(setupTimeout))
-	buf := make([]byte, maxMessage)
+	buf := make([]byte, initproc.MaxMessage)
 	oob := make([]byte, unix.CmsgSpace(4*max(len(p.cfg.Listen), 1)))
 	n, oobn, _, _, err := p.ctl.ReadMsgUnix(buf, oob)
 	if err != nil {
@@ -141,7 +143,7 @@ func (p *Process) Start() error {
 	}
 	_ = p.ctl.SetReadDeadline(time.Time{})
 	fds, _ := unixRights(oob[:oobn])
-	var r initReply
+	var r initproc.Reply
 	if err := json.Unmarshal(buf[:n], &r); err != nil || !r.Ready {
 		closeFDs(fds)
 		if r.Error != "" {
@@ -169,13 +171,13 @@ func (p *Process) Start() error {
 func (p *Process) readExit() {
 	defer close(p.done)
 	defer p.ctl.Close()
-	buf := make([]byte, maxMessage)
+	buf := make([]byte, initproc.MaxMessage)
 	for {
 		n, err := p.ctl.Read(buf)
 		if err != nil {
 			return
 		}
-		var r initReply
+		var r initproc.Reply
 		if json.Unmarshal(buf[:n], &r) == nil && r.Exit != nil {
 			p.mu.Lock()
 			p.status, p.statusOK = syscall.WaitStatus(*r.Exit), true
