@@ -189,8 +189,15 @@ func InstallPaths(program string) []string {
 		return nil
 	}
 	dir := filepath.Dir(real)
-	if home, err := os.UserHomeDir(); dir == "/" || (err == nil && home != "" && (dir == home || strings.HasPrefix(home, dir+"/"))) {
+	if dir == "/" {
 		return []string{real}
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		for _, h := range uniq(home, realPath(home)) {
+			if dir == h || strings.HasPrefix(h, dir+"/") {
+				return []string{real}
+			}
+		}
 	}
 	paths := []string{dir}
 	if filepath.Base(dir) == "bin" {

@@ -32,6 +32,7 @@ func init() {
 
 // prctl's options that package syscall does not name.
 const (
+	prSetDumpable          = 4
 	prSetNoNewPrivs        = 38
 	prCapAmbient           = 47
 	prCapAmbientClearAll   = 4
@@ -144,6 +145,11 @@ func initMain() int {
 // setup builds the session's root and network and drops what the harness must not inherit; it
 // returns the listening sockets of cfg.Listen.
 func setup(cfg *Config) ([]int, error) {
+	// Not dumpable: the harness, the same user, cannot trace the init (which can mount) nor
+	// open its files in /proc.
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetDumpable, 0, 0, 0, 0, 0); errno != 0 {
+		return nil, fmt.Errorf("cannot make the sandbox's init undumpable: %w", errno)
+	}
 	// Nothing mounted here reaches the host, and nothing the host mounts later reaches here.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("cannot make the session's mounts private: %w", err)
