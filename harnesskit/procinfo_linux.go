@@ -11,6 +11,7 @@ import (
 // procStat is what /proc/PID/stat says of a process.
 type procStat struct {
 	state string
+	ppid  int
 	pgrp  int
 	start uint64 // clock ticks since boot
 }
@@ -32,9 +33,10 @@ func readProcStat(pid int) (procStat, bool) {
 	if len(f) < 20 {
 		return procStat{}, false
 	}
+	ppid, err0 := strconv.Atoi(f[1])
 	pgrp, err1 := strconv.Atoi(f[2])
 	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	return procStat{state: f[0], pgrp: pgrp, start: start}, err1 == nil && err2 == nil
+	return procStat{state: f[0], ppid: ppid, pgrp: pgrp, start: start}, err0 == nil && err1 == nil && err2 == nil
 }
 
 // processStart is when pid started, in clock ticks since boot.
@@ -80,8 +82,9 @@ func sessionProcesses(rec sessionRecord, root string) []int {
 	return pids
 }
 
-// pipeHolders lists the processes of this user, other than this one, that hold one of files'
-// pipes open.
+// pipeHolders lists the processes of this user that hold one of files' pipes open, but this one
+// and its children: a harness this process is starting holds every file of its parent for an
+// instant, until its exec closes them.
 func pipeHolders(files ...*os.File) []int {
 	want := map[string]bool{}
 	for _, f := range files {
@@ -107,6 +110,9 @@ func pipeHolders(files ...*os.File) []int {
 		if fi, err := os.Stat("/proc/" + e.Name()); err != nil {
 			continue
 		} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
+			continue
+		}
+		if st, ok := readProcStat(pid); !ok || st.ppid == self {
 			continue
 		}
 		fdDir := "/proc/" + e.Name() + "/fd"
