@@ -49,6 +49,6 @@ func check(t Tier) error {
 	return &Unavailable{
 		Tier:   t,
 		Reason: "it needs Linux's namespaces, and this is " + name,
-		Mend:   "none on " + name + ": sessions run in tier none (docs/sandbox.md says what that leaves open); use Linux, or a Linux VM, for isolation",
+		Mend:   "use Linux (or a Linux VM) for isolation; docs/sandbox.md says what tier none leaves open",
 	}
 }

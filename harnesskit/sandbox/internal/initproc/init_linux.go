@@ -27,7 +27,9 @@ func init() {
 	// Every step that sets what the harness inherits (no new privileges, no capabilities) is
 	// per thread, and the harness is forked from the thread that starts it: keep to one.
 	runtime.LockOSThread()
-	os.Exit(initMain())
+	// The raw exit: nothing to flush, and a binary built with the race detector would otherwise
+	// sleep a second at exit (GORACE's atexit_sleep_ms), holding up the session's end.
+	syscall.Exit(initMain())
 }
 
 // prctl's options that package syscall does not name.
@@ -116,7 +118,7 @@ func initMain() int {
 		b := make([]byte, 1)
 		for {
 			if n, err := syscall.Read(ControlFD, b); n <= 0 && err != syscall.EINTR {
-				os.Exit(3)
+				syscall.Exit(3)
 			}
 		}
 	}()
