@@ -40,16 +40,20 @@ func Check(t Tier) error {
 // (an *Unavailable); the default ("") is Standard where it works, else None with a warning that
 // says why: never a silent fallback.
 func Resolve(requested Tier) (tier Tier, warning string, err error) {
+	return resolve(requested, Check)
+}
+
+func resolve(requested Tier, check func(Tier) error) (tier Tier, warning string, err error) {
 	switch requested {
 	case None:
 		return None, "", nil
 	case Standard, Strict:
-		if err := Check(requested); err != nil {
+		if err := check(requested); err != nil {
 			return "", "", err
 		}
 		return requested, "", nil
 	case "":
-		if err := Check(Standard); err != nil {
+		if err := check(Standard); err != nil {
 			u, _ := err.(*Unavailable)
 			w := fmt.Sprintf("sessions run without a sandbox (tier none): %v", err)
 			if u != nil && u.Mend != "" {
