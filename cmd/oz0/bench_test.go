@@ -108,8 +108,9 @@ func BenchmarkColdDevReady(b *testing.B) {
 // BenchmarkColdSubmitToFirstEvent is a job's submit to its first event on the live stream,
 // through a real `oz0 dev` process, in each sandbox tier: the Go test harness (its first event is
 // its first line) and the Python template run from a .venv (as after `uv sync`; made here with
-// `python3 -m venv --without-pip`, so that every tier runs the same interpreter directly). The
-// metric is the median over the iterations; compare each tier with none of the same run.
+// `python3 -m venv --without-pip`, so that every tier runs the same interpreter directly). A
+// second `oz0 dev` in tier none runs the same job between each two, so that the tier's cost
+// (added-ms, the difference of the medians) is measured under the same load.
 func BenchmarkColdSubmitToFirstEvent(b *testing.B) {
 	bin := oz0Binary(b)
 	harnessDir := b.TempDir()
@@ -146,22 +147,33 @@ func BenchmarkColdSubmitToFirstEvent(b *testing.B) {
 	}
 
 	for _, h := range []struct{ name, dir, agent string }{{"go", goDir, "gosay"}, {"python", pyDir, "acme-triage"}} {
-		for _, tier := range sandbox.Tiers {
+		for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
 			b.Run(h.name+"/"+string(tier), func(b *testing.B) {
 				if err := sandbox.Check(tier); err != nil {
 					b.Skip(err)
 				}
-				c := startDev(b, bin, h.dir, tier)
-				var firsts []time.Duration
+				boxed, plain := startDev(b, bin, h.dir, tier), startDev(b, bin, h.dir, sandbox.None)
+				var firsts, nones []time.Duration
 				for b.Loop() {
-					firsts = append(firsts, firstEvent(b, c, h.agent))
+					firsts = append(firsts, firstEvent(b, boxed, h.agent))
+					nones = append(nones, firstEvent(b, plain, h.agent))
 				}
-				slices.Sort(firsts)
-				b.ReportMetric(float64(firsts[len(firsts)/2].Microseconds())/1000, "ms/first-event")
+				f, none := medianOf(firsts), medianOf(nones)
+				b.ReportMetric(ms(f), "ms/first-event")
+				b.ReportMetric(ms(none), "none-ms")
+				b.ReportMetric(ms(f-none), "added-ms")
 			})
 		}
 	}
 }
+
+func medianOf(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // startDev starts `oz0 dev` on dir in tier and returns a client of it; it stops at the end.
 func startDev(b *testing.B, bin, dir string, tier sandbox.Tier) *client.Client {
