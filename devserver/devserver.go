@@ -128,6 +128,19 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 
+	// Whether the sandbox's tier works here is learnt by building one (milliseconds): meanwhile
+	// the rest starts.
+	type resolved struct {
+		tier    sandbox.Tier
+		warning string
+		err     error
+	}
+	tierCh := make(chan resolved, 1)
+	go func() {
+		tier, warning, err := sandbox.Resolve(cfg.Sandbox)
+		tierCh <- resolved{tier, warning, err}
+	}()
+
 	// The plugins first: a plugin that does not lint is refused before anything is made.
 	var loaded []*plugin.Plugin
 	for _, dir := range cfg.PluginDirs {
@@ -186,8 +199,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		s.log.Warn("cannot look for the sessions a crashed oz0 left", "err", err)
 	}
-	var warning string
-	if s.tier, warning, err = sandbox.Resolve(cfg.Sandbox); err != nil {
+	r := <-tierCh
+	s.tier, err = r.tier, r.err
+	if err != nil {
 		msg := err.Error()
 		var u *sandbox.Unavailable
 		if errors.As(err, &u) && u.Mend != "" {
@@ -195,8 +209,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		return nil, &StartError{Msg: "--sandbox " + string(cfg.Sandbox) + ": " + msg}
 	}
-	if warning != "" {
-		s.say("warning: %s", warning)
+	if r.warning != "" {
+		s.say("warning: %s", r.warning)
 	}
 	hooksFile := cfg.HooksFile
 	if hooksFile == "" {
