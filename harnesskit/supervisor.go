@@ -289,7 +289,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	return s, nil
 }
 
-// sandbox makes s.cmd the command of the session's sandbox, which runs the harness.
+// sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's.
 func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
 	box := filepath.Join(s.root, "sandbox")
 	if err := os.Mkdir(box, 0o700); err != nil {
@@ -312,6 +312,7 @@ func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
 	if s.box, err = sandbox.Prepare(s.cmd, cfg); err != nil {
 		return fmt.Errorf("harnesskit: %w", err)
 	}
+	s.cmd = s.box.Cmd() // the init, started: Wait waits for every process of the session
 	return nil
 }
 

@@ -39,7 +39,7 @@ func BenchmarkRunTrue(b *testing.B) {
 				if err := p.Start(); err != nil {
 					b.Fatal(err)
 				}
-				if err := cmd.Wait(); err != nil {
+				if err := p.Cmd().Wait(); err != nil {
 					b.Fatal(err)
 				}
 				for _, l := range p.Listeners() {

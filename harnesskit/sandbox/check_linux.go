@@ -38,8 +38,7 @@ func probe(t Tier) error {
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return err
 	}
-	cmd := &exec.Cmd{}
-	p, err := Prepare(cmd, Config{Tier: t, Root: root})
+	p, err := Prepare(&exec.Cmd{}, Config{Tier: t, Root: root})
 	if err != nil {
 		return err
 	}
@@ -50,9 +49,12 @@ func probe(t Tier) error {
 	if err := p.Start(); err != nil {
 		return err
 	}
-	err = cmd.Wait()
+	if err := p.Cmd().Wait(); err != nil {
+		return err
+	}
 	<-p.done
-	return err
+	warmUp(t) // the first session's init, started ahead
+	return nil
 }
 
 // userNamespaceRefusal reads the settings that refuse unprivileged user namespaces; nil when none

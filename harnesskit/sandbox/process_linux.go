@@ -24,12 +24,16 @@ import (
 // group of its own, killed by the kernel if the node dies; the init builds the session's root,
 // starts the harness, reaps, passes SIGTERM on to every process of the session, and exits when
 // the harness has, which ends the namespace and everything left in it.
+//
+// An init is started before it is needed: starting it (the namespaces, oz0's exec, Go's runtime)
+// is most of what a sandbox costs a session, so each tier keeps one started ahead, waiting for
+// its session's config; when a session that took it ends, the next one starts.
 type Process struct {
+	tier     Tier
 	cmd      *exec.Cmd
 	cfg      initproc.Config
-	child    *os.File // the init's end of the control socket, until it starts
+	stdio    []*os.File // the harness's stdin, stdout and stderr, sent to the init with its config
 	ctl      *net.UnixConn
-	listen   []string
 	harness  int
 	lns      []net.Listener
 	done     chan struct{}
@@ -46,10 +50,10 @@ func (e *SetupError) Error() string { return e.Msg }
 // setupTimeout bounds how long the init may take to build the sandbox and start the harness.
 const setupTimeout = 30 * time.Second
 
-// Prepare turns cmd, the harness as the node would start it (Path and Args resolved on the host,
-// Env, Dir, and its stdin, stdout and stderr as *os.File), into the command of the session's init,
-// which runs it as c says. Start it with Process.Start, not cmd.Start; cmd.Wait waits for the
-// init, and so for every process of the session.
+// Prepare makes the sandbox that runs cmd, the harness as the node would start it (Path and Args
+// resolved on the host, Env, Dir, and its stdin, stdout and stderr as *os.File; cmd is not
+// started), as c says. Process.Start starts it; Process.Cmd is the init's command, whose Wait
+// waits for every process of the session.
 func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
 	if !c.Tier.Isolated() {
 		return nil, fmt.Errorf("sandbox: tier %q runs no sandbox", c.Tier)
@@ -58,85 +62,154 @@ func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
 	if err != nil {
 		return nil, &SetupError{Msg: err.Error()}
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{})}
-	p.cfg = initproc.Config{
-		Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Root: c.Root, Ops: ops,
-		UID: -1, GID: -1,
-	}
-	if len(p.cfg.Argv) > 0 {
-		p.cfg.Argv = append([]string{cmd.Path}, cmd.Args[1:]...)
+	cfg := initproc.Config{Env: cmd.Env, Dir: cmd.Dir, Root: c.Root, Ops: ops, UID: -1, GID: -1}
+	if len(cmd.Args) > 0 {
+		cfg.Argv = append([]string{cmd.Path}, cmd.Args[1:]...)
 	}
 	if c.Tier == Strict {
-		p.cfg.Net, p.cfg.Listen = true, c.Listen
+		cfg.Net, cfg.Listen = true, c.Listen
 	}
-	ids := idsOf()
-	if ids.harnessUID >= 0 {
-		p.cfg.UID, p.cfg.GID = ids.harnessUID, ids.harnessGID
+	if ids := idsOf(); ids.harnessUID >= 0 {
+		cfg.UID, cfg.GID = ids.harnessUID, ids.harnessGID
 	}
-	if err := p.attach(ids, c.Tier); err != nil {
+	var stdio []*os.File
+	for _, f := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		if f, ok := f.(*os.File); ok && f != nil {
+			stdio = append(stdio, f)
+		}
+	}
+	if len(stdio) != 0 && len(stdio) != 3 {
+		return nil, errors.New("sandbox: the harness's stdin, stdout and stderr must all be files, or none")
+	}
+	p, err := take(c.Tier)
+	if err != nil {
 		return nil, err
 	}
+	p.cfg, p.stdio = cfg, stdio
 	return p, nil
 }
 
-// attach makes cmd the init's: its program, its namespaces and ids, its control socket.
-func (p *Process) attach(ids ids, tier Tier) error {
+// Cmd is the init's command, started: its Wait waits for the init (and so for every process of
+// the session), its ProcessState is the init's, its process group the one to signal.
+func (p *Process) Cmd() *exec.Cmd { return p.cmd }
+
+var warm sync.Map // Tier → chan *Process: the init started ahead for the tier's next session
+
+// take returns the tier's init started ahead, or starts one.
+func take(tier Tier) (*Process, error) {
+	ch, _ := warm.LoadOrStore(tier, make(chan *Process, 1))
+	select {
+	case p := <-ch.(chan *Process):
+		return p, nil
+	default:
+		return spawn(tier)
+	}
+}
+
+// warmUp starts the tier's next init ahead, unless one is waiting.
+func warmUp(tier Tier) {
+	p, err := spawn(tier)
+	if err != nil {
+		return
+	}
+	ch, _ := warm.LoadOrStore(tier, make(chan *Process, 1))
+	select {
+	case ch.(chan *Process) <- p:
+	default:
+		p.discard()
+	}
+}
+
+// spawn starts an init of tier, which waits for its config on its control socket.
+func spawn(tier Tier) (*Process, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	node := os.NewFile(uintptr(pair[0]), "sandbox-control")
 	c, err := net.FileConn(node)
 	node.Close()
+	child := os.NewFile(uintptr(pair[1]), "sandbox-control")
+	defer child.Close()
 	if err != nil {
-		unix.Close(pair[1])
-		return fmt.Errorf("sandbox: %w", err)
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	p.ctl = c.(*net.UnixConn)
-	p.child = os.NewFile(uintptr(pair[1]), "sandbox-control")
-
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if tier == Strict {
 		flags |= unix.CLONE_NEWNET
 	}
-	p.cmd.Path = "/proc/self/exe" // this very binary, even if its file was replaced since
-	p.cmd.Args = []string{initproc.Arg0}
-	p.cmd.Env = []string{}
-	p.cmd.Dir = "/"
-	p.cmd.ExtraFiles = []*os.File{p.child}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:                    true,
-		Pdeathsig:                  syscall.SIGKILL,
-		Cloneflags:                 flags,
-		UidMappings:                ids.uids,
-		GidMappings:                ids.gids,
-		GidMappingsEnableSetgroups: ids.setgroups,
-		AmbientCaps:                ids.ambient,
+	ids := idsOf()
+	p := &Process{tier: tier, ctl: c.(*net.UnixConn), done: make(chan struct{})}
+	p.cmd = &exec.Cmd{
+		Path:       "/proc/self/exe", // this very binary, even if its file was replaced since
+		Args:       []string{initproc.Arg0},
+		Env:        []string{},
+		Dir:        "/",
+		ExtraFiles: []*os.File{child},
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:                    true,
+			Pdeathsig:                  syscall.SIGKILL,
+			Cloneflags:                 flags,
+			UidMappings:                ids.uids,
+			GidMappings:                ids.gids,
+			GidMappingsEnableSetgroups: ids.setgroups,
+			AmbientCaps:                ids.ambient,
+		},
 	}
-	return nil
+	if err := p.cmd.Start(); err != nil {
+		p.ctl.Close()
+		return nil, &SetupError{Msg: fmt.Sprintf("cannot start the session's sandbox: %v", explainClone(err))}
+	}
+	return p, nil
 }
 
-// Start starts the init and waits until the harness runs in the sandbox. On error nothing runs.
+// discard ends an init that will run nothing.
+func (p *Process) discard() {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	p.ctl.Close()
+}
+
+// Start sends the init its config and waits until the harness runs in the sandbox. On error
+// nothing runs. An init started ahead that died meanwhile is replaced once.
 func (p *Process) Start() error {
-	err := p.cmd.Start()
-	p.child.Close()
-	if err != nil {
-		p.ctl.Close()
-		return &SetupError{Msg: fmt.Sprintf("cannot start the session's sandbox: %v", explainClone(err))}
+	err := p.configure()
+	var gone *initGone
+	if errors.As(err, &gone) {
+		fresh, serr := spawn(p.tier)
+		if serr != nil {
+			return serr
+		}
+		p.cmd, p.ctl = fresh.cmd, fresh.ctl
+		err = p.configure()
 	}
+	return err
+}
+
+// initGone is an init that ended before it read its config.
+type initGone struct{ err error }
+
+func (e *initGone) Error() string { return "the sandbox's init is gone: " + e.err.Error() }
+
+// configure sends the config (with the harness's stdin, stdout and stderr) and reads the init's
+// answer.
+func (p *Process) configure() error {
 	fail := func(msg string) error {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-		p.ctl.Close()
+		p.discard()
 		return &SetupError{Msg: msg}
 	}
 	b, _ := json.Marshal(p.cfg)
-	if _, err := p.ctl.Write(b); err != nil {
-		return fail(fmt.Sprintf("cannot configure the session's sandbox: %v", err))
+	var oob []byte
+	if len(p.stdio) > 0 {
+		oob = unix.UnixRights(int(p.stdio[0].Fd()), int(p.stdio[1].Fd()), int(p.stdio[2].Fd()))
+	}
+	if _, _, err := p.ctl.WriteMsgUnix(b, oob, nil); err != nil {
+		p.discard()
+		return &initGone{err}
 	}
 	_ = p.ctl.SetReadDeadline(time.Now().Add(setupTimeout))
 	buf := make([]byte, initproc.MaxMessage)
-	oob := make([]byte, unix.CmsgSpace(4*max(len(p.cfg.Listen), 1)))
+	oob = make([]byte, unix.CmsgSpace(4*max(len(p.cfg.Listen), 1)))
 	n, oobn, _, _, err := p.ctl.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return fail(fmt.Sprintf("the session's sandbox did not start: %v", err))
@@ -171,6 +244,13 @@ func (p *Process) Start() error {
 func (p *Process) readExit() {
 	defer close(p.done)
 	defer p.ctl.Close()
+	// The session is over: the tier's next init starts now, not while this one's harness started
+	// (the two would share the CPU), nor when the next session asks.
+	defer func() {
+		if !p.cfg.Probe {
+			go warmUp(p.tier)
+		}
+	}()
 	buf := make([]byte, initproc.MaxMessage)
 	for {
 		n, err := p.ctl.Read(buf)

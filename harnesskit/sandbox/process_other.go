@@ -20,6 +20,9 @@ func (e *SetupError) Error() string { return e.Msg }
 // Prepare fails: there is no sandbox here.
 func Prepare(cmd *exec.Cmd, c Config) (*Process, error) { return nil, check(c.Tier) }
 
+// Cmd is never reached.
+func (p *Process) Cmd() *exec.Cmd { return nil }
+
 // Start is never reached.
 func (p *Process) Start() error { return check(Standard) }
 

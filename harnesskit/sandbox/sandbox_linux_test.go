@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // requireTier skips a test where the kernel refuses the tier, saying why.
@@ -60,7 +62,7 @@ func shell(t *testing.T, tier Tier, plugin string, hide []string, script string)
 	go func() { stdout.ReadFrom(outR); close(done) }()
 	stderr.ReadFrom(errR)
 	<-done
-	werr := cmd.Wait()
+	werr := p.Cmd().Wait()
 	st, ok := p.HarnessStatus()
 	if werr != nil {
 		return stdout.String(), stderr.String(), werr
@@ -111,5 +113,48 @@ ls /proc | grep -c '^[0-9]'
 		if strings.Contains(out, bad) {
 			t.Errorf("stdout has %q:\n%s", bad, out)
 		}
+	}
+}
+
+// An init started ahead for the next session serves it; one that died meanwhile is replaced.
+func TestInitStartedAhead(t *testing.T) {
+	requireTier(t, Standard)
+	waitWarm := func() *Process {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if ch, ok := warm.Load(Standard); ok {
+				select {
+				case p := <-ch.(chan *Process):
+					return p
+				default:
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no init was started ahead after a session ended")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if out, _, err := shell(t, Standard, "", nil, "echo one"); err != nil || out != "one\n" {
+		t.Fatalf("the first session: %q %v", out, err)
+	}
+	ahead := waitWarm()
+	pid := ahead.Cmd().Process.Pid
+	ch, _ := warm.Load(Standard)
+	ch.(chan *Process) <- ahead
+	if out, _, err := shell(t, Standard, "", nil, "echo two"); err != nil || out != "two\n" {
+		t.Fatalf("the second session: %q %v", out, err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("the init started ahead (%d) is alive: it did not serve the second session", pid)
+	}
+
+	dead := waitWarm()
+	dead.Cmd().Process.Kill()
+	dead.Cmd().Wait()
+	ch.(chan *Process) <- dead
+	if out, _, err := shell(t, Standard, "", nil, "echo three"); err != nil || out != "three\n" {
+		t.Fatalf("a session whose init started ahead had died: %q %v", out, err)
 	}
 }

@@ -57,10 +57,25 @@ func reply(r Reply, fds ...int) error {
 func initMain() int {
 	syscall.CloseOnExec(ControlFD)
 	buf := make([]byte, MaxMessage)
-	n, err := syscall.Read(ControlFD, buf)
+	oob := make([]byte, syscall.CmsgSpace(3*4))
+	n, oobn, _, _, err := syscall.Recvmsg(ControlFD, buf, oob, 0)
 	if err != nil || n <= 0 {
 		fmt.Fprintln(os.Stderr, "oz0-sandbox-init: this is the init of oz0's session sandbox, run by the node, not a command")
 		return 2
+	}
+	// The harness's stdin, stdout and stderr come with the config (the init was started before
+	// its session): they become the init's own, which the harness inherits.
+	if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			fds, err := syscall.ParseUnixRights(&msgs[i])
+			if err != nil || len(fds) != 3 {
+				continue
+			}
+			for i, fd := range fds {
+				syscall.Dup3(fd, i, 0)
+				syscall.Close(fd)
+			}
+		}
 	}
 	var cfg Config
 	if err := json.Unmarshal(buf[:n], &cfg); err != nil {

@@ -12,7 +12,8 @@ const Arg0 = "oz0-sandbox-init"
 // ControlFD is the init's end of its control socket.
 const ControlFD = 3
 
-// Config is the node's one message to the init.
+// Config is the node's one message to the init; the harness's stdin, stdout and stderr come
+// with it (SCM_RIGHTS), as the init is started before its session.
 type Config struct {
 	Argv   []string `json:"argv,omitempty"`
 	Env    []string `json:"env,omitempty"`
