@@ -24,6 +24,10 @@
 //     when the harness does, reporting its wait status over the control socket; the kernel then
 //     ends everything else in the namespace. It dies with the node (a parent-death signal, and the
 //     end of the control socket).
+//   - Starting an init (the namespaces, oz0's exec, Go's runtime) is most of what a sandbox costs
+//     a session's start, so each tier keeps one started ahead, waiting for its config and the
+//     harness's pipes (SCM_RIGHTS); it is started when a session ends, so that it does not share
+//     the CPU with a harness starting.
 //   - Strict: the init brings up loopback in the session's network and listens there on the
 //     gateway's address; it sends the listening socket to the node (SCM_RIGHTS), which serves the
 //     gateway on it directly. Nothing forwards bytes.
