@@ -53,7 +53,7 @@ func probe(t Tier) error {
 		return err
 	}
 	<-p.done
-	warmUp(t) // the first session's init, started ahead
+	go warmUp(t) // the first session's init, started ahead
 	return nil
 }
 
