@@ -26,6 +26,8 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
@@ -56,6 +58,10 @@ type Config struct {
 	Getenv func(string) string
 	// Started is when the command started, for "ready in N ms"; zero is Start's start.
 	Started time.Time
+	// Sandbox is the node's sandbox tier; "" is the default: standard where this machine allows
+	// it, else none with a warning (sandbox.Resolve). A tier asked for that cannot work here is
+	// an environment error saying why.
+	Sandbox sandbox.Tier
 }
 
 // Server is a running dev server.
@@ -79,7 +85,10 @@ type Server struct {
 	listener    net.Listener
 	plugins     atomic.Pointer[[]*plugin.Plugin]
 	records     *records
-	interrupted []string // jobs marked interrupted at start-up, for the banner
+	interrupted []string             // jobs marked interrupted at start-up, for the banner
+	leftovers   harnesskit.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
+	tier        sandbox.Tier
+	tierCh      chan resolvedTier
 	log         *slog.Logger
 	out         io.Writer
 	outMu       sync.Mutex
@@ -106,7 +115,13 @@ func Start(cfg Config) (_ *Server, err error) {
 			s.unwind()
 		}
 	}()
-	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.listen, s.startGateway, s.startNode, s.serveAPI} {
+	// Whether the sandbox's tier works here is learnt by building one (milliseconds): meanwhile
+	// the rest starts.
+	go func() {
+		tier, warning, err := sandbox.Resolve(s.cfg.Sandbox)
+		s.tierCh <- resolvedTier{tier, warning, err}
+	}()
+	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.resolveSandbox, s.listen, s.startGateway, s.startNode, s.serveAPI} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -139,7 +154,36 @@ func newServer(cfg Config) *Server {
 	if cfg.LogHandler == nil {
 		cfg.LogHandler = slog.NewTextHandler(cfg.Log, nil)
 	}
-	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(cfg.LogHandler), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
+	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(cfg.LogHandler), stopWatch: make(chan struct{}), watchDone: make(chan struct{}), tierCh: make(chan resolvedTier, 1)}
+}
+
+type resolvedTier struct {
+	tier    sandbox.Tier
+	warning string
+	err     error
+}
+
+// resolveSandbox settles the sessions' sandbox tier, and cleans up what the sessions of an oz0
+// that crashed left behind (processes, directories).
+func (s *Server) resolveSandbox() error {
+	var err error
+	if s.leftovers, err = harnesskit.ReapStale(""); err != nil {
+		s.log.Warn("cannot look for the sessions a crashed oz0 left", "err", err)
+	}
+	r := <-s.tierCh
+	if r.err != nil {
+		msg := r.err.Error()
+		var u *sandbox.Unavailable
+		if errors.As(r.err, &u) && u.Mend != "" {
+			msg += "; " + u.Mend
+		}
+		return fmt.Errorf("--sandbox %s: %s", s.cfg.Sandbox, msg)
+	}
+	s.tier = r.tier
+	if r.warning != "" {
+		s.say("warning: %s", r.warning)
+	}
+	return nil
 }
 
 // loadPlugins loads and lints the plugins first: one that does not lint is refused before
@@ -281,12 +325,18 @@ func (s *Server) startGateway() error {
 
 // startNode makes the node that runs the jobs; Close drains it before anything else goes.
 func (s *Server) startNode() error {
+	// A strict session's network has the gateway and nothing else of the dev server.
+	gatewayOnly := http.NewServeMux()
+	gatewayOnly.Handle("/gateway/", s.gatewayFace())
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
 		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
+		// The node's state (the store, secrets, provider records) may sit in the plugin, which
+		// sessions see: they must not see it.
+		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: []string{s.StateDir}, Gateway: gatewayOnly},
 	})
 	return nil
 }
@@ -297,7 +347,7 @@ func (s *Server) serveAPI() error {
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox,
 	})))
-	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
+	mux.Handle("/gateway/", s.gatewayFace())
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -397,9 +447,14 @@ func (s *Server) meter(c gateway.Call) {
 	}
 }
 
+// gatewayFace is the gateway as sessions reach it: no dev-server token, the key is the session's.
+func (s *Server) gatewayFace() http.Handler {
+	return api.Guard("", http.StripPrefix("/gateway", s.gw))
+}
+
 // info describes the server for `oz0 run` and the banner.
 func (s *Server) info() apiv1.Info {
-	i := apiv1.Info{Version: s.cfg.Version, StateDir: s.StateDir}
+	i := apiv1.Info{Version: s.cfg.Version, StateDir: s.StateDir, Sandbox: string(s.tier)}
 	recs := s.records.Records()
 	for _, p := range s.Plugins() {
 		for _, a := range p.Agents {
@@ -437,6 +492,7 @@ func (s *Server) banner() {
 		state += " (ephemeral: removed when oz0 dev stops)"
 	}
 	s.say("  state   %s", state)
+	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}
@@ -445,6 +501,9 @@ func (s *Server) banner() {
 	}
 	if len(s.interrupted) > 0 {
 		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(s.interrupted))
+	}
+	if s.leftovers.Sessions > 0 {
+		s.say("  cleaned up after an oz0 that crashed: %d session directory(ies) removed, %d process(es) killed", s.leftovers.Sessions, s.leftovers.Killed)
 	}
 	s.say("export %s=%s", apiv1.ContextEnv, s.Context())
 	s.say("ready in %d ms", time.Since(s.cfg.Started).Milliseconds())

@@ -4,6 +4,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
@@ -43,6 +45,8 @@ type Env struct {
 	PluginDir string
 	Getenv    func(string) string
 	LookPath  func(string) (string, error)
+	// Sandbox says whether a sandbox tier works here; nil is sandbox.Check.
+	Sandbox func(sandbox.Tier) error
 }
 
 // MinPython is the oldest Python the templates run on.
@@ -60,7 +64,34 @@ func Run(ctx context.Context, env Env) []Result {
 		checkUV(ctx, env),
 		checkDevServer(ctx, env),
 		checkPort(),
+		checkSandbox(env),
 	}
+}
+
+// checkSandbox says which sandbox tiers work here, and for one that does not, why and what to do.
+func checkSandbox(env Env) Result {
+	check := env.Sandbox
+	if check == nil {
+		check = sandbox.Check
+	}
+	r := Result{Check: "sandbox"}
+	standard, strict := check(sandbox.Standard), check(sandbox.Strict)
+	mend := func(err error) string {
+		var u *sandbox.Unavailable
+		if errors.As(err, &u) {
+			return u.Mend
+		}
+		return "see how to check a machine in docs/sandbox.md"
+	}
+	switch {
+	case standard == nil && strict == nil:
+		r.Level, r.Detail = OK, "standard (oz0 dev's default) and strict work here"
+	case standard == nil:
+		r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("standard (oz0 dev's default) works here; strict does not: %v", strict), mend(strict)
+	default:
+		r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("sessions run without a sandbox (tier none): %v", standard), mend(standard)
+	}
+	return r
 }
 
 var pyVersion = regexp.MustCompile(`Python (\d+)\.(\d+)(\.\d+)?`)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 )
 
 func noEnv(string) string { return "" }
@@ -67,5 +69,31 @@ func TestVenvAndPlugin(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".venv", "bin", "python"), []byte("#!/bin/sh\nexit 1\n"), 0o755)
 	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != Fail || !strings.Contains(r.Mend, "remove .venv") {
 		t.Errorf("broken venv: %+v", r)
+	}
+}
+
+func TestSandbox(t *testing.T) {
+	refused := &sandbox.Unavailable{Tier: sandbox.Standard, Reason: "user namespaces are disabled (sysctl user.max_user_namespaces = 0)", Mend: "sudo sysctl -w user.max_user_namespaces=15000"}
+	for _, tc := range []struct {
+		name             string
+		standard, strict error
+		level            Level
+		detail, mend     string
+	}{
+		{"both", nil, nil, OK, "standard (oz0 dev's default) and strict work here", ""},
+		{"no strict", nil, &sandbox.Unavailable{Tier: sandbox.Strict, Reason: "no loopback", Mend: "m"}, Warn, "strict does not: the strict sandbox cannot work here: no loopback", "m"},
+		{"none", refused, refused, Warn, "sessions run without a sandbox (tier none): the standard sandbox cannot work here: user namespaces are disabled", "sudo sysctl -w user.max_user_namespaces=15000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkSandbox(Env{Sandbox: func(tier sandbox.Tier) error {
+				if tier == sandbox.Standard {
+					return tc.standard
+				}
+				return tc.strict
+			}})
+			if r.Level != tc.level || !strings.Contains(r.Detail, tc.detail) || r.Mend != tc.mend {
+				t.Errorf("got %+v", r)
+			}
+		})
 	}
 }

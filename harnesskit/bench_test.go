@@ -16,6 +16,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 )
 
 // BenchmarkEvents is the supervisor's throughput: a Go harness (the SDK) says b.N times, and the
@@ -145,4 +146,67 @@ func BenchmarkSpawnTrue(b *testing.B) {
 		ds = append(ds, time.Since(t))
 	}
 	b.ReportMetric(ms(median(ds)), "ms/spawn")
+}
+
+// BenchmarkFirstEventSandbox: start to first event in each sandbox tier, the Go SDK harness and
+// the template from a .venv. Each iteration also runs the same session without a sandbox (tier
+// none), so that the tier's cost (added-ms: the difference of the medians) is measured under the
+// same load.
+func BenchmarkFirstEventSandbox(b *testing.B) {
+	python := findPython(b)
+	model := fakemodel.New(nil)
+	ts := httptest.NewServer(model)
+	defer ts.Close()
+	dir := newTemplatePlugin(b)
+	os.Chmod(dir, 0o755) // a root node's sandboxed harness runs as nobody
+	if out, err := exec.Command(python, "-m", "venv", "--without-pip", filepath.Join(dir, ".venv")).CombinedOutput(); err != nil {
+		b.Skipf("cannot make a venv: %v\n%s", err, out)
+	}
+	for _, h := range []struct {
+		name string
+		spec func() harnesskit.Spec
+	}{
+		{"go", func() harnesskit.Spec { sp := spec(b, "ok"); os.Chmod(sp.PluginDir, 0o755); return sp }},
+		{"python", func() harnesskit.Spec { return templateSpec(b, dir, ts.URL) }},
+	} {
+		for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
+			b.Run(h.name+"/"+string(tier), func(b *testing.B) {
+				if err := sandbox.Check(tier); err != nil {
+					b.Skip(err)
+				}
+				sp := h.spec()
+				sp.Sandbox = harnesskit.Sandbox{Tier: tier, Gateway: model}
+				if sp.Env.AnthropicBaseURL == "" {
+					sp.Env.AnthropicBaseURL = ts.URL
+				}
+				plain := h.spec()
+				var boxed, none []time.Duration
+				for b.Loop() {
+					boxed = append(boxed, timeToFirstEvent(b, sp))
+					none = append(none, timeToFirstEvent(b, plain))
+				}
+				f, base := median(boxed), median(none)
+				b.ReportMetric(ms(f), "ms/first-event")
+				b.ReportMetric(ms(base), "none-ms")
+				b.ReportMetric(ms(f-base), "added-ms")
+			})
+		}
+	}
+}
+
+// timeToFirstEvent runs a session of sp to its end and returns the time from Start to its first
+// event.
+func timeToFirstEvent(b *testing.B, sp harnesskit.Spec) time.Duration {
+	var first atomic.Int64
+	start := time.Now()
+	sp.Sink = func(e harnesskit.Event) {
+		if e.Kind != harnesskit.EventStderr {
+			first.CompareAndSwap(0, int64(time.Since(start)))
+		}
+	}
+	end, err := harnesskit.Run(context.Background(), sp)
+	if err != nil || end.Status != harnesskit.Completed {
+		b.Fatalf("%v %s", err, end)
+	}
+	return time.Duration(first.Load())
 }

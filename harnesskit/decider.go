@@ -149,6 +149,20 @@ func (c *activeClock) release() {
 }
 
 // stop stops the clock for good and returns the time held.
+// remaining is the active time left before the limit; ok is false when there is no limit.
+func (c *activeClock) remaining() (left time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.limit <= 0 {
+		return 0, false
+	}
+	active := c.active
+	if c.holds == 0 && !c.stopped {
+		active += time.Since(c.since)
+	}
+	return max(c.limit-active, 0), true
+}
+
 func (c *activeClock) stop() (held time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -34,4 +34,13 @@
 //     may be open (up to MaxOpenPermissions). Its context ends with the session; Wait waits for
 //     every Decide call.
 //   - stderr is bounded: see StderrTailSize and StderrRate.
+//   - Spec.Sandbox runs the session in the sandbox of its tier (package sandbox, docs/sandbox.md).
+//     The process the supervisor starts, waits for and signals is then the session's init (oz0
+//     re-executed, PID 1 of the session's namespaces): it starts the harness, passes SIGTERM on to
+//     every process of the session, reports the harness's exit status, and when it exits the
+//     kernel ends every process left in the session. Without a sandbox, what still holds the
+//     session's pipes once its process group is killed is found (on Linux) and killed too.
+//   - A session's directory is named after the node that made it (pid and start time) and records
+//     the session's process group and its leader's start time, so that ReapStale can clean up
+//     after a node that died without doing it.
 package harnesskit

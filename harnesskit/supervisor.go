@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 )
 
 // Spec says what session to run and how.
@@ -43,6 +47,21 @@ type Spec struct {
 	Sink func(Event)
 	// TempDir is where the session's directories are made; "" is os.TempDir().
 	TempDir string
+	// Sandbox is how the session is isolated; the zero value is tier none.
+	Sandbox Sandbox
+}
+
+// Sandbox says how a session is isolated from the machine: docs/sandbox.md.
+type Sandbox struct {
+	// Tier is the sandbox's tier; "" is sandbox.None. A tier the machine cannot give fails Start
+	// (sandbox.Check says beforehand).
+	Tier sandbox.Tier
+	// Hide are paths a sandboxed session must not see even where a directory it sees holds them:
+	// the node's state directory, other plugins.
+	Hide []string
+	// Gateway serves the gateway in a Strict session's network, at the loopback address of Env's
+	// base URLs (the session reaches nothing else); required for Strict.
+	Gateway http.Handler
 }
 
 // Limits bound a session's time.
@@ -94,6 +113,9 @@ type Session struct {
 	dctx     context.Context // Decide's context, done when the end is decided (its cause an *EndError)
 	dcancel  context.CancelCauseFunc
 	deciders sync.WaitGroup
+
+	box     *sandbox.Process // the session's init, in a sandboxed tier
+	gateway *http.Server     // the gateway inside a Strict session's network
 
 	stdoutEOF chan struct{}
 	stderrEOF chan struct{}
@@ -157,7 +179,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		}
 	}()
 
-	s.root, err = os.MkdirTemp(spec.TempDir, "oz0-session-")
+	s.root, err = os.MkdirTemp(spec.TempDir, sessionDirPattern())
 	if err != nil {
 		return nil, fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
 	}
@@ -183,6 +205,21 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
 		return nil, fmt.Errorf("harnesskit: %w", err)
+	}
+	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
+	if tier.Isolated() {
+		if IsPython(spec.Command[0]) {
+			// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which
+			// the sandbox hides: run the interpreter it runs.
+			argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
+		}
+		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
+			for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
+				if err = os.Chown(d, uid, gid); err != nil {
+					return nil, fmt.Errorf("harnesskit: cannot give the session's directories to its sandbox's user: %w", err)
+				}
+			}
+		}
 	}
 
 	// The supervisor owns the pipes (os.Pipe, passed to the child as files), so exec.Cmd copies
@@ -217,11 +254,22 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		// I/O for Wait to wait on.
 		WaitDelay: s.grace,
 	}
+	if tier.Isolated() {
+		if err = s.sandbox(tier, pluginDir); err != nil {
+			return nil, err
+		}
+	}
 	s.start = time.Now()
-	if err = s.cmd.Start(); err != nil {
+	if s.box != nil {
+		if err = s.box.Start(); err != nil {
+			return nil, fmt.Errorf("harnesskit: %w", err)
+		}
+		s.serveGateway()
+	} else if err = s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("harnesskit: cannot start the harness %s: %w", strings.Join(spec.Command, " "), err)
 	}
 	s.pid = s.cmd.Process.Pid
+	s.writeRecord(string(tier))
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -239,6 +287,45 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	go s.readStderr()
 	go s.supervise(ctx)
 	return s, nil
+}
+
+// sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's.
+func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
+	box := filepath.Join(s.root, "sandbox")
+	if err := os.Mkdir(box, 0o700); err != nil {
+		return fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+	}
+	cfg := sandbox.Config{
+		Tier: tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
+		Writable: []string{s.workdir, s.stateDir}, Hide: s.spec.Sandbox.Hide, Root: box,
+	}
+	if tier == sandbox.Strict {
+		if s.spec.Sandbox.Gateway == nil {
+			return errors.New("harnesskit: a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
+		}
+		var err error
+		if cfg.Listen, err = sandbox.ListenAddrs(s.spec.Env.AnthropicBaseURL, s.spec.Env.OpenAIBaseURL); err != nil {
+			return fmt.Errorf("harnesskit: %w", err)
+		}
+	}
+	var err error
+	if s.box, err = sandbox.Prepare(s.cmd, cfg); err != nil {
+		return fmt.Errorf("harnesskit: %w", err)
+	}
+	s.cmd = s.box.Cmd() // the init, started: Wait waits for every process of the session
+	return nil
+}
+
+// serveGateway serves the gateway on the sockets a Strict session's network listens on.
+func (s *Session) serveGateway() {
+	lns := s.box.Listeners()
+	if len(lns) == 0 {
+		return
+	}
+	s.gateway = &http.Server{Handler: s.spec.Sandbox.Gateway, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	for _, l := range lns {
+		go s.gateway.Serve(l)
+	}
 }
 
 func cmpOr[T comparable](v, def T) T {
@@ -269,7 +356,8 @@ func (s *Session) Cancel() { s.decideEnd(End{Status: Cancelled, Reason: "the ses
 // Hold stops the session's timeout clock until release is called, like Ask.Hold.
 func (s *Session) Hold() (release func()) { return s.clock.hold() }
 
-// PID is the harness process's id, and its process group's.
+// PID is the id of the process group the node signals: the harness's, or in a sandbox, its
+// init's (which passes signals on to every process of the session).
 func (s *Session) PID() int { return s.pid }
 
 // Workdir is the session's working directory (removed at the end).
@@ -623,17 +711,36 @@ func (s *Session) supervise(ctx context.Context) {
 		t.Stop()
 	}
 
-	// The process has exited. Whatever is left of its group goes now; then the readers take what
-	// is left in the pipes, for at most a bound if something outside the group holds them open.
+	// The process has exited. Whatever is left of its group goes now, and (without a sandbox,
+	// whose init has ended every process of the session) whatever else still holds its pipes;
+	// then the readers take what is left in them, for at most a bound, within limits.timeout.
+	bound, timeoutBound := 10*s.grace, false
+	if left, ok := s.clock.remaining(); ok && left < bound && !s.isLast() {
+		bound, timeoutBound = left, true
+	}
 	held := s.clock.stop()
 	s.signal(syscall.SIGKILL)
-	s.stdout.drain(s.grace)
-	s.stderr.drain(s.grace)
+	if s.gateway != nil {
+		s.gateway.Close()
+	}
+	if s.box == nil {
+		s.killPipeHolders()
+	}
+	s.stdout.drain(s.grace, bound)
+	s.stderr.drain(s.grace, bound)
 	<-s.stdoutEOF
 	<-s.stderrEOF
+	if timeoutBound && (s.stdout.bounded.Load() || s.stderr.bounded.Load()) {
+		s.decideEnd(End{Status: TimedOut, Reason: fmt.Sprintf("the session ran for its limits.timeout of %s without an answer (time waiting for a person does not count); the harness had exited, and a process that left its process group still wrote to its output", s.spec.Limits.Timeout)})
+	}
 
 	tail, total := s.errlog.tail()
 	exitCode, sig := exitStatus(s.cmd.ProcessState)
+	if s.box != nil {
+		if ws, ok := s.box.HarnessStatus(); ok {
+			exitCode, sig = waitStatus(ws)
+		}
+	}
 	if sig == "" {
 		s.decideEnd(End{Status: Failed, Reason: fmt.Sprintf("the harness exited with status %d without a result or an error (rule 2)%s", exitCode, stderrSummary(tail))})
 	} else {
@@ -666,6 +773,27 @@ func (s *Session) supervise(ctx context.Context) {
 	close(s.done)
 }
 
+// killPipeHolders kills what still holds the session's stdout or stderr once its process group
+// is gone: descendants that left the group (setsid), which a node without a sandbox cannot
+// otherwise tell from its other processes. It looks only if the pipes do not close at once.
+func (s *Session) killPipeHolders() {
+	eof := time.NewTimer(50 * time.Millisecond)
+	defer eof.Stop()
+	for stdout, stderr := s.stdoutEOF, s.stderrEOF; stdout != nil || stderr != nil; {
+		select {
+		case <-stdout:
+			stdout = nil
+		case <-stderr:
+			stderr = nil
+		case <-eof.C:
+			for _, pid := range pipeHolders(s.stdout.f, s.stderr.f) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+	}
+}
+
 // stderrSummary is the end of stderr for a reason.
 func stderrSummary(tail []byte) string {
 	last := lastLines(strings.ToValidUTF8(string(tail), "\uFFFD"), 10, 2<<10)
@@ -683,6 +811,13 @@ func exitStatus(ps *os.ProcessState) (code int, sig string) {
 		return -1, signalName(ws.Signal())
 	}
 	return ps.ExitCode(), ""
+}
+
+func waitStatus(ws syscall.WaitStatus) (code int, sig string) {
+	if ws.Signaled() {
+		return -1, signalName(ws.Signal())
+	}
+	return ws.ExitStatus(), ""
 }
 
 func signalName(sig syscall.Signal) string {
@@ -714,7 +849,7 @@ func encodeLine(m Message) ([]byte, error) {
 // ---- pipes ------------------------------------------------------------------------------------
 
 // pipeReader reads the parent's end of a pipe. Once drain is called (the process has exited and
-// its group is killed) a read that waits longer than the idle time, or reading past ten times it,
+// its group is killed) a read that waits longer than the idle time, or reading past the bound,
 // ends the stream: only a process that left the group can still hold the other end.
 type pipeReader struct {
 	f        *os.File
@@ -722,26 +857,35 @@ type pipeReader struct {
 	idle     time.Duration
 	until    time.Time
 	heldOpen atomic.Bool
+	bounded  atomic.Bool // the bound ended it, not idleness
 }
 
-func (p *pipeReader) drain(idle time.Duration) {
+func (p *pipeReader) drain(idle, bound time.Duration) {
 	p.idle = idle
-	p.until = time.Now().Add(10 * idle)
+	p.until = time.Now().Add(bound)
 	p.draining.Store(true)
-	_ = p.f.SetReadDeadline(time.Now().Add(idle))
+	_ = p.f.SetReadDeadline(time.Now().Add(min(idle, bound)))
 }
 
 func (p *pipeReader) Read(b []byte) (int, error) {
 	if p.draining.Load() {
 		if time.Now().After(p.until) {
 			p.heldOpen.Store(true)
+			p.bounded.Store(true)
 			return 0, io.EOF
 		}
-		_ = p.f.SetReadDeadline(time.Now().Add(p.idle))
+		deadline := time.Now().Add(p.idle)
+		if p.until.Before(deadline) {
+			deadline = p.until
+		}
+		_ = p.f.SetReadDeadline(deadline)
 	}
 	n, err := p.f.Read(b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		p.heldOpen.Store(true)
+		if !time.Now().Before(p.until) {
+			p.bounded.Store(true)
+		}
 		return n, io.EOF
 	}
 	return n, err

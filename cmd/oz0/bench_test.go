@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
 
@@ -97,4 +104,116 @@ func BenchmarkColdDevReady(b *testing.B) {
 		os.Remove(ready)
 		b.StartTimer()
 	}
+}
+
+// BenchmarkColdSubmitToFirstEvent is a job's submit to its first event on the live stream,
+// through a real `oz0 dev` process, in each sandbox tier: the Go test harness (its first event is
+// its first line) and the Python template run from a .venv (as after `uv sync`; made here with
+// `python3 -m venv --without-pip`, so that every tier runs the same interpreter directly). A
+// second `oz0 dev` in tier none runs the same job between each two, so that the tier's cost
+// (added-ms, the difference of the medians) is measured under the same load.
+func BenchmarkColdSubmitToFirstEvent(b *testing.B) {
+	bin := oz0Binary(b)
+	harness := testbin.Build(b, testbin.TestHarness)
+	goDir := filepath.Join(b.TempDir(), "gosay")
+	files := map[string]string{
+		"oz0-plugin.yaml":   fmt.Sprintf("apiVersion: oz0/v1\nname: gosay\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: gosay\n    command: [%q, ok]\n    formats: [anthropic-messages]\nagents: [agents/]\n", harness),
+		"agents/gosay.yaml": "name: gosay\nruntime: harness:gosay\ninstructions: prompts/p.md\n",
+		"prompts/p.md":      "Say hello.\n",
+	}
+	for name, data := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(goDir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(goDir, name), []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	parent := b.TempDir()
+	if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: "byo-agent", Description: "Sorts support tickets", Parent: parent}); err != nil {
+		b.Fatal(err)
+	}
+	pyDir := filepath.Join(parent, "acme-triage")
+	python, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		b.Skipf("no python3: %v", err)
+	}
+	if out, err := exec.Command(strings.TrimSpace(string(python)), "-m", "venv", "--without-pip", filepath.Join(pyDir, ".venv")).CombinedOutput(); err != nil {
+		b.Skipf("cannot make a venv: %v\n%s", err, out)
+	}
+
+	for _, h := range []struct{ name, dir, agent string }{{"go", goDir, "gosay"}, {"python", pyDir, "acme-triage"}} {
+		for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
+			b.Run(h.name+"/"+string(tier), func(b *testing.B) {
+				if err := sandbox.Check(tier); err != nil {
+					b.Skip(err)
+				}
+				boxed, plain := startDev(b, bin, h.dir, tier), startDev(b, bin, h.dir, sandbox.None)
+				var firsts, nones []time.Duration
+				for b.Loop() {
+					firsts = append(firsts, firstEvent(b, boxed, h.agent))
+					nones = append(nones, firstEvent(b, plain, h.agent))
+				}
+				f, none := medianOf(firsts), medianOf(nones)
+				b.ReportMetric(ms(f), "ms/first-event")
+				b.ReportMetric(ms(none), "none-ms")
+				b.ReportMetric(ms(f-none), "added-ms")
+			})
+		}
+	}
+}
+
+func medianOf(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// startDev starts `oz0 dev` on dir in tier and returns a client of it; it stops at the end.
+func startDev(b *testing.B, bin, dir string, tier sandbox.Tier) *client.Client {
+	ready := filepath.Join(b.TempDir(), "ctx")
+	cmd := exec.Command(bin, "dev", "--ephemeral", "--plugin", dir, "--sandbox", string(tier), "--ready-file", ready)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
+			ctx, err := apiv1.ParseContext(strings.TrimSpace(string(data)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return client.New(ctx)
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("oz0 dev not ready in 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// firstEvent submits a job and follows it to its end; it returns the time to its first event
+// that is not a status change.
+func firstEvent(b *testing.B, c *client.Client, agent string) time.Duration {
+	ctx := context.Background()
+	start := time.Now()
+	j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: agent, Input: "I was charged twice for my order"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var first time.Duration
+	err = c.Events(ctx, j.ID, 0, func(ev apiv1.Event) error {
+		if first == 0 && ev.Type != apiv1.EventStatus {
+			first = time.Since(start)
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if final, err := c.Job(ctx, j.ID); err != nil || final.Status != apiv1.StatusSucceeded {
+		b.Fatalf("job %s: %v %s %s", j.ID, err, final.Status, final.Reason)
+	}
+	return first
 }

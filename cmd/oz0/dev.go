@@ -15,6 +15,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 )
@@ -34,6 +35,7 @@ type devOptions struct {
 	LogLevel   string
 	LogFormat  string
 	Verbose    bool
+	Sandbox    sandbox.Tier // "" (Auto): standard where this machine allows it, else none
 }
 
 var (
@@ -43,6 +45,7 @@ var (
 
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
 	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv}
+	var sandboxFlag string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a dev server and a node with the plugin, offline",
@@ -72,6 +75,11 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 			if !slices.Contains(logFormats, opts.LogFormat) {
 				return cmdutil.Usagef("unknown --log-format %q; choose text or json", opts.LogFormat)
 			}
+			tier, err := sandbox.ParseTier(sandboxFlag)
+			if err != nil {
+				return cmdutil.Usagef("--sandbox: %v", err)
+			}
+			opts.Sandbox = tier
 			addr, err := loopbackAddr(opts.Addr)
 			if err != nil {
 				return err
@@ -99,6 +107,8 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	_ = cmd.MarkFlagDirname("state-dir")
 	_ = cmd.MarkFlagFilename("fake-script", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("hooks", "yaml", "yml")
+	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: standard where this machine allows it, else none, with a warning; docs/sandbox.md)")
+	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -131,7 +141,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
-		Getenv: opts.Getenv, HooksFile: opts.Hooks,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together

@@ -23,8 +23,9 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this machine for the oz0 dev loop, and say how to mend each miss",
-		Long: `Check python, the plugin (it lints), its .venv, uv, the dev server in OZ0_CONTEXT and a free
-loopback port. Exit status 1 when a check fails; warnings do not fail it.`,
+		Long: `Check python, the plugin (it lints), its .venv, uv, the dev server in OZ0_CONTEXT, a free
+loopback port, and which sandbox tiers work here (and if one does not, why). Exit status 1 when
+a check fails; warnings do not fail it.`,
 		Example: "  oz0 doctor\n  oz0 doctor --plugin acme-triage --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -4,6 +4,9 @@ package main
 import (
 	"os"
 
+	// A session's sandbox re-executes oz0 as the session's init: that runs from this package's
+	// init function, before main and cobra, and never returns (see sandbox.Process).
+	_ "github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/prompt"

@@ -13,6 +13,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/lint"
@@ -28,10 +29,12 @@ type pluginTestOptions struct {
 	Input     string
 	Timeout   time.Duration
 	Grace     time.Duration
+	Sandbox   sandbox.Tier // "": oz0 dev's default, standard where this machine allows it
 }
 
 func newCmdPluginTest(f *cmdutil.Factory, runF func(*pluginTestOptions) error) *cobra.Command {
 	opts := &pluginTestOptions{IO: f.IOStreams}
+	var sandboxFlag string
 	cmd := &cobra.Command{
 		Use:   "test [DIR]",
 		Short: "Check every harness of a plugin against harness protocol v1",
@@ -54,6 +57,11 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 			if err := opts.Check(); err != nil {
 				return err
 			}
+			tier, err := sandbox.ParseTier(sandboxFlag)
+			if err != nil {
+				return cmdutil.Usagef("--sandbox: %v", err)
+			}
+			opts.Sandbox = tier
 			if runF != nil {
 				return runF(opts)
 			}
@@ -66,7 +74,9 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
 	cmd.Flags().DurationVar(&opts.Grace, "grace", harnesskit.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
+	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
 	_ = cmd.RegisterFlagCompletionFunc("harness", completeHarnesses)
+	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("script", "yaml", "yml")
 	cmd.ValidArgsFunction = completeDir
 	return cmd
@@ -94,6 +104,7 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	started := ""
 	report, err := conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
+		Sandbox: opts.Sandbox, Warn: func(w string) { fmt.Fprintln(opts.IO.ErrOut, "warning: "+w) },
 		Progress: func(c conformance.Check) {
 			if opts.Enabled() {
 				return
@@ -101,6 +112,7 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			if c.Harness != started {
 				started = c.Harness
 				fmt.Fprintf(out, "harness %s: protocol v1 against the gateway and the fake model\n", c.Harness)
+				fmt.Fprintf(out, "  sandbox %s\n", c.Sandbox)
 			}
 			mark := "ok  "
 			switch {

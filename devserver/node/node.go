@@ -65,8 +65,11 @@ type Config struct {
 	// TempDir holds the sessions' directories; "" is os.TempDir().
 	TempDir string
 	// Grace is the sessions' grace period; 0 is harnesskit.DefaultGrace.
-	Grace  time.Duration
-	Logger *slog.Logger
+	Grace time.Duration
+	// Sandbox is the sessions' sandbox: its tier, what it hides (the node's state directory),
+	// and the gateway's handler for the strict tier. Each session also hides the other plugins.
+	Sandbox harnesskit.Sandbox
+	Logger  *slog.Logger
 	// BeforeEnd is called when a session has ended, before the job's end is recorded: the dev
 	// server waits there for the job's model calls still being metered.
 	BeforeEnd func(job string)

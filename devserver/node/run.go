@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
@@ -44,7 +45,14 @@ func (n *Node) run(job *Job) {
 	defer n.cfg.Gateway.Forget(job.ID)
 	defer n.cfg.Keys.RevokeJob(job.ID)
 
-	spec := job.spec.Spec(n.cfg.GatewayURL, key)
+	sandbox := n.cfg.Sandbox
+	sandbox.Hide = slices.Clone(sandbox.Hide)
+	for _, p := range n.cfg.Plugins.Plugins() {
+		if p.Dir != job.Plugin.Dir {
+			sandbox.Hide = append(sandbox.Hide, p.Dir)
+		}
+	}
+	spec := job.spec.Spec(n.cfg.GatewayURL, key, sandbox)
 	spec.Limits.Grace = n.cfg.Grace
 	spec.Decider = harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }

@@ -24,6 +24,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
@@ -41,7 +42,9 @@ type Check struct {
 	Got           string `json:"got"`
 	Note          string `json:"note,omitempty"`
 	// Hint says what the author can do about a failed check.
-	Hint    string        `json:"hint,omitempty"`
+	Hint string `json:"hint,omitempty"`
+	// Sandbox is the tier the check's sessions ran in.
+	Sandbox sandbox.Tier  `json:"sandbox"`
 	Elapsed time.Duration `json:"-"`
 	// ElapsedMS is Elapsed for JSON readers.
 	ElapsedMS int64 `json:"elapsed_ms"`
@@ -49,8 +52,10 @@ type Check struct {
 
 // Report is every check of a run.
 type Report struct {
-	Plugin string  `json:"plugin"`
-	Checks []Check `json:"checks"`
+	Plugin string `json:"plugin"`
+	// Sandbox is the tier the sessions ran in, as oz0 dev's node would run them.
+	Sandbox sandbox.Tier `json:"sandbox"`
+	Checks  []Check      `json:"checks"`
 }
 
 // Counts returns how many checks passed, failed, and did not apply.
@@ -84,6 +89,11 @@ type Options struct {
 	Harnesses []string
 	// Progress is told of each check as it ends; may be nil.
 	Progress func(Check)
+	// Sandbox is the tier to run sessions in; "" is oz0 dev's default (sandbox.Resolve): standard
+	// where it works, else none, with a warning to Warn.
+	Sandbox sandbox.Tier
+	// Warn is told of a fallback to tier none; may be nil.
+	Warn func(string)
 }
 
 // DefaultInput is the guide's ticket.
@@ -175,6 +185,7 @@ type env struct {
 	gwServer *httptest.Server
 	keys     *gateway.MemResolver
 	meter    *gateway.MemMeter
+	sandbox  harnesskit.Sandbox
 	jobs     atomic.Int64
 }
 
@@ -193,6 +204,13 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("the plugin has no harness %q", name)
 		}
 	}
+	tier, warning, err := sandbox.Resolve(opts.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" && opts.Warn != nil {
+		opts.Warn(warning)
+	}
 	e := &env{opts: opts, keys: gateway.NewMemResolver(), meter: &gateway.MemMeter{}}
 	e.upstream = httptest.NewServer(fakemodel.New(opts.Script))
 	defer e.upstream.Close()
@@ -202,6 +220,7 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	}
 	e.gwServer = httptest.NewServer(gw)
 	defer e.gwServer.Close()
+	e.sandbox = harnesskit.Sandbox{Tier: tier, Gateway: gw}
 
 	var targets []*target
 	for i := range p.Manifest.Harnesses {
@@ -216,14 +235,14 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 		targets = append(targets, t)
 	}
 
-	rep := &Report{Plugin: p.Manifest.Name}
+	rep := &Report{Plugin: p.Manifest.Name, Sandbox: tier}
 	for _, t := range targets {
 		for _, sc := range scenarios {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
 			}
 			start := time.Now()
-			c := Check{Harness: t.harness.Name, ID: sc.id, Title: sc.title, Expected: sc.expected}
+			c := Check{Harness: t.harness.Name, ID: sc.id, Title: sc.title, Expected: sc.expected, Sandbox: tier}
 			if sc.needsTools && (!t.harness.Permissions || len(t.job.Tools()) == 0) {
 				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
 				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
@@ -307,7 +326,7 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 	for range ss.spendSteps {
 		e.spendStep(key)
 	}
-	spec := job.Spec(e.gwServer.URL, key)
+	spec := job.Spec(e.gwServer.URL, key, e.sandbox)
 	if ss.tools != nil {
 		spec.Request.Tools = ss.tools
 	}

@@ -17,10 +17,12 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
-// The harness of these tests appends each session request it gets to RECORD.
+// The harness of these tests appends each session request it gets to RECORD, a file outside its
+// plugin, which a sandbox hides: the kit runs them in tier none, as the node does.
 const recordingManifest = `apiVersion: oz0/v1
 name: shop
 version: 0.1.0
@@ -64,7 +66,7 @@ func TestKitSendsTheRequestTheNodeSends(t *testing.T) {
 	})
 
 	runOnNode(t, p, "orders", orderInput)
-	rep, err := conformance.Run(context.Background(), p, conformance.Options{Input: orderInput, Harnesses: []string{"shop"}, Grace: 3 * time.Second})
+	rep, err := conformance.Run(context.Background(), p, conformance.Options{Input: orderInput, Harnesses: []string{"shop"}, Grace: 3 * time.Second, Sandbox: sandbox.None})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestKitRequestForAHarnessNoAgentUses(t *testing.T) {
 		"agents/orders.yaml": recordingAgent,
 		"prompts/p.md":       "Sort the support ticket.\n",
 	})
-	if _, err := conformance.Run(context.Background(), p, conformance.Options{Harnesses: []string{"solo"}, Grace: 3 * time.Second}); err != nil {
+	if _, err := conformance.Run(context.Background(), p, conformance.Options{Harnesses: []string{"solo"}, Grace: 3 * time.Second, Sandbox: sandbox.None}); err != nil {
 		t.Fatal(err)
 	}
 	got := readRequests(t, record)[0]
@@ -233,7 +235,7 @@ func TestKitStandsTheFakeInForANamedRecord(t *testing.T) {
 		"agents/orders.yaml": strings.Replace(recordingAgent, "{use: default, name: fake-sonnet}", "{use: anthropic}", 1),
 		"prompts/p.md":       "Sort the support ticket.\n",
 	})
-	rep, err := conformance.Run(context.Background(), p, conformance.Options{Input: orderInput, Harnesses: []string{"shop"}, Grace: 3 * time.Second})
+	rep, err := conformance.Run(context.Background(), p, conformance.Options{Input: orderInput, Harnesses: []string{"shop"}, Grace: 3 * time.Second, Sandbox: sandbox.None})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,9 +135,9 @@ func (j *Job) Grant() gateway.Grant {
 }
 
 // Spec is the session's harnesskit.Spec against the gateway at gatewayURL (its faces are
-// gatewayURL + "/anthropic" and "/openai") with the session key key, issued for Grant. The caller
-// sets what is its own: Decider, Sink, TempDir and Limits.Grace.
-func (j *Job) Spec(gatewayURL, key string) harnesskit.Spec {
+// gatewayURL + "/anthropic" and "/openai") with the session key key, issued for Grant, in the
+// node's sandbox. The caller sets what is its own: Decider, Sink, TempDir and Limits.Grace.
+func (j *Job) Spec(gatewayURL, key string, sandbox harnesskit.Sandbox) harnesskit.Spec {
 	return harnesskit.Spec{
 		Command:   j.Harness.Command,
 		PluginDir: j.Plugin.Dir,
@@ -146,6 +146,7 @@ func (j *Job) Spec(gatewayURL, key string) harnesskit.Spec {
 			AnthropicBaseURL: gatewayURL + "/anthropic", AnthropicAPIKey: key,
 			OpenAIBaseURL: gatewayURL + "/openai", OpenAIAPIKey: key,
 		},
-		Limits: harnesskit.Limits{Timeout: j.Limits().TimeoutDuration()},
+		Limits:  harnesskit.Limits{Timeout: j.Limits().TimeoutDuration()},
+		Sandbox: sandbox,
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -51,7 +53,11 @@ func TestRequestOfAnAgent(t *testing.T) {
 		g.Limits != (gateway.Limits{MaxSteps: 3, MaxTokens: 5000, MaxCostUSD: 0.5}) {
 		t.Errorf("grant %+v", g)
 	}
-	s := j.Spec("http://127.0.0.1:7/gateway", "key_1")
+	sb := harnesskit.Sandbox{Tier: sandbox.Strict, Hide: []string{"/state"}}
+	s := j.Spec("http://127.0.0.1:7/gateway", "key_1", sb)
+	if s.Sandbox.Tier != sandbox.Strict || len(s.Sandbox.Hide) != 1 {
+		t.Errorf("the spec's sandbox is %+v, want the node's", s.Sandbox)
+	}
 	if s.Limits.Timeout != 90*time.Second || s.PluginDir != "/plugins/shop" || strings.Join(s.Command, " ") != "python -m shop" ||
 		s.Env.AnthropicBaseURL != "http://127.0.0.1:7/gateway/anthropic" || s.Env.OpenAIBaseURL != "http://127.0.0.1:7/gateway/openai" ||
 		s.Env.AnthropicAPIKey != "key_1" || s.Env.OpenAIAPIKey != "key_1" {
@@ -83,7 +89,7 @@ func TestRequestOfAHarnessNoAgentUses(t *testing.T) {
 	if g := j.Grant(); g.Agent != "shop" || g.Limits != (gateway.Limits{}) {
 		t.Errorf("grant %+v", g)
 	}
-	if s := j.Spec("http://gw", "k"); s.Limits.Timeout != 0 {
+	if s := j.Spec("http://gw", "k", harnesskit.Sandbox{}); s.Limits.Timeout != 0 {
 		t.Errorf("timeout %v", s.Limits.Timeout)
 	}
 }

@@ -53,6 +53,10 @@ func build(pkg string) result {
 		if err != nil {
 			return result{err: err}
 		}
+		// Readable by all: a sandboxed session of a node run as root runs as nobody.
+		if err := os.Chmod(d, 0o755); err != nil {
+			return result{err: err}
+		}
 		dir = d
 	}
 	out := filepath.Join(dir, fmt.Sprintf("%s-%d", path.Base(pkg), len(built)))
@@ -69,12 +73,21 @@ func build(pkg string) result {
 }
 
 // Main runs the tests of a package that builds programs with Build, and removes them after.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs m's tests and removes what Build built; for a TestMain that must exit through
+// another package (testscript.Main).
+func Run(m interface{ Run() int }) int {
 	code := m.Run()
 	mu.Lock()
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
 	mu.Unlock()
-	os.Exit(code)
+	return code
 }
+
+// M is a testing.M whose Run also removes what Build built.
+type M struct{ *testing.M }
+
+func (m M) Run() int { return Run(m.M) }

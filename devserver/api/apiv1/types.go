@@ -291,6 +291,7 @@ type SetSecretRequest struct {
 type Info struct {
 	Version  string      `json:"version"`
 	StateDir string      `json:"state_dir"`
+	Sandbox  string      `json:"sandbox"` // the tier its sessions run in (docs/sandbox.md)
 	Agents   []AgentInfo `json:"agents"`
 }
 

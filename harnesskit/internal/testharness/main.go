@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -132,6 +134,64 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 			return "refused: " + refused.Reason, nil
 		}
 		return nil, fmt.Errorf("the unlisted tool was not refused: %v", err)
+	},
+	// probe tries what options says (read, write: paths; connect: TCP host:ports; get: URLs) and
+	// answers with what each try got: "ok" or the error. With a sandbox, most should fail.
+	"probe": func(s *harness.Session, _ string) (any, error) {
+		var opts struct{ Read, Write, Connect, Get []string }
+		if err := json.Unmarshal(s.Options(), &opts); err != nil {
+			return nil, err
+		}
+		got := map[string]string{}
+		outcome := func(err error) string {
+			if err != nil {
+				return err.Error()
+			}
+			return "ok"
+		}
+		for _, p := range opts.Read {
+			_, err := os.ReadFile(p)
+			got["read "+p] = outcome(err)
+		}
+		for _, p := range opts.Write {
+			got["write "+p] = outcome(os.WriteFile(p, []byte("written by a harness\n"), 0o644))
+		}
+		for _, a := range opts.Connect {
+			c, err := net.DialTimeout("tcp", a, 5*time.Second)
+			if err == nil {
+				c.Close()
+			}
+			got["connect "+a] = outcome(err)
+		}
+		for _, u := range opts.Get {
+			resp, err := http.Get(u)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = errors.New(resp.Status)
+				}
+			}
+			got["get "+u] = outcome(err)
+		}
+		return got, nil
+	},
+	// spawn starts ARG children that sleep, in its process group, and one more that leaves it
+	// (setsid), says how many it started, and waits; each child's pid is on a line of stderr.
+	"spawn": func(s *harness.Session, arg string) (any, error) {
+		n, _ := strconv.Atoi(arg)
+		exe, _ := os.Executable()
+		for i := range n + 1 {
+			cmd := exec.Command(exe, "sleep")
+			if i == n {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			}
+			if err := cmd.Start(); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(os.Stderr, "child %d\n", cmd.Process.Pid)
+		}
+		s.Say(fmt.Sprintf("spawned %d", n+1))
+		select {}
 	},
 	// triage is the byo-agent template's agent in Go: a model call, a tool call, an answer. With
 	// ARG, it first appends its session request to the file ARG, as a JSON line.
