@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go and python3: pytest, to run the plugin template's
-# tests the way plugin authors do, and a C compiler, which `go test -race` needs (cgo). Uses
-# Debian's packages, as PyPI is not reachable everywhere.
+# tests the way plugin authors do; a C compiler, which `go test -race` needs (cgo); and Chromium,
+# which the dev UI's browser tests drive headless (devserver/ui). Uses Debian's packages, as PyPI
+# is not reachable everywhere and a browser download of a test tool's own is not either.
+# Idempotent and quiet: it installs only what is missing.
 set -euo pipefail
 missing=()
 command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v "${OZ0_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
@@ -13,9 +16,15 @@ if command -v apt-get >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
   echo "test-deps: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  log=$(mktemp)
+  trap 'rm -f "$log"' EXIT
+  # apt's chatter (debconf's notes among it) is shown only when the installation fails.
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "test-deps: could not install ${missing[*]}" >&2
+    exit 1
+  fi
 else
-  echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest) and a C compiler (for go test -race)" >&2
+  echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
   exit 1
 fi

@@ -50,7 +50,8 @@ type Options struct {
 	// MaxBatch bounds how many events one group commit holds (default 4096).
 	MaxBatch int
 	// LiveBuffer is how many live events a subscriber may fall behind before it is switched back to
-	// catching up from the database (default 1024).
+	// catching up from the database, and how many changes a watcher of the change feed may fall
+	// behind before it is told to read everything again (default 1024).
 	LiveBuffer int
 }
 
