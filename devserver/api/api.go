@@ -34,6 +34,9 @@ type Backend struct {
 	Secrets SecretStore
 	Info    func() apiv1.Info
 	Logger  *slog.Logger
+	// Stopping is closed when the server stops: the feeds, which follow changes for as long as
+	// the client stays, end then. nil never closes.
+	Stopping <-chan struct{}
 }
 
 // JobRunner starts and cancels jobs: the dev server's node.

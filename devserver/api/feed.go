@@ -87,6 +87,8 @@ func (b *Backend) feed(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-ctx.Done():
 			return
+		case <-b.Stopping:
+			return
 		}
 		if err != nil {
 			return

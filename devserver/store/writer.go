@@ -43,10 +43,11 @@ type op struct {
 	fn     func(execer) ([]Change, error)
 
 	changes []Change // what fn changed, for the change feed once committed
-	out     []Event
-	ids     []string
-	err     error
-	done    chan struct{}
+
+	out  []Event
+	ids  []string
+	err  error
+	done chan struct{}
 }
 
 func (o *op) size() (events, bytes int) {
