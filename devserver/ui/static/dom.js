@@ -76,6 +76,7 @@ export function fmtTime(iso) {
 // fmtDuration shows milliseconds as a person reads them.
 export function fmtDuration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return '';
+  if (ms < 10) return `${Number(ms.toFixed(1))} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
   const m = Math.floor(ms / 60000);

@@ -31,6 +31,7 @@ export function mount(root, app, {id}) {
       cancel.disabled = false;
     }
   }}, 'Cancel the job');
+  const waiting = h('p', {class: 'waiting', id: 'waiting', role: 'status'});
   const pending = h('div', {class: 'approvals', id: 'job-approvals'});
   const stream = h('pre', {class: 'stream', id: 'stream', role: 'log', 'aria-label': 'Live stream', tabindex: '0'});
   const outcome = h('div', {class: 'outcome', id: 'outcome', role: 'status'});
@@ -41,7 +42,7 @@ export function mount(root, app, {id}) {
     h('p', {class: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / ', h('span', {class: 'mono'}, id)),
     title, facts,
     h('div', {class: 'actions'}, h('label', {for: 'trace-command'}, 'Trace'), commandField, copy, copyNote, cancel),
-    pending,
+    waiting, pending,
     h('h2', null, 'Live stream'), stream, outcome,
     h('h2', null, 'Timeline'), trace,
     h('h2', null, 'Usage'), usage.table);
@@ -61,7 +62,7 @@ export function mount(root, app, {id}) {
       h('dt', null, 'Job'), h('dd', {class: 'mono'}, job.id),
       h('dt', null, 'Model'), h('dd', null, `${job.model_record || '—'}${job.model_name ? ` (${job.model_name})` : ''}`),
       h('dt', null, 'Started'), h('dd', null, fmtTime(job.started_at || job.created_at)),
-      h('dt', null, 'Duration'), h('dd', null, fmtDuration(jobDuration(job))),
+      h('dt', null, 'Duration'), h('dd', {id: 'job-duration'}, fmtDuration(jobDuration(job))),
       h('dt', null, 'Input'), h('dd', {class: 'input'}, job.input_text));
     if (job.status === 'succeeded') {
       outcome.className = 'outcome ok';
@@ -74,8 +75,15 @@ export function mount(root, app, {id}) {
       outcome.className = 'outcome';
       outcome.replaceChildren();
     }
+    // What oz0 run says on stderr while the job waits (not in the stream: it is not the job's output).
+    setText(waiting, job.status === 'waiting_for_approval' ? `Waiting for approval: ${job.reason}` : '');
     const mine = [...app.approvals.values()].filter((a) => a.job === id).sort((a, b) => (a.created_at < b.created_at ? -1 : 1));
     syncPending(pending, mine, app);
+  };
+
+  const showDuration = () => {
+    const el = document.getElementById('job-duration');
+    if (el) setText(el, fmtDuration(jobDuration(job)));
   };
 
   const draw = () => {
@@ -103,8 +111,17 @@ export function mount(root, app, {id}) {
   }
   showJob();
   loadUsage();
+  // While the job is live its duration and its open bars grow: redrawn each second from what is
+  // held (no request).
+  const tick = setInterval(() => {
+    if (job && LIVE.includes(job.status)) {
+      showDuration();
+      draw();
+    }
+  }, 1000);
 
   return {
+    unmount: () => clearInterval(tick),
     feed: {job: id},
     snapshot() {
       job = app.jobs.get(id) || job;
@@ -125,10 +142,6 @@ export function mount(root, app, {id}) {
       lastSeq = ev.seq;
       events.push(ev);
       if (d.text) stream.append(d.text);
-      if (ev.type === 'status' && ev.data.status === 'waiting_for_approval') {
-        // What oz0 run writes to stderr, on a line of its own.
-        stream.append(h('span', {class: 'note'}, `oz0: waiting for approval: ${ev.data.reason || ''}\n`));
-      }
       draw();
     },
   };

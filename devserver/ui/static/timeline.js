@@ -18,10 +18,12 @@ export function spans(events) {
         if (wait) {
           wait.end = t;
           wait.events.push(ev);
+          wait.open = false;
           wait = null;
         }
         if (d.status === 'waiting_for_approval') {
           wait = row(rows, ev, 'wait', t, t, 'waiting for approval', d.reason || '');
+          wait.open = true;
         } else {
           row(rows, ev, 'status', t, t, d.status.replaceAll('_', ' '), d.reason || '');
         }
@@ -38,6 +40,7 @@ export function spans(events) {
       case 'permission_request': {
         const r = row(rows, ev, 'tool', t, t, d.tool, sortedJSON(d.arguments ?? {}));
         r.asked = t;
+        r.open = true; // until its result, or a refusal
         tools.set(d.id, r);
         break;
       }
@@ -49,7 +52,10 @@ export function spans(events) {
         r.decision = d.decision === 'deny'
           ? `denied${d.by ? ` by ${d.by}` : ''}: ${d.reason || ''}`
           : `allowed${d.by ? ` by ${d.by}` : ''}${d.changed ? ' (arguments changed)' : ''}`;
-        if (d.decision === 'deny') r.failed = true;
+        if (d.decision === 'deny') {
+          r.failed = true;
+          r.open = false;
+        }
         break;
       }
       case 'tool_result': {
@@ -57,6 +63,7 @@ export function spans(events) {
         if (r.events[r.events.length - 1] !== ev) r.events.push(ev);
         r.end = Math.max(r.end, t);
         r.result = d.error ? `failed: ${d.error}` : text(d.result);
+        r.open = false;
         if (d.error) r.failed = true;
         break;
       }
@@ -108,12 +115,16 @@ function row(rows, ev, kind, start, end, label, detail) {
 }
 
 // render draws the rows into container, keeping the rows already there (and whether each is
-// open) by key.
+// expanded) by key. While the job is live, what has not ended yet (a tool call, a wait for a
+// person) reaches to now.
 export function render(container, rows, live) {
   if (!rows.length) return;
+  const now = Date.now();
+  if (live) {
+    for (const r of rows) if (r.open) r.end = Math.max(r.end, now);
+  }
   const t0 = Math.min(...rows.map((r) => r.start));
-  let t1 = Math.max(...rows.map((r) => r.end));
-  if (live) t1 = Math.max(t1, Date.now());
+  const t1 = Math.max(...rows.map((r) => r.end));
   const span = Math.max(t1 - t0, 1);
   const pct = (t) => `${((t - t0) / span) * 100}%`;
 
