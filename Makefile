@@ -4,15 +4,18 @@ BIN     ?= bin/oz0
 BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
+# Where tests leave what a person may want to look at: the dev UI's browser tests write a
+# screenshot of each page to $(OZ0_TEST_ARTIFACTS)/ui/.
+export OZ0_TEST_ARTIFACTS ?= $(CURDIR)/test-output
 
 .PHONY: build test test-deps cross race demo bench lint clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
-# The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds and the testscript
-# end-to-end scripts (which also run the template's Python tests with unittest and pytest), then
-# the race detector.
+# The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds, the testscript
+# end-to-end scripts (which also run the template's Python tests with unittest and pytest) and the
+# dev UI's tests in headless Chromium, then the race detector.
 test: test-deps lint cross
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
@@ -35,7 +38,7 @@ cross:
 	done
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
-# What the tests need and a fresh machine lacks (pytest for the template's tests).
+# What the tests need and a fresh machine lacks (pytest, gcc for -race, Chromium for the dev UI).
 test-deps:
 	@scripts/test-deps.sh
 
@@ -58,4 +61,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin test-output

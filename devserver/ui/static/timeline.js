@@ -135,7 +135,7 @@ export function render(container, rows, live) {
   }
   const ticks = niceTicks(span);
   axis.lastChild.replaceChildren(...ticks.map((v) => {
-    const tick = h('span', {class: 'tick'}, fmtDuration(v));
+    const tick = h('span', {class: 'tick'}, v < 1000 ? `${v} ms` : `${Number((v / 1000).toFixed(2))} s`);
     tick.style.left = pct(t0 + v);
     return tick;
   }));
