@@ -199,19 +199,37 @@ func TestBrowser(t *testing.T) {
 		br.shot("job-denied")
 	})
 
+	t.Run("cancel from the job's page", func(t *testing.T) {
+		br.t = t
+		j, err := d.client.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: "I was charged twice for my order"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		br.do("open the waiting job", chromedp.Navigate(base+"#/jobs/"+j.ID), chromedp.WaitVisible("#job-approvals .approval"),
+			chromedp.Click("#cancel-job"), br.waitText("#failure", "cancelled"), br.waitText("h1 .status", "cancelled"),
+			poll(`document.getElementById('approval-count').hidden`), chromedp.WaitNotPresent("#job-approvals .approval"))
+		if got, _ := d.client.Job(ctx, j.ID); got.Status != apiv1.StatusCancelled {
+			t.Errorf("the job after Cancel: %s", got.Status)
+		}
+	})
+
 	t.Run("usage", func(t *testing.T) {
 		br.t = t
 		agents, err := get[apiv1.UsageReport](d, "/api/v1/usage")
 		if err != nil || len(agents.Usage) != 1 {
 			t.Fatalf("usage from the API: %+v %v", agents, err)
 		}
-		u := agents.Usage[0]
+		jobs, err := get[apiv1.UsageReport](d, "/api/v1/usage?by=job")
+		if err != nil || len(jobs.Usage) < 2 {
+			t.Fatalf("usage by job from the API: %+v %v", jobs, err)
+		}
+		u, j := agents.Usage[0], jobs.Usage[0]
 		row := "#usage-agents tbody tr"
 		br.do("open Usage", chromedp.Click(`nav a[data-nav="usage"]`), chromedp.WaitVisible(row),
 			br.waitText(row, "acme-triage"), br.waitText(row, u.Record), br.waitText(row, grouped(u.InputTokens)),
-			br.waitText(`#usage-jobs tbody tr[data-key^="acme-triage|`+second+`"]`, grouped(u.OutputTokens/2)))
-		if n := evaluate[int](br, `document.querySelectorAll('#usage-jobs tbody tr').length`); n != 2 {
-			t.Errorf("%d rows per job, want 2", n)
+			br.waitText(`#usage-jobs tbody tr[data-key^="acme-triage|`+j.Job+`"]`, grouped(j.InputTokens)))
+		if n := evaluate[int](br, `document.querySelectorAll('#usage-jobs tbody tr').length`); n != len(jobs.Usage) {
+			t.Errorf("%d rows per job, want %d", n, len(jobs.Usage))
 		}
 		br.shot("usage")
 	})
