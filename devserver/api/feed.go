@@ -32,7 +32,8 @@ func (b *Backend) feed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer watch.Close()
-	var job *jobText
+	var job *jobText // the followed job's text, with events
+	var events <-chan store.Event
 	if id := r.URL.Query().Get("job"); id != "" {
 		j, err := b.Store.GetJob(id)
 		if err != nil {
@@ -46,8 +47,7 @@ func (b *Backend) feed(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer sub.Close()
-		job = newJobText(j.Agent)
-		job.events = sub.C
+		job, events = newJobText(j.Agent), sub.C
 	}
 	out := newSSE(w)
 	snapshot := func() error {
@@ -63,10 +63,6 @@ func (b *Backend) feed(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := snapshot(); err != nil {
 		return
-	}
-	var events <-chan store.Event
-	if job != nil {
-		events = job.events
 	}
 	for {
 		var err error
@@ -119,9 +115,8 @@ func (b *Backend) sendChange(out *sse, c store.Change, snapshot func() error) er
 
 // jobText renders a job's events as `oz0 run` writes them, event by event.
 type jobText struct {
-	events <-chan store.Event
-	buf    bytes.Buffer
-	r      *render.Stream
+	buf bytes.Buffer
+	r   *render.Stream
 }
 
 func newJobText(agent string) *jobText {
