@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go and python3: pytest, to run the plugin template's
-# tests the way plugin authors do; a C compiler, which `go test -race` needs (cgo); and Chromium,
-# which the dev UI's browser tests drive headless (devserver/ui). Uses Debian's packages, as PyPI
-# is not reachable everywhere and a browser download of a test tool's own is not either.
-# Idempotent and quiet: it installs only what is missing.
+# tests the way plugin authors do; a C compiler, which `go test -race` needs (cgo); Node with npm
+# for the Node templates; and Chromium, which the dev UI's browser tests drive headless
+# (devserver/ui). Uses Debian's packages, as PyPI is not reachable everywhere and a browser
+# download of a test tool's own is not either; it installs only what is missing, quietly. Then
+# the Node templates' pinned dependencies, from npm into a cache shared across runs
+# (scripts/node-deps.sh; nothing to do when cached).
 set -euo pipefail
 missing=()
 command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v "${OZ0_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+  exec "$(dirname "$0")/node-deps.sh"
 fi
 if command -v apt-get >/dev/null 2>&1; then
   sudo=""
@@ -19,12 +23,13 @@ if command -v apt-get >/dev/null 2>&1; then
   log=$(mktemp)
   trap 'rm -f "$log"' EXIT
   # apt's chatter (debconf's notes among it) is shown only when the installation fails.
-  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
     cat "$log" >&2
     echo "test-deps: could not install ${missing[*]}" >&2
     exit 1
   fi
 else
-  echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
+  echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race), Node 20 or later with npm, and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
   exit 1
 fi
+exec "$(dirname "$0")/node-deps.sh"

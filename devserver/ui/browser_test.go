@@ -147,7 +147,7 @@ func TestBrowser(t *testing.T) {
 		tokens := fmt.Sprintf("%s in · %s out", grouped(j.Usage.InputTokens), grouped(j.Usage.OutputTokens))
 		br.do("the model call and the tool call on the timeline",
 			br.waitText(model, "fake · "+j.ModelName), br.waitText(model+" .detail", tokens), br.waitText(model+" .detail", "status 200"),
-			br.waitText("#timeline .span.k-tool", "notify_team"), br.waitText("#timeline .span.k-tool .detail", "allowed by person"),
+			br.waitText("#timeline .span.k-tool", "notify_team"), br.waitText("#timeline .span.k-tool .detail", "allowed by a person"),
 			br.waitText("#timeline .span.k-tool .detail", "→ told the billing team"),
 			br.waitText("#timeline .span.k-result", "billing: Sorry"))
 		br.do("expand the model call to its JSON", chromedp.Click(model+" summary"), chromedp.WaitVisible(model+" pre.json"),
@@ -190,9 +190,9 @@ func TestBrowser(t *testing.T) {
 
 		br.do("the first tab's list shows the job's end", br.waitText(row+" .status", "succeeded"))
 		br.do("open the denied job", chromedp.Click(row+" a"),
-			br.waitText("#stream", "acme-triage ✗ notify_team refused: billing is told by a person by person\n"),
+			br.waitText("#stream", "acme-triage ✗ notify_team refused by a person: billing is told by a person\n"),
 			br.waitText("#stream", "acme-triage: (The team was not told: billing is told by a person)"),
-			br.waitText("#timeline .span.k-tool .detail", "denied by person: billing is told by a person"))
+			br.waitText("#timeline .span.k-tool .detail", "denied by a person: billing is told by a person"))
 		if text := evaluate[string](br, "document.body.innerText"); strings.Contains(text, secret) || !strings.Contains(text, "***") {
 			t.Error("the job's page shows the secret, or nothing masked")
 		}

@@ -50,8 +50,8 @@ export function spans(events) {
         r.end = Math.max(r.end, t);
         r.decided = t;
         r.decision = d.decision === 'deny'
-          ? `denied${d.by ? ` by ${d.by}` : ''}: ${d.reason || ''}`
-          : `allowed${d.by ? ` by ${d.by}` : ''}${d.changed ? ' (arguments changed)' : ''}`;
+          ? `denied${by(d.by)}: ${d.reason || ''}`
+          : `allowed${by(d.by)}${d.changed ? ' (arguments changed)' : ''}`;
         if (d.decision === 'deny') {
           r.failed = true;
           r.open = false;
@@ -106,6 +106,16 @@ export function spans(events) {
     }
   }
   return rows.sort((a, b) => a.start - b.start || a.seq - b.seq);
+}
+
+// by says who decided a call, as oz0 run says it, from the trace's word for it: person, node,
+// hook:NAME, rule:ID, policy.
+function by(who) {
+  if (!who) return '';
+  if (who === 'person') return ' by a person';
+  if (who === 'node') return ' by the node';
+  if (who.startsWith('hook:')) return ` by hook ${who.slice(5)}`;
+  return ` by ${who}`;
 }
 
 function row(rows, ev, kind, start, end, label, detail) {
