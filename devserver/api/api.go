@@ -1,7 +1,9 @@
 // Package api is the dev server's control API: jobs, their live streams and traces, the
-// approvals inbox, and the tenant's secrets, answered in the wire types of apiv1. Every call needs
-// the bearer token of OZ0_CONTEXT; the Host must be loopback (so a web page cannot reach it
-// through DNS rebinding) and writes from another origin are refused.
+// approvals inbox, usage by model record, the feed that keeps a live view up to date, and the
+// tenant's secrets, answered in the wire types of apiv1. Every call needs the bearer token of
+// OZ0_CONTEXT; the Host must be loopback (so a web page cannot reach it through DNS rebinding) and
+// writes from another origin are refused. The dev UI serves the same calls (Routes), but the
+// secrets', behind its own login instead of the token.
 package api
 
 import (
