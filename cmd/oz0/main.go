@@ -12,9 +12,11 @@ import (
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
+	build := readBuildInfo()
 	f := &cmdutil.Factory{
 		IOStreams: iostreams.System(),
-		Version:   buildVersion(),
+		Build:     build,
+		Version:   build.Version,
 		Getwd:     os.Getwd,
 		Getenv:    os.Getenv,
 		Prompter:  prompt.Huh{},

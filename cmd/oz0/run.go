@@ -86,6 +86,7 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "print the job id and return without following the job")
 	cmd.Flags().StringVar(&opts.InputFile, "input-file", "", "read the input from this file")
+	cmd.ValidArgsFunction = fromServer(f, listAgents)
 	return cmd
 }
 

@@ -67,8 +67,16 @@ class FakeModelAPI:
                     body = {}
                 if api.status:
                     kind = "rate_limit_error" if api.status == 429 else "api_error"
-                    self.answer(api.status, {"type": "error", "error": {
-                        "type": kind, "message": f"the fake model API answers {api.status}"}})
+                    self.answer(
+                        api.status,
+                        {
+                            "type": "error",
+                            "error": {
+                                "type": kind,
+                                "message": f"the fake model API answers {api.status}",
+                            },
+                        },
+                    )
                 elif self.path.endswith("/v1/messages"):
                     self.answer(200, api.anthropic(body))
                 elif self.path.endswith("/chat/completions"):
@@ -102,17 +110,33 @@ class FakeModelAPI:
         stop = "end_turn"
         messages = body.get("messages") or [{}]
         last = messages[-1].get("content")
-        results = [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"] \
-            if isinstance(last, list) else []
+        results = (
+            [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if isinstance(last, list)
+            else []
+        )
         if self.tool_arguments is not None and results:
             content = [{"type": "text", "text": "The tool answered: " + _text(results[0])}]
         elif self.tool_arguments is not None and body.get("tools"):
-            content = [{"type": "tool_use", "id": "toolu_fake1", "name": body["tools"][0]["name"],
-                        "input": self.tool_arguments}]
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_fake1",
+                    "name": body["tools"][0]["name"],
+                    "input": self.tool_arguments,
+                }
+            ]
             stop = "tool_use"
-        return {"id": "msg_fake_1", "type": "message", "role": "assistant",
-                "model": body.get("model"), "content": content, "stop_reason": stop,
-                "stop_sequence": None, "usage": {"input_tokens": 42, "output_tokens": 17}}
+        return {
+            "id": "msg_fake_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 42, "output_tokens": 17},
+        }
 
     def openai(self, body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.text}
@@ -122,14 +146,26 @@ class FakeModelAPI:
             message["content"] = "The tool answered: " + _text(messages[-1])
         elif self.tool_arguments is not None and body.get("tools"):
             name = body["tools"][0]["function"]["name"]
-            message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": "call_fake1", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(self.tool_arguments)}}]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_fake1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(self.tool_arguments)},
+                    }
+                ],
+            }
             finish = "tool_calls"
-        return {"id": "chatcmpl-fake1", "object": "chat.completion", "created": 0,
-                "model": body.get("model"),
-                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-                "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}}
+        return {
+            "id": "chatcmpl-fake1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59},
+        }
 
     def close(self) -> None:
         self.server.shutdown()
@@ -331,14 +367,22 @@ class SessionCase(unittest.TestCase):
 
     @staticmethod
     def allow(run: Run, event: dict[str, Any]) -> None:
-        run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                  "arguments": event["arguments"]})
+        run.send(
+            {
+                "type": "permission",
+                "id": event["id"],
+                "decision": "allow",
+                "arguments": event["arguments"],
+            }
+        )
 
     @staticmethod
     def deny(reason: str) -> Answer:
         def answer(run: Run, event: dict[str, Any]) -> None:
-            run.send({"type": "permission", "id": event["id"], "decision": "deny",
-                      "reason": reason})
+            run.send(
+                {"type": "permission", "id": event["id"], "decision": "deny", "reason": reason}
+            )
+
         return answer
 
     @staticmethod

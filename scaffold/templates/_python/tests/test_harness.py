@@ -14,7 +14,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sessions import (  # noqa: E402
+from sessions import (
     INSTRUCTIONS,
     JOB,
     MODEL_NAME,
@@ -68,12 +68,12 @@ return call.arguments
 
 
 class ToolCallTest(SessionCase):
-
     def test_allowed_call_runs_and_reports(self) -> None:
         events, code, run = self.session(self.allow, argv=NOTIFY)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual([e["type"] for e in events],
-                         ["permission_request", "tool_result", "result"])
+        self.assertEqual(
+            [e["type"] for e in events], ["permission_request", "tool_result", "result"]
+        )
         asked, told, result = events
         self.assertEqual(asked["tool"], "notify_team")
         self.assertEqual(asked["arguments"], {"team": "billing", "summary": TICKET})
@@ -87,8 +87,14 @@ class ToolCallTest(SessionCase):
             run.send("this line is not JSON")  # stray input is ignored
             run.send({"type": "something_new", "id": event["id"]})  # so is an unknown type
             run.send({"type": "permission", "id": "p999", "decision": "allow"})  # and a stranger
-            run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                      "arguments": {"team": "account", "summary": "changed by a hook"}})
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": {"team": "account", "summary": "changed by a hook"},
+                }
+            )
 
         events, code, run = self.session(answer, argv=NOTIFY)
         self.assertEqual(code, 0, run.log())
@@ -108,19 +114,32 @@ class ToolCallTest(SessionCase):
 
     def test_a_call_run_elsewhere_is_asked_and_reported_once(self) -> None:
         def answer(run: Run, event: dict[str, Any]) -> None:
-            run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                      "arguments": {"team": "account", "summary": "changed"}})
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": {"team": "account", "summary": "changed"},
+                }
+            )
 
         events, code, run = self.session(answer, argv=ASKED)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual([e["type"] for e in events],
-                         ["permission_request", "tool_result", "result"])
-        self.assertEqual(events[1], {"type": "tool_result", "id": events[0]["id"],
-                                     "tool": "notify_team", "result": "told the account team: changed"})
+        self.assertEqual(
+            [e["type"] for e in events], ["permission_request", "tool_result", "result"]
+        )
+        self.assertEqual(
+            events[1],
+            {
+                "type": "tool_result",
+                "id": events[0]["id"],
+                "tool": "notify_team",
+                "result": "told the account team: changed",
+            },
+        )
         self.assertEqual(events[2]["output"], {"team": "account", "summary": "changed"})
 
-        events, code, run = self.session(self.allow, request=self.request(text="fail"),
-                                         argv=ASKED)
+        events, code, run = self.session(self.allow, request=self.request(text="fail"), argv=ASKED)
         self.assertEqual(events[1]["error"], "ValueError: no such team")
         events, code, run = self.session(self.deny("not now"), argv=ASKED)
         self.assertEqual([e["type"] for e in events], ["permission_request", "result"])
@@ -151,10 +170,12 @@ class ModelCallTest(SessionCase):
         self.assertEqual(body["messages"], [{"role": "user", "content": TICKET}])
 
     def test_openai_chat_when_the_record_speaks_it(self) -> None:
-        request = self.request(model={"name": "gpt-fake", "format": "openai-chat",
-                                      "record": "openai"})
-        events, code, run = self.session(request=request,
-                                         argv=agent("return session.complete(session.text)"))
+        request = self.request(
+            model={"name": "gpt-fake", "format": "openai-chat", "record": "openai"}
+        )
+        events, code, run = self.session(
+            request=request, argv=agent("return session.complete(session.text)")
+        )
         self.assertEqual(code, 0, run.log())
         self.assertEqual(events, [{"type": "result", "output": "the model's answer"}])
         call = self.api.calls()[0]
@@ -164,15 +185,18 @@ class ModelCallTest(SessionCase):
         self.assertEqual(headers["oz0-job"], JOB)
         self.assertEqual(headers["oz0-agent"], NAME)
         self.assertEqual(call["body"]["model"], "gpt-fake")
-        self.assertEqual(call["body"]["messages"], [
-            {"role": "system", "content": INSTRUCTIONS},
-            {"role": "user", "content": TICKET},
-        ])
+        self.assertEqual(
+            call["body"]["messages"],
+            [
+                {"role": "system", "content": INSTRUCTIONS},
+                {"role": "user", "content": TICKET},
+            ],
+        )
 
     def test_max_steps(self) -> None:
         request = self.request(limits={"max_steps": 1, "timeout_s": 600})
         argv = agent("session.complete('one')\nsession.complete('two')\nreturn 'not reached'")
-        events, code, run = self.session(request=request, argv=argv)
+        events, code, _ = self.session(request=request, argv=argv)
         self.assertEqual(code, 1)
         self.assertEqual(events[-1]["type"], "error")
         self.assertIn("limits.max_steps", events[-1]["message"])
@@ -181,7 +205,6 @@ class ModelCallTest(SessionCase):
 
 
 class ProtocolTest(SessionCase):
-
     def test_stray_output_does_not_corrupt_stdout(self) -> None:
         argv = agent("""
 print('a stray print')
@@ -194,8 +217,13 @@ return {'ok': True, 'text': session.text}
 """)
         events, code, run = self.session(argv=argv)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual(events, [{"type": "say", "text": "still fine"},
-                                  {"type": "result", "output": {"ok": True, "text": TICKET}}])
+        self.assertEqual(
+            events,
+            [
+                {"type": "say", "text": "still fine"},
+                {"type": "result", "output": {"ok": True, "text": TICKET}},
+            ],
+        )
         for line in run.stdout:
             self.assertIsInstance(json.loads(line), dict)
         log = run.log()
@@ -209,8 +237,9 @@ return {'ok': True, 'text': session.text}
         self.assertIn("Traceback", run.log())
 
     def test_other_protocol_is_refused(self) -> None:
-        events, code, _ = self.session(request=self.request(protocol=2),
-                                       argv=agent("return 'not reached'"))
+        events, code, _ = self.session(
+            request=self.request(protocol=2), argv=agent("return 'not reached'")
+        )
         self.assertEqual(code, 1)
         self.assertEqual(len(events), 1)
         self.assertEqual(events[0]["type"], "error")
@@ -218,8 +247,9 @@ return {'ok': True, 'text': session.text}
         self.assertEqual(self.api.calls(), [])
 
     def test_first_line_not_a_session(self) -> None:
-        events, code, _ = self.session(request={"type": "permission", "id": "p1"},
-                                       argv=agent("return 'not reached'"))
+        events, code, _ = self.session(
+            request={"type": "permission", "id": "p1"}, argv=agent("return 'not reached'")
+        )
         self.assertEqual(code, 1)
         self.assertEqual(events[0]["type"], "error")
         self.assertIn("protocol 1", events[0]["message"])

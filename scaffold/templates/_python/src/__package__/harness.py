@@ -1,7 +1,11 @@
 """The harness side of the oz0 harness protocol, version 1.
 
-One process per job. The node starts `python -m {{.Package}}`, writes the session request as the
-first line of stdin and reads events from stdout, one JSON object per line:
+One process per job. The node starts the harness's command,
+
+    python -m {{.Package}}
+
+writes the session request as the first line of stdin and reads events from stdout, one JSON
+object per line:
 
     node -> harness (stdin)   {"type": "session", "protocol": 1, ...}     the first line
                               {"type": "permission", "id": "p1", "decision": "allow", ...}
@@ -88,23 +92,28 @@ class Model(str):
 
     Its string value is what LiteLLM-style clients such as CrewAI's LLM(model=...) expect:
     "anthropic/<name>" for the anthropic-messages format, "openai/<name>" for openai-chat.
-    Use .name for the bare model name (what Anthropic's and OpenAI's SDKs expect).
+    Use .name for the bare model name (what Anthropic's and OpenAI's SDKs expect), and
+    .format_name for the request's model.format (a str's .format is str.format).
     """
 
     name: str
-    format: str  # shadows str.format on purpose: the protocol calls the field "format"
+    format_name: str
     record: str
 
-    def __new__(cls, name: str = "", format: str = "anthropic-messages", record: str = "") -> Model:
-        prefix = {"anthropic-messages": "anthropic/", "openai-chat": "openai/"}.get(format, "")
+    def __new__(
+        cls, name: str = "", format_name: str = "anthropic-messages", record: str = ""
+    ) -> Model:
+        prefix = {"anthropic-messages": "anthropic/", "openai-chat": "openai/"}.get(format_name, "")
         self = super().__new__(cls, prefix + name if name else "")
         self.name = name
-        self.format = format
+        self.format_name = format_name
         self.record = record
         return self
 
     def __repr__(self) -> str:
-        return f"Model(name={self.name!r}, format={self.format!r}, record={self.record!r})"
+        return (
+            f"Model(name={self.name!r}, format_name={self.format_name!r}, record={self.record!r})"
+        )
 
 
 def _log(message: str) -> None:
@@ -176,8 +185,12 @@ class _Inbox:
         waiter = _Waiter()
         with self._lock:
             if self._closed is not None:
-                waiter.answer = {"type": "permission", "id": id, "decision": "deny",
-                                 "reason": self._closed}
+                waiter.answer = {
+                    "type": "permission",
+                    "id": id,
+                    "decision": "deny",
+                    "reason": self._closed,
+                }
                 waiter.event.set()
             else:
                 self._waiters[id] = waiter
@@ -199,8 +212,7 @@ class _Inbox:
             self._closed = reason
             waiters, self._waiters = self._waiters, {}
         for id, waiter in waiters.items():
-            waiter.answer = {"type": "permission", "id": id, "decision": "deny",
-                             "reason": reason}
+            waiter.answer = {"type": "permission", "id": id, "decision": "deny", "reason": reason}
             waiter.event.set()
 
     def read_from(self, stream: Any) -> None:
@@ -248,12 +260,16 @@ class Session:
         self.input: Any = request.get("input")
         text = request.get("text")
         if text is None and self.input is not None:
-            text = self.input if isinstance(self.input, str) else json.dumps(
-                self.input, ensure_ascii=False
+            text = (
+                self.input
+                if isinstance(self.input, str)
+                else json.dumps(self.input, ensure_ascii=False)
             )
         self.text: str = str(text or "")
         self.instructions: str = str(request.get("instructions") or "")
-        model = request.get("model") if isinstance(request.get("model"), dict) else {}
+        model = request.get("model")
+        if not isinstance(model, dict):
+            model = {}
         self.model = Model(
             str(model.get("name") or ""),
             str(model.get("format") or "anthropic-messages"),
@@ -318,7 +334,7 @@ class Session:
         system: str | None = None,
     ) -> str:
         """One model call through the node's LLM proxy, in the format of the session's model
-        record: Anthropic's Messages API or OpenAI's Chat Completions (session.model.format).
+        record: Anthropic's Messages API or OpenAI's Chat Completions (session.model.format_name).
 
         The system prompt is the agent's instructions unless `system` is given. `prompt` is the
         user message, or a list of messages in the record's format. Returns the text of the
@@ -327,28 +343,39 @@ class Session:
         """
         system = self.instructions if system is None else system
         messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-        if self.model.format == "openai-chat":
+        if self.model.format_name == "openai-chat":
             if system:
                 messages = [{"role": "system", "content": system}, *messages]
             answer = self._post(
-                "OPENAI", "/chat/completions",
+                "OPENAI",
+                "/chat/completions",
                 {"model": self.model_name, "max_tokens": max_tokens, "messages": messages},
                 {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")},
             )
             choices = answer.get("choices")
-            message = choices[0].get("message") if isinstance(choices, list) and choices and \
-                isinstance(choices[0], dict) else None
+            message = (
+                choices[0].get("message")
+                if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+                else None
+            )
             if not isinstance(message, dict):
                 raise ModelError(f"the model API's answer has no message: {str(answer)[:200]}")
             return str(message.get("content") or "")
-        body: dict[str, Any] = {"model": self.model_name, "max_tokens": max_tokens,
-                                "messages": messages}
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        }
         if system:
             body["system"] = system
         answer = self._post(
-            "ANTHROPIC", "/v1/messages", body,
-            {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
-             "anthropic-version": ANTHROPIC_VERSION},
+            "ANTHROPIC",
+            "/v1/messages",
+            body,
+            {
+                "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+                "anthropic-version": ANTHROPIC_VERSION,
+            },
         )
         content = answer.get("content")
         if not isinstance(content, list):
@@ -366,8 +393,10 @@ class Session:
         the answer's JSON object."""
         base = os.environ.get(f"{provider}_BASE_URL", "").rstrip("/")
         if not base:
-            raise ModelError(f"{provider}_BASE_URL is not set: run the harness from a node "
-                             "(oz0 dev, oz0 plugin test) or set it to a model API")
+            raise ModelError(
+                f"{provider}_BASE_URL is not set: run the harness from a node "
+                "(oz0 dev, oz0 plugin test) or set it to a model API"
+            )
         # Imported here, not at the top: urllib.request costs ~30 ms of every session's start-up.
         import urllib.error
         import urllib.request
@@ -399,8 +428,9 @@ class Session:
         try:
             answer = json.loads(raw)
         except ValueError:
-            raise ModelError(f"the model API answered with something that is not JSON: "
-                             f"{raw[:200]!r}") from None
+            raise ModelError(
+                f"the model API answered with something that is not JSON: {raw[:200]!r}"
+            ) from None
         if not isinstance(answer, dict):
             raise ModelError(f"the model API's answer is not an object: {str(answer)[:200]}")
         return answer
@@ -543,8 +573,7 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
     except (AttributeError, OSError, ValueError):
         pass
     sys.stdout = sys.stderr
-    proto_out = os.fdopen(proto_fd, "w", encoding="utf-8", errors="backslashreplace",
-                          newline="\n")
+    proto_out = os.fdopen(proto_fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
     writer = _Writer(proto_out)
     # stdin is the node's too: your code reads /dev/null, the harness reads the real one.
     proto_in = os.fdopen(os.dup(0), "rb")
@@ -566,8 +595,9 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
         _exit(1)
 
     inbox = _Inbox()
-    reader = threading.Thread(target=inbox.read_from, args=(proto_in,), name="oz0-stdin",
-                              daemon=True)
+    reader = threading.Thread(
+        target=inbox.read_from, args=(proto_in,), name="oz0-stdin", daemon=True
+    )
     reader.start()
 
     try:
