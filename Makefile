@@ -4,6 +4,9 @@ BIN     ?= bin/oz0
 BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
+# Where tests leave what a person may want to look at: the dev UI's browser tests write a
+# screenshot of each page to $(OZ0_TEST_ARTIFACTS)/ui/.
+export OZ0_TEST_ARTIFACTS ?= $(CURDIR)/test-output
 
 .PHONY: build test test-deps cross race fuzz demo bench lint lint-templates lint-workflows check-release release-snapshot clean
 
@@ -15,10 +18,10 @@ build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
 # The whole suite: formatting, vet, the cross builds, the release configuration, the GitHub
-# Actions workflows, the Python templates under their own linters, unit tests, fuzz seeds and the
+# Actions workflows, the Python templates under their own linters, unit tests, fuzz seeds, the
 # testscript end-to-end scripts (which also run the templates' Python tests with unittest and
-# pytest, and the Node templates' with node --test on their real framework), then the race
-# detector.
+# pytest, and the Node templates' with node --test on their real framework) and the dev UI's tests
+# in headless Chromium, then the race detector.
 test: test-deps lint cross check-release lint-workflows lint-templates
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
@@ -42,8 +45,9 @@ cross:
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
 # What the tests need and a fresh machine lacks (pytest for the template's tests, gcc for the race
-# detector, Node and npm), the Node templates' locked dependencies from npm, into a cache shared
-# across runs (nothing to do once cached), and ruff (WebAssembly) and pyright for lint-templates.
+# detector, Node and npm, Chromium for the dev UI's tests), the Node templates' locked dependencies
+# from npm, into a cache shared across runs (nothing to do once cached), and ruff (WebAssembly) and
+# pyright for lint-templates.
 test-deps:
 	@scripts/test-deps.sh
 
@@ -101,4 +105,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist test-output

@@ -26,6 +26,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
@@ -81,6 +82,7 @@ type Server struct {
 	hooks       *liveHooks
 	hooksFile   string
 	node        *node.Node
+	ui          *ui.UI
 	http        *http.Server
 	listener    net.Listener
 	plugins     atomic.Pointer[[]*plugin.Plugin]
@@ -341,12 +343,22 @@ func (s *Server) startNode() error {
 	return nil
 }
 
-// serveAPI serves the control API, the gateway and the fake model on the port.
+// serveAPI serves the control API, the dev UI, the gateway and the fake model on the port.
 func (s *Server) serveAPI() error {
 	mux := http.NewServeMux()
+	// Feeds follow changes until the client goes: they end when the server stops instead.
+	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
-		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox,
+		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
 	})))
+	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
+	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
+	s.ui = ui.New(ui.Config{
+		API:     api.Routes(&api.Backend{Store: s.store, Node: s.node, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping}),
+		Port:    port,
+		OnLogin: func() { s.say("ui: a browser logged in; the next login link is %s", s.UILoginURL()) },
+	})
+	mux.Handle("/ui/", logRequests(s.log, s.ui.Handler()))
 	mux.Handle("/gateway/", s.gatewayFace())
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
@@ -357,6 +369,7 @@ func (s *Server) serveAPI() error {
 		}
 	}()
 	s.undo = append(s.undo, func() error {
+		close(stopping)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := s.http.Shutdown(ctx); err != nil {
@@ -375,6 +388,9 @@ func (s *Server) startWatch() {
 		close(s.watchDone)
 	}
 }
+
+// UILoginURL makes a link that logs one browser in to the dev UI, once.
+func (s *Server) UILoginURL() string { return s.URL + s.ui.LoginPath() }
 
 // Context is the value of OZ0_CONTEXT for this server.
 func (s *Server) Context() apiv1.Context { return apiv1.Context{URL: s.URL, Token: s.Token} }
@@ -487,6 +503,7 @@ func (s *Server) banner() {
 	s.say("oz0 dev: a dev server and a node with %s", strings.Join(names, ", "))
 	s.say("  version %s", s.cfg.Version)
 	s.say("  api     %s", s.URL)
+	s.say("  ui      %s (logs one browser in, once)", s.UILoginURL())
 	state := s.StateDir
 	if s.cfg.Ephemeral {
 		state += " (ephemeral: removed when oz0 dev stops)"

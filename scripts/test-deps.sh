@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go and python3: pytest, to run the plugin templates'
-# tests the way plugin authors do, a C compiler, which `go test -race` needs (cgo), and Node with
-# npm for the Node templates and the linters. Uses Debian's packages, as PyPI is not reachable
-# everywhere. Then, from npm: ruff (its WebAssembly build) and pyright, pinned by
+# tests the way plugin authors do, a C compiler, which `go test -race` needs (cgo), Node with npm
+# for the Node templates and the linters, and Chromium, which the dev UI's browser tests drive
+# headless (devserver/ui). Uses Debian's packages, as PyPI is not reachable everywhere and a test
+# tool's download of a browser of its own is not either; only what is missing, quietly. Then, from npm: ruff (its WebAssembly build) and pyright, pinned by
 # scripts/pylint/package-lock.json, which lint-templates runs over every Python template (into
 # scripts/pylint/node_modules, again only when the lock changes); and the Node templates' pinned
 # dependencies, into a cache shared across runs (scripts/node-deps.sh; nothing to do when cached).
@@ -13,15 +14,22 @@ command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v "${OZ0_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     echo "test-deps: installing ${missing[*]}" >&2
-    $sudo apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    # apt's chatter (debconf's notes among it) is shown only when the installation fails.
+    if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "test-deps: could not install ${missing[*]}" >&2
+      exit 1
+    fi
   else
-    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Node 20 or later with npm" >&2
+    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race), Node 20 or later with npm, and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
     exit 1
   fi
 fi

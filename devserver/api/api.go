@@ -1,7 +1,9 @@
 // Package api is the dev server's control API: jobs, their live streams and traces, the
-// approvals inbox, and the tenant's secrets, answered in the wire types of apiv1. Every call needs
-// the bearer token of OZ0_CONTEXT; the Host must be loopback (so a web page cannot reach it
-// through DNS rebinding) and writes from another origin are refused.
+// approvals inbox, usage by model record, the feed that keeps a live view up to date, and the
+// tenant's secrets, answered in the wire types of apiv1. Every call needs the bearer token of
+// OZ0_CONTEXT; the Host must be loopback (so a web page cannot reach it through DNS rebinding) and
+// writes from another origin are refused. The dev UI serves the same calls (Routes), but the
+// secrets', behind its own login instead of the token.
 package api
 
 import (
@@ -34,6 +36,9 @@ type Backend struct {
 	Secrets SecretStore
 	Info    func() apiv1.Info
 	Logger  *slog.Logger
+	// Stopping is closed when the server stops: the feeds, which follow changes for as long as
+	// the client stays, end then. nil never closes.
+	Stopping <-chan struct{}
 }
 
 // JobRunner starts and cancels jobs: the dev server's node.
@@ -58,8 +63,13 @@ type SecretStore interface {
 	Remove(name string) error
 }
 
-// Handler returns the API's handler, to mount at /api/.
-func Handler(b *Backend) http.Handler {
+// Handler returns the API's handler, to mount at /api/: its calls behind Guard, with the bearer
+// token.
+func Handler(b *Backend) http.Handler { return Guard(b.Token, Routes(b)) }
+
+// Routes are the API's calls, at /api/v1/…, without Guard: for a caller that guards them another
+// way (the dev UI, with a login cookie). A Backend without Secrets serves no secrets calls.
+func Routes(b *Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Info()) })
 	mux.HandleFunc("POST /api/v1/jobs", b.createJob)
@@ -74,13 +84,17 @@ func Handler(b *Backend) http.Handler {
 	mux.HandleFunc("POST /api/v1/approvals/{id}/deny", b.deny)
 	mux.HandleFunc("GET /api/v1/approval-rules", b.listRules)
 	mux.HandleFunc("DELETE /api/v1/approval-rules/{id}", b.revokeRule)
-	mux.HandleFunc("GET /api/v1/secrets", b.listSecrets)
-	mux.HandleFunc("PUT /api/v1/secrets/{name}", b.setSecret)
-	mux.HandleFunc("DELETE /api/v1/secrets/{name}", b.removeSecret)
+	mux.HandleFunc("GET /api/v1/usage", b.usage)
+	mux.HandleFunc("GET /api/v1/feed", b.feed)
+	if b.Secrets != nil {
+		mux.HandleFunc("GET /api/v1/secrets", b.listSecrets)
+		mux.HandleFunc("PUT /api/v1/secrets/{name}", b.setSecret)
+		mux.HandleFunc("DELETE /api/v1/secrets/{name}", b.removeSecret)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
 	})
-	return Guard(b.Token, mux)
+	return mux
 }
 
 // Guard wraps a handler with the checks every call passes: a loopback Host, no cross-origin
@@ -168,14 +182,16 @@ func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
+// listFilter reads the filters of a list of jobs from the query: agent, status (a comma-separated
+// list), limit and before. A bad one is answered, and ok is false.
+func listFilter(w http.ResponseWriter, r *http.Request) (f store.ListFilter, ok bool) {
 	q := r.URL.Query()
-	f := store.ListFilter{Agent: q.Get("agent"), Before: q.Get("before")}
+	f = store.ListFilter{Agent: q.Get("agent"), Before: q.Get("before")}
 	if s := q.Get("status"); s != "" {
 		for _, st := range strings.Split(s, ",") {
 			if !store.Status(st).Valid() {
 				writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, fmt.Sprintf("unknown status %q; the statuses are %v", st, apiv1.Statuses))
-				return
+				return f, false
 			}
 			f.Status = append(f.Status, store.Status(st))
 		}
@@ -184,9 +200,17 @@ func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "limit must be a positive number")
-			return
+			return f, false
 		}
 		f.Limit = n
+	}
+	return f, true
+}
+
+func (b *Backend) listJobs(w http.ResponseWriter, r *http.Request) {
+	f, ok := listFilter(w, r)
+	if !ok {
+		return
 	}
 	jobs, err := b.Store.ListJobs(f)
 	if err != nil {
@@ -238,17 +262,9 @@ func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
 // ?after= or the Last-Event-ID header, until the job's last event; then an `end` event.
 func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	after := int64(0)
-	for _, s := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
-		if s == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "after must be an event's seq")
-			return
-		}
-		after = max(after, n)
+	after, ok := afterSeq(w, r)
+	if !ok {
+		return
 	}
 	sub, err := b.Store.Subscribe(r.Context(), id, after)
 	if err != nil {
@@ -287,6 +303,23 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// afterSeq reads where a stream resumes: the larger of ?after= and the Last-Event-ID header, 0
+// when neither is given. A bad one is answered, and ok is false.
+func afterSeq(w http.ResponseWriter, r *http.Request) (after int64, ok bool) {
+	for _, s := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "after must be an event's seq")
+			return 0, false
+		}
+		after = max(after, n)
+	}
+	return after, true
 }
 
 func (b *Backend) trace(w http.ResponseWriter, r *http.Request) {

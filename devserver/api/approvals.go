@@ -88,3 +88,32 @@ func (b *Backend) revokeRule(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, wireRule(rule))
 }
+
+func (b *Backend) usage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.UsageFilter{Agent: q.Get("agent"), Job: q.Get("job")}
+	switch q.Get("by") {
+	case "", "agent":
+	case "job":
+		f.ByJob = true
+	default:
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "by must be agent or job")
+		return
+	}
+	if f.Job != "" {
+		if _, err := b.Store.GetJob(f.Job); err != nil {
+			b.jobError(w, err)
+			return
+		}
+	}
+	rows, err := b.Store.UsageByRecord(f)
+	if err != nil {
+		b.storeError(w, err)
+		return
+	}
+	out := apiv1.UsageReport{Usage: make([]apiv1.UsageRow, len(rows))}
+	for i, row := range rows {
+		out.Usage[i] = apiv1.UsageRow{Agent: row.Agent, Job: row.Job, Record: row.Record, Model: row.Model, Usage: wireUsage(row.Usage)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -14,10 +14,14 @@ func wireJob(j store.Job) apiv1.Job {
 		ModelRecord: j.ModelRecord, ModelName: j.ModelName, Status: apiv1.Status(j.Status), Reason: j.Reason,
 		Output: j.Output, CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, EndedAt: j.EndedAt,
 		Limits: apiv1.Limits{MaxSteps: j.Limits.MaxSteps, TimeoutS: j.Limits.Timeout.Seconds()},
-		Usage: apiv1.Usage{
-			ModelCalls: j.Usage.ModelCalls, InputTokens: j.Usage.InputTokens, OutputTokens: j.Usage.OutputTokens,
-			CacheReadTokens: j.Usage.CacheReadTokens, CacheCreationTokens: j.Usage.CacheCreationTokens, CostUSD: j.Usage.CostUSD,
-		},
+		Usage:  wireUsage(j.Usage),
+	}
+}
+
+func wireUsage(u store.Usage) apiv1.Usage {
+	return apiv1.Usage{
+		ModelCalls: u.ModelCalls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheCreationTokens, CostUSD: u.CostUSD,
 	}
 }
 

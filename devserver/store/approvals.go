@@ -94,10 +94,10 @@ func (s *Store) CreateApproval(a Approval) (Approval, error) {
 	}
 	a.ID, a.Arguments, a.Status, a.CreatedAt = newID("apr_"), args, ApprovalPending, time.Now().UTC()
 	a.Why = s.maskString(a.Why)
-	err = s.write(context.Background(), func(x execer) error {
+	err = s.write(context.Background(), func(x execer) ([]Change, error) {
 		_, err := x.ExecContext(context.Background(), `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)`,
 			a.ID, a.Job, a.Agent, a.Harness, a.Tool, a.Request, string(a.Arguments), a.Why, a.Status, "", "", a.CreatedAt.UnixNano())
-		return err
+		return []Change{{ChangeApproval, a.ID}}, err
 	})
 	return a, err
 }
@@ -149,22 +149,22 @@ func (s *Store) DecideApproval(id string, to ApprovalStatus, scope, reason strin
 		return Approval{}, err
 	}
 	now := time.Now().UTC().UnixNano()
-	err = s.write(context.Background(), func(x execer) error {
+	err = s.write(context.Background(), func(x execer) ([]Change, error) {
 		res, err := x.ExecContext(context.Background(), `UPDATE approvals SET status = ?, scope = ?, reason = ?, decided_at = ? WHERE id = ? AND status = 'pending'`, to, scope, reason, now, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
+			return []Change{{ChangeApproval, id}}, nil
 		}
 		var st ApprovalStatus
 		if err := x.QueryRowContext(context.Background(), `SELECT status FROM approvals WHERE id = ?`, id).Scan(&st); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: approval %s", ErrNotFound, id)
+				return nil, fmt.Errorf("%w: approval %s", ErrNotFound, id)
 			}
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("%w: approval %s is %s", ErrDecided, id, st)
+		return nil, fmt.Errorf("%w: approval %s is %s", ErrDecided, id, st)
 	})
 	if err != nil {
 		return Approval{}, err
@@ -177,30 +177,32 @@ func (s *Store) DecideApproval(id string, to ApprovalStatus, scope, reason strin
 func (s *Store) EndApprovals(job string, to ApprovalStatus, reason string) ([]string, error) {
 	var ids []string
 	now := time.Now().UTC().UnixNano()
-	err := s.write(context.Background(), func(x execer) error {
+	err := s.write(context.Background(), func(x execer) ([]Change, error) {
 		q, args := `SELECT id FROM approvals WHERE status = 'pending'`, []any{}
 		if job != "" {
 			q, args = q+` AND job = ?`, append(args, job)
 		}
 		rows, err := x.QueryContext(context.Background(), q, args...)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return err
+				return nil, err
 			}
 			ids = append(ids, id)
 		}
 		rows.Close()
-		for _, id := range ids {
+		changes := make([]Change, len(ids))
+		for i, id := range ids {
 			if _, err := x.ExecContext(context.Background(), `UPDATE approvals SET status = ?, reason = ?, decided_at = ? WHERE id = ?`, to, reason, now, id); err != nil {
-				return err
+				return nil, err
 			}
+			changes[i] = Change{ChangeApproval, id}
 		}
-		return nil
+		return changes, nil
 	})
 	return ids, err
 }
@@ -209,10 +211,10 @@ func (s *Store) EndApprovals(job string, to ApprovalStatus, reason string) ([]st
 // returns the existing rule.
 func (s *Store) AddRule(target, approval string) (ApprovalRule, error) {
 	r := ApprovalRule{ID: newID("rule_"), Target: target, Approval: approval, CreatedAt: time.Now().UTC()}
-	err := s.write(context.Background(), func(x execer) error {
+	err := s.write(context.Background(), func(x execer) ([]Change, error) {
 		_, err := x.ExecContext(context.Background(), `INSERT INTO approval_rules (id, target, approval, created_at) VALUES (?,?,?,?) ON CONFLICT (target) DO NOTHING`,
 			r.ID, r.Target, r.Approval, r.CreatedAt.UnixNano())
-		return err
+		return nil, err
 	})
 	if err != nil {
 		return r, err
@@ -249,19 +251,19 @@ func (s *Store) Rules() ([]ApprovalRule, error) {
 // RevokeRule removes a rule by its id (or its target).
 func (s *Store) RevokeRule(idOrTarget string) (ApprovalRule, error) {
 	var r ApprovalRule
-	err := s.write(context.Background(), func(x execer) error {
+	err := s.write(context.Background(), func(x execer) ([]Change, error) {
 		var created int64
 		err := x.QueryRowContext(context.Background(), `SELECT id, target, approval, created_at FROM approval_rules WHERE id = ? OR target = ?`, idOrTarget, idOrTarget).
 			Scan(&r.ID, &r.Target, &r.Approval, &created)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: rule %s", ErrNotFound, idOrTarget)
+			return nil, fmt.Errorf("%w: rule %s", ErrNotFound, idOrTarget)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.CreatedAt = fromNanos(created)
 		_, err = x.ExecContext(context.Background(), `DELETE FROM approval_rules WHERE id = ?`, r.ID)
-		return err
+		return nil, err
 	})
 	return r, err
 }

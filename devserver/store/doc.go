@@ -12,6 +12,8 @@
 //	st.FinishJob(j.ID, store.StatusSucceeded, "", output)
 //	sub, _ := st.Subscribe(ctx, j.ID, lastSeq) // replay, then live, until the terminal event
 //	for e := range sub.C { … }
+//	w, _ := st.Watch(ctx)               // which jobs and approvals change, store-wide
+//	for c := range w.C { … }
 //	st.Trace(j.ID, w)                   // the whole record as JSON lines; LoadTrace reads it
 //
 // # Files
@@ -92,6 +94,15 @@
 // switch from replay to live has no gap and no duplicate. A subscriber that falls
 // Options.LiveBuffer events behind is not sent more but goes back to the database and catches up,
 // so a slow one never blocks the writer or other subscribers and never loses an event.
+//
+// # Change feed
+//
+// See changes.go: Watch is a store-wide feed of which job records (created, a status, usage) and
+// approvals changed, published after their commit, for views that keep lists live (the dev UI).
+// It carries no data: the watcher reads the record again. One that falls Options.LiveBuffer
+// changes behind gets ChangeLost ("read everything again") instead of blocking the writer.
+// Write functions (Store.write) return the changes they made. UsageByRecord sums the model calls
+// by agent, model record and model.
 //
 // # Secrets
 //

@@ -240,9 +240,9 @@ func TestBatchFailureRollsBack(t *testing.T) {
 	j := newJob(t, s)
 	other := newJob(t, s)
 	s.Append(j.ID, EventSay, nil) // the writer caches j
-	err := s.write(t.Context(), func(tx execer) error {
+	err := s.write(t.Context(), func(tx execer) ([]Change, error) {
 		_, err := tx.ExecContext(t.Context(), `DELETE FROM jobs WHERE id = ?`, j.ID)
-		return err
+		return nil, err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,8 @@ type Options struct {
 	// MaxBatch bounds how many events one group commit holds (default 4096).
 	MaxBatch int
 	// LiveBuffer is how many live events a subscriber may fall behind before it is switched back to
-	// catching up from the database (default 1024).
+	// catching up from the database, and how many changes a watcher of the change feed may fall
+	// behind before it is told to read everything again (default 1024).
 	LiveBuffer int
 }
 
@@ -291,7 +292,8 @@ type Stats struct {
 	Requests int64 // requests committed: appends, AppendBatch calls, status changes…
 	Events   int64 // rows of the requests (an AppendBatch counts its events)
 	// Lags counts the times a live subscriber fell Options.LiveBuffer events behind and was sent
-	// back to catch up from the database.
+	// back to catch up from the database, or a watcher of the change feed as many changes behind
+	// and was told to read everything again.
 	Lags int64
 	// Checkpoints counts the background checkpoints.
 	Checkpoints int64

@@ -87,9 +87,9 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 
 func TestForeignKeys(t *testing.T) {
 	s := newStore(t)
-	err := s.write(t.Context(), func(tx execer) error {
+	err := s.write(t.Context(), func(tx execer) ([]Change, error) {
 		_, err := tx.ExecContext(t.Context(), `INSERT INTO events (job, seq, time, type, data) VALUES (12345, 1, 0, 'say', '{}')`)
-		return err
+		return nil, err
 	})
 	if err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
 		t.Fatalf("insert of an event of no job: %v, want a foreign key error", err)
@@ -99,9 +99,9 @@ func TestForeignKeys(t *testing.T) {
 	if _, err := s.Append(j.ID, EventSay, json.RawMessage(`{"text":"x"}`)); err != nil {
 		t.Fatal(err)
 	}
-	err = s.write(t.Context(), func(tx execer) error {
+	err = s.write(t.Context(), func(tx execer) ([]Change, error) {
 		var v string
-		return tx.QueryRowContext(t.Context(), `PRAGMA synchronous`).Scan(&v)
+		return nil, tx.QueryRowContext(t.Context(), `PRAGMA synchronous`).Scan(&v)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -180,9 +180,9 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.write(t.Context(), func(tx execer) error {
+	s.write(t.Context(), func(tx execer) ([]Change, error) {
 		_, err := tx.ExecContext(t.Context(), `INSERT INTO schema_version (version, name, applied_at) VALUES (99, 'future', 0)`)
-		return err
+		return nil, err
 	})
 	s.Close()
 	_, err = Open(dir)

@@ -20,8 +20,9 @@ import (
 // a buffer that skips ahead (last + 2 or more) sends the subscriber back to the database as well.
 
 type hub struct {
-	mu   sync.Mutex
-	subs map[string][]*sub
+	mu    sync.Mutex
+	subs  map[string][]*sub
+	watch watchers // the change feed's (changes.go)
 }
 
 type sub struct {

@@ -40,7 +40,9 @@ type op struct {
 	status Status
 	reason string
 	output json.RawMessage
-	fn     func(execer) error
+	fn     func(execer) ([]Change, error)
+
+	changes []Change // what fn changed, for the change feed once committed
 
 	out  []Event
 	ids  []string
@@ -288,6 +290,7 @@ func (w *writerState) commit() {
 	// Publish, then acknowledge: a caller whose Append returned finds its event in every live
 	// subscriber's buffer already.
 	s.hub.publish(w.batch)
+	s.hub.publishChanges(w.batch)
 	for _, o := range w.batch {
 		o.done <- struct{}{}
 	}
@@ -445,7 +448,8 @@ func (bt *batchTx) apply(o *op) error {
 		if _, err := w.conn.ExecContext(ctx, `SAVEPOINT op`); err != nil {
 			return err
 		}
-		if err := o.fn(w.conn); err != nil {
+		changes, err := o.fn(w.conn)
+		if err != nil {
 			if _, err := w.conn.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
 				return err
 			}
@@ -454,7 +458,8 @@ func (bt *batchTx) apply(o *op) error {
 			}
 			return refusal{err}
 		}
-		_, err := w.conn.ExecContext(ctx, `RELEASE op`)
+		o.changes = changes
+		_, err = w.conn.ExecContext(ctx, `RELEASE op`)
 		return err
 	}
 	return fmt.Errorf("unknown op %d", o.kind)
@@ -495,8 +500,9 @@ type execer interface {
 
 // write runs fn in the writer's transaction, within a savepoint: an error from fn undoes what it
 // wrote and is returned, the rest of the batch commits. For the tables of later features
-// (approvals, hook rules), whose writes must go through the one write connection too.
-func (s *Store) write(ctx context.Context, fn func(execer) error) error {
+// (approvals, hook rules), whose writes must go through the one write connection too. fn returns
+// the changes it made, which the change feed publishes once they are committed.
+func (s *Store) write(ctx context.Context, fn func(execer) ([]Change, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

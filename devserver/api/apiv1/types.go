@@ -305,6 +305,49 @@ type AgentInfo struct {
 	Input   string `json:"input"` // text or json
 }
 
+// UsageRow sums the model calls of one agent (and of one job, when asked by job) under one model
+// record and model, as a job's Usage sums them.
+type UsageRow struct {
+	Agent  string `json:"agent"`
+	Job    string `json:"job,omitempty"` // when asked by job
+	Record string `json:"record"`
+	Model  string `json:"model"`
+	Usage
+}
+
+// UsageReport is the answer of GET /api/v1/usage?agent=&job=&by=job: rows by agent, model record
+// and model (and job, with by=job; newest job first), ordered by agent.
+type UsageReport struct {
+	Usage []UsageRow `json:"usage"`
+}
+
+// The feed, GET /api/v1/feed?job=&after=&agent=&status=&limit=: one server-sent-events stream with
+// all a live view needs. First a snapshot (the jobs as GET /api/v1/jobs with the same filters
+// lists them, and the pending approvals), then every job and approval as it changes, in the order
+// of the changes. With ?job=, that job's events too, from after ?after= (or the Last-Event-ID
+// header), each with its seq as the SSE id and the text `oz0 run` shows for it. A job or approval
+// sent may no longer match the filters or be pending: the client drops it from its lists. A second
+// snapshot replaces the lists (the server fell behind the changes and read them again).
+const (
+	FeedSnapshot = "snapshot" // data: FeedState
+	FeedJob      = "job"      // data: Job
+	FeedApproval = "approval" // data: Approval
+	FeedEvent    = "event"    // data: FeedEventData
+)
+
+// FeedState is the data of a snapshot.
+type FeedState struct {
+	Jobs      []Job      `json:"jobs"`
+	Approvals []Approval `json:"approvals"`
+}
+
+// FeedEventData is one event of the followed job, with the text `oz0 run` writes for it ("" for
+// events it does not show; a say's text without its line end until the line ends).
+type FeedEventData struct {
+	Event Event  `json:"event"`
+	Text  string `json:"text"`
+}
+
 // ErrorBody is every error answer: {"error":{"code":"…","message":"…"}}.
 type ErrorBody struct {
 	Error Error `json:"error"`
@@ -322,6 +365,7 @@ const (
 	CodeUnauthorized  = "unauthorized"   // 401: no bearer token, or a wrong one
 	CodeForbiddenHost = "forbidden_host" // 403: a Host that is not loopback
 	CodeCrossOrigin   = "cross_origin"   // 403: a write from another origin
+	CodeCSRF          = "csrf"           // 403: a write from the dev UI without its session's CSRF token
 	CodeNotFound      = "not_found"      // 404: no such job, approval, rule or call
 	CodeUnknownAgent  = "unknown_agent"  // 404: the dev server runs no such agent
 	CodeEnded         = "ended"          // 409: the job has already ended
