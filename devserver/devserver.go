@@ -266,10 +266,16 @@ func (s *Server) startGateway() error {
 	s.gw, err = gateway.New(gateway.Config{
 		Resolver: s.inflight,
 		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
-		Meter:    gateway.MeterFunc(s.meter),
+		Meter:    (*meter)(s),
 		Logger:   s.log.With("part", "gateway"),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// Undone after the API has stopped serving (so no call is left to end) and before the store
+	// closes: what is still queued for the meter is written.
+	s.undo = append(s.undo, s.gw.Close)
+	return nil
 }
 
 // startNode makes the node that runs the jobs; Close drains it before anything else goes.
@@ -355,12 +361,58 @@ func (s *Server) say(format string, args ...any) {
 	fmt.Fprintf(s.out, format+"\n", args...)
 }
 
-// meter records the gateway's calls as model_call events of their jobs.
-func (s *Server) meter(c gateway.Call) {
-	if c.Job == "" {
-		return // a call with no valid key: no job to record it under
+// meter records the gateway's calls as model_call events of their jobs. The gateway calls it
+// from its meter goroutine, after the clients have their answers, with a job's calls in order.
+type meter Server
+
+// Record records one call.
+func (m *meter) Record(c gateway.Call) { m.RecordBatch([]gateway.Call{c}) }
+
+// RecordBatch records the calls that ended together: one AppendBatch a job, the jobs' batches
+// in flight together so that the store commits them at once. A job's calls stay in order.
+func (m *meter) RecordBatch(calls []gateway.Call) {
+	s := (*Server)(m)
+	var jobs []string
+	byJob := map[string][]store.NewEvent{}
+	for _, c := range calls {
+		if c.Job == "" {
+			continue // a call with no valid key: no job to record it under
+		}
+		b, err := modelCallData(c)
+		if err != nil {
+			s.log.Warn("model call not recorded", "job", c.Job, "err", err)
+			continue
+		}
+		if _, ok := byJob[c.Job]; !ok {
+			jobs = append(jobs, c.Job)
+		}
+		byJob[c.Job] = append(byJob[c.Job], store.NewEvent{Type: store.EventModelCall, Data: b})
 	}
-	defer s.inflight.done(c.Job)
+	write := func(job string) {
+		evs := byJob[job]
+		if _, err := s.store.AppendBatch(job, evs); err != nil && !errors.Is(err, store.ErrClosed) {
+			s.log.Warn("model calls not recorded", "job", job, "calls", len(evs), "err", err)
+		}
+	}
+	if len(jobs) == 1 {
+		write(jobs[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, job := range jobs {
+			wg.Go(func() { write(job) })
+		}
+		wg.Wait()
+	}
+	// Only now, with the events committed, may the jobs end.
+	for _, c := range calls {
+		if c.Job != "" {
+			s.inflight.done(c.Job)
+		}
+	}
+}
+
+// modelCallData is the data of a call's model_call event.
+func modelCallData(c gateway.Call) ([]byte, error) {
 	d := map[string]any{
 		"record": c.Record, "format": c.Format, "endpoint": c.Endpoint, "model": c.Model,
 		"status": c.Status, "input_tokens": c.Usage.InputTokens, "output_tokens": c.Usage.OutputTokens,
@@ -380,13 +432,7 @@ func (s *Server) meter(c gateway.Call) {
 	if c.Error != "" {
 		d["error"] = c.Error
 	}
-	b, err := jsonutil.Marshal(d)
-	if err == nil {
-		_, err = s.store.Append(c.Job, store.EventModelCall, b)
-	}
-	if err != nil && !errors.Is(err, store.ErrClosed) {
-		s.log.Warn("model call not recorded", "job", c.Job, "err", err)
-	}
+	return jsonutil.Marshal(d)
 }
 
 // info describes the server for `oz0 run` and the banner.

@@ -190,6 +190,7 @@ func (c *call) abortReason() string {
 }
 
 func (c *call) writeHeader(status int) {
+	c.answerBegins()
 	c.w.WriteHeader(status)
 	c.rec.Status = status
 	c.wroteHeader = true

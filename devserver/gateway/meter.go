@@ -73,10 +73,19 @@ type Call struct {
 	Error         string // the gateway's own error, e.g. an unreachable upstream; never holds a key
 }
 
-// Meter records calls. Record is called once per call, when it ends, from the call's goroutine:
-// it must be safe for concurrent use and should not block.
+// Meter records calls. Record is called once per call, after the call has ended and the client
+// has its answer, from the gateway's one meter goroutine: a job's calls in the order their
+// answers began, so a session's calls in the order it made them. It may block (a durable write);
+// calls wait for it only when tens of thousands are queued.
 type Meter interface {
 	Record(Call)
+}
+
+// BatchMeter is a Meter that takes every call that is waiting at once, in the same order: a
+// durable store commits them together instead of one commit a call.
+type BatchMeter interface {
+	Meter
+	RecordBatch([]Call)
 }
 
 // MeterFunc is a Meter that is a function.

@@ -144,6 +144,17 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		}
 		return triage(s, arg)
 	},
+	// calls makes ARG model calls one after another, each as soon as the last has answered, and
+	// answers with how many it made.
+	"calls": func(s *harness.Session, arg string) (any, error) {
+		n, _ := strconv.Atoi(arg)
+		for i := range n {
+			if _, err := s.Complete("call " + strconv.Itoa(i+1)); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	},
 	// steps makes model calls until one fails, and answers with the error.
 	"steps": func(s *harness.Session, _ string) (any, error) {
 		for i := 0; ; i++ {
