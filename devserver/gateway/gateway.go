@@ -297,9 +297,11 @@ type call struct {
 	counted     bool // a step: admitted against the limits and accounted for
 	registered  bool
 
-	writeDeadline bool // Kill set a write deadline on the response (guarded by js.mu)
-	queued        bool // in its job's order (guarded by js.mu)
-	ended         bool // finished, end filled in (guarded by js.mu)
+	writeDeadline bool     // Kill set a write deadline on the response (guarded by js.mu)
+	capture       *capture // what the client got, when the grant keeps its calls
+	answered      bool     // an answer came, from upstream or a recording
+	queued        bool     // in its job's order (guarded by js.mu)
+	ended         bool     // finished, end filled in (guarded by js.mu)
 	end           endedCall
 }
 
@@ -399,6 +401,7 @@ func (c *call) serve() {
 	}
 
 	// The body: the model (mapped when the record maps it), whether it streams, include_usage.
+	sent := body // as the client sent it, for a recording
 	var info reqInfo
 	if rt.ep == EndpointMessages || rt.ep == EndpointChat || rt.ep == EndpointCountTokens {
 		body, info = rewriteRequest(body, rt.face, grant.Record.Models)
@@ -414,6 +417,13 @@ func (c *call) serve() {
 		c.refuse(limit, e)
 		g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
 			slog.String("job", grant.Job), slog.String("agent", grant.Agent), slog.String("limit", limit), slog.String("reason", e.msg))
+		return
+	}
+
+	if grant.Recording {
+		c.capture = newCapture(c, sent)
+	}
+	if grant.Replay != nil && c.replay(grant.Replay, sent) {
 		return
 	}
 
@@ -505,7 +515,8 @@ func (c *call) finish() {
 		c.cancel(nil)
 	}
 	c.rec.Latency = time.Since(c.rec.Start)
-	if c.rec.Priced = c.grant != nil && c.grant.Record.Prices != nil; c.rec.Priced {
+	// A call answered from a recording cost nothing.
+	if c.rec.Priced = c.grant != nil && c.grant.Record.Prices != nil && !c.rec.Replayed; c.rec.Priced {
 		c.rec.CostUSD = c.grant.Record.Prices.Cost(c.rec.Usage)
 	}
 	if c.rec.Status == 0 && c.clientGone {
@@ -513,6 +524,9 @@ func (c *call) finish() {
 	}
 	if c.keyBytes != nil {
 		c.rec.Error = c.mask(c.rec.Error)
+	}
+	if k := c.capture; k != nil && c.answered {
+		c.rec.Exchange = k.exchange(c.rec.Status)
 	}
 	c.end = endedCall{rec: c.rec, method: c.r.Method, path: c.r.URL.Path, metered: c.grant != nil}
 	q := c.g.after

@@ -71,6 +71,10 @@ type Call struct {
 	Refused       string // the limit or rule that refused the call (e.g. "limits.max_steps"); "" when it went upstream
 	StreamError   string // the type of an error event the upstream sent in a stream, e.g. overloaded_error
 	Error         string // the gateway's own error, e.g. an unreachable upstream; never holds a key
+	Replayed      bool   // answered from a recording (Grant.Replay), not upstream
+	// Exchange is the call's request and answer, when its grant keeps them (Grant.Recording) and
+	// an answer came, from upstream or a recording.
+	Exchange *Exchange
 }
 
 // Meter records calls. Record is called once per call, after the call has ended and the client
