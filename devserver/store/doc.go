@@ -93,6 +93,12 @@
 // Options.LiveBuffer events behind is not sent more but goes back to the database and catches up,
 // so a slow one never blocks the writer or other subscribers and never loses an event.
 //
+// # Recorded model calls
+//
+// AppendExchange and Exchanges keep a recorded job's model calls (exchange.go): one row each in
+// the table exchanges, numbered in the order kept, masked like event data. They are not events, so
+// the live stream and the trace never carry a call's megabytes.
+//
 // # Secrets
 //
 // SetMasker's function is applied to everything the store writes: event data, the job's input,

@@ -80,6 +80,14 @@ var migrations = []migration{
 			created_at INTEGER NOT NULL
 		)`,
 	}},
+	{"recorded model calls", []string{
+		`CREATE TABLE exchanges (
+			job  INTEGER NOT NULL REFERENCES jobs (n) ON DELETE CASCADE,
+			n    INTEGER NOT NULL,                      -- 1, 2, 3… per job, in the order kept
+			data TEXT    NOT NULL,                      -- JSON: a gateway.Exchange (masked)
+			PRIMARY KEY (job, n)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.
