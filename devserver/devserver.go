@@ -53,6 +53,8 @@ type Config struct {
 	Getenv func(string) string
 	// Started is when the command started, for "ready in N ms"; zero is Start's start.
 	Started time.Time
+	// Record keeps every job's model calls, for `oz0 job replay` and `oz0 job script`.
+	Record bool
 }
 
 // Server is a running dev server.
@@ -78,6 +80,7 @@ type Server struct {
 	plugins     atomic.Pointer[[]*plugin.Plugin]
 	records     *records
 	interrupted []string // jobs marked interrupted at start-up, for the banner
+	recorded    recordedBytes
 	log         *slog.Logger
 	out         io.Writer
 	outMu       sync.Mutex
@@ -283,8 +286,13 @@ func (s *Server) startNode() error {
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
-		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
-		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
+		BeforeEnd: func(job string) {
+			s.inflight.wait(job, 5*time.Second)
+			s.inbox.EndJob(job)
+			s.recorded.forget(job)
+		},
+		Decider: &decider{hooks: s.hooks, inbox: s.inbox},
+		Record:  s.cfg.Record,
 	})
 	return nil
 }
@@ -294,6 +302,7 @@ func (s *Server) serveAPI() error {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log, Inbox: s.inbox,
+		Recorder: s,
 	}))
 	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
@@ -393,6 +402,11 @@ func (m *meter) RecordBatch(calls []gateway.Call) {
 		if _, err := s.store.AppendBatch(job, evs); err != nil && !errors.Is(err, store.ErrClosed) {
 			s.log.Warn("model calls not recorded", "job", job, "calls", len(evs), "err", err)
 		}
+		for _, c := range calls {
+			if c.Job == job && c.Exchange != nil {
+				s.keepExchange(job, c.Exchange)
+			}
+		}
 	}
 	if len(jobs) == 1 {
 		write(jobs[0])
@@ -431,6 +445,9 @@ func modelCallData(c gateway.Call) ([]byte, error) {
 	}
 	if c.Error != "" {
 		d["error"] = c.Error
+	}
+	if c.Replayed {
+		d["replayed"] = true
 	}
 	return jsonutil.Marshal(d)
 }

@@ -28,6 +28,7 @@ type devOptions struct {
 	ReadyFile  string
 	FakeScript string
 	Hooks      string
+	Record     bool
 }
 
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
@@ -43,7 +44,8 @@ It prints the export OZ0_CONTEXT=... line that oz0 run, oz0 job and oz0 secret n
 another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin.`,
 		Example: `  oz0 dev
   oz0 dev --plugin ./acme-triage --addr 127.0.0.1:7311
-  oz0 dev --ephemeral            # state in a temporary directory, gone when it stops`,
+  oz0 dev --ephemeral            # state in a temporary directory, gone when it stops
+  oz0 dev --record               # keep the jobs' model calls: oz0 job replay, oz0 job script`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Ephemeral && opts.StateDir != "" {
@@ -67,6 +69,7 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
+	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep every job's model calls, for oz0 job replay and oz0 job script")
 	return cmd
 }
 
@@ -88,7 +91,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, Started: started,
-		Getenv: opts.Getenv, HooksFile: opts.Hooks,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks, Record: opts.Record,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together

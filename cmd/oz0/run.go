@@ -31,6 +31,7 @@ type runOptions struct {
 	InputFile string
 	JSON      bool
 	Detach    bool
+	Record    bool
 }
 
 func newCmdRun(f *cmdutil.Factory, runF func(*runOptions) error) *cobra.Command {
@@ -86,6 +87,7 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "print the job id and return without following the job")
 	cmd.Flags().StringVar(&opts.InputFile, "input-file", "", "read the input from this file")
+	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls, for oz0 job replay and oz0 job script")
 	return cmd
 }
 
@@ -94,7 +96,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input}
+	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input, Record: opts.Record}
 	if opts.Detach {
 		job, err := c.CreateJob(ctx, req)
 		if err != nil {

@@ -155,6 +155,23 @@ func (c *Client) Cancel(ctx context.Context, id string) (apiv1.Job, error) {
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j)
 }
 
+// Replay starts a new job like id, its model calls answered from id's recording; with upstream,
+// those from the first that departs from the recording go to the model's upstream.
+func (c *Client) Replay(ctx context.Context, id string, upstream bool) (apiv1.Job, error) {
+	var j apiv1.Job
+	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/replay", apiv1.ReplayRequest{Upstream: upstream}, &j)
+}
+
+// Script returns a job's recorded model calls as a fake model script (YAML).
+func (c *Client) Script(ctx context.Context, id string) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id)+"/script", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
 // Trace copies a job's whole record, as JSON lines, to w.
 func (c *Client) Trace(ctx context.Context, id string, w io.Writer) error {
 	resp, err := c.send(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id)+"/trace", nil, nil)
