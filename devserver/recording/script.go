@@ -184,6 +184,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// plainStyle drops the JSON's flow style and quotes, so arguments read as a script's YAML does.
+func plainStyle(n *yaml.Node) *yaml.Node {
+	n.Style = 0
+	for _, c := range n.Content {
+		plainStyle(c)
+	}
+	return n
+}
+
 // exactly is a regular expression that matches s and nothing else.
 func exactly(s string) string { return "^" + regexp.QuoteMeta(s) + "$" }
 
@@ -226,7 +235,7 @@ func replyOf(api string, ex *gateway.Exchange) (scriptReply, error) {
 			if err := yaml.Unmarshal([]byte(args), &n); err != nil || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
 				return scriptReply{}, fmt.Errorf("the arguments of tool call %s are not a JSON object", tc.name)
 			}
-			call.Arguments = n.Content[0]
+			call.Arguments = plainStyle(n.Content[0])
 		}
 		r.ToolCalls = append(r.ToolCalls, call)
 	}
