@@ -61,11 +61,11 @@ func startReady(b *testing.B, env []string, ready string, name string, args ...s
 	}
 }
 
-// benchPlugin writes a plugin whose agent, NAME, runs the Go test harness in mode.
-func benchPlugin(b *testing.B, name, harnessBin, mode string) string {
+// benchPlugin writes a plugin whose agent, NAME, runs the Go test harness with args.
+func benchPlugin(b *testing.B, name, harnessBin string, args ...string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), name)
-	cmd, _ := json.Marshal([]string{harnessBin, mode})
+	cmd, _ := json.Marshal(append([]string{harnessBin}, args...))
 	files := map[string]string{
 		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
 		// Limits on, as a tenant's agents have them.
@@ -82,6 +82,15 @@ func benchPlugin(b *testing.B, name, harnessBin, mode string) string {
 		}
 	}
 	return dir
+}
+
+// profileEnv has the oz0 processes a benchmark starts write CPU profiles when OZ0_BENCH_PROFILE
+// names a path prefix (PREFIX.dev.PID, PREFIX.run.PID).
+func profileEnv() []string {
+	if p := os.Getenv("OZ0_BENCH_PROFILE"); p != "" {
+		return []string{ProfileEnv + "=" + p}
+	}
+	return nil
 }
 
 func percentile(sorted []float64, p float64) float64 {
@@ -105,8 +114,8 @@ func BenchmarkGatewayThroughDev(b *testing.B) {
 	proxy := startReady(b, nil, filepath.Join(tmp, "proxy.url"), proxyBin, fake, filepath.Join(tmp, "proxy.url"))
 	dir := benchPlugin(b, "gwbench", harnessBin, "gwbench")
 	ctxFile := filepath.Join(tmp, "ctx")
-	ctxLine := startReady(b, []string{"OZ0_ANTHROPIC_BASE_URL=" + fake}, ctxFile,
-		bin, "dev", "--plugin", dir, "--ephemeral", "--ready-file", ctxFile)
+	ctxLine := startReady(b, append(profileEnv(), "OZ0_ANTHROPIC_BASE_URL="+fake), ctxFile,
+		bin, "dev", "--plugin", dir, "--ephemeral", "--record", "--ready-file", ctxFile)
 	devCtx, err := apiv1.ParseContext(ctxLine)
 	if err != nil {
 		b.Fatal(err)
@@ -170,5 +179,41 @@ func BenchmarkGatewayThroughDev(b *testing.B) {
 			b.ReportMetric(p["gateway"][1]-p["proxy"][1], "added-p99-µs")
 			b.ReportMetric(0, "ns/op") // the job's time is the harness's, not a figure here
 		})
+	}
+}
+
+// BenchmarkEventsThroughDevAndRun is a chatty harness's events per second end to end, where users
+// meet them: the Go test harness says 100,000 short lines as fast as it can under a real `oz0 dev`,
+// and a real `oz0 run --json` prints them, timed from its start to its exit after the last. Every
+// event is committed to the store before the live stream carries it.
+func BenchmarkEventsThroughDevAndRun(b *testing.B) {
+	const n = 100_000
+	bin := oz0Binary(b)
+	harnessBin := goProgram(b, testbin.TestHarness)
+	dir := benchPlugin(b, "flood", harnessBin, "flood", "100000")
+	tmp := b.TempDir()
+	ctxFile := filepath.Join(tmp, "ctx")
+	ctxLine := startReady(b, profileEnv(), ctxFile, bin, "dev", "--plugin", dir, "--ephemeral", "--ready-file", ctxFile)
+	out := filepath.Join(tmp, "run.jsonl")
+	for b.Loop() {
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", "flood", "go", "--json")
+		cmd.Env = append(append(os.Environ(), "OZ0_CONTEXT="+ctxLine), profileEnv()...)
+		cmd.Stdout = f
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("oz0 run: %v", err)
+		}
+		took := time.Since(start)
+		f.Close()
+		data, _ := os.ReadFile(out)
+		lines := strings.Count(string(data), "\n")
+		if lines < n {
+			b.Fatalf("%d events printed, want at least %d", lines, n)
+		}
+		b.ReportMetric(float64(lines)/took.Seconds(), "events/s")
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -158,7 +159,9 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed)
 
 	r := render.New(ios.Out, job.Agent)
-	var line []byte
+	// JSON lines are the server's own encoding of each event, printed as they come: buffered, and
+	// flushed whenever the stream has nothing more waiting.
+	out := bufio.NewWriterSize(ios.Out, 64<<10)
 	// The job's outcome is its terminal status event: the dev server may be gone by the time the
 	// stream ends (it stops after its jobs have ended), so there is no asking it afterwards.
 	var outcome apiv1.StatusData
@@ -167,15 +170,26 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	// the terminal is left as it was.
 	var inline sync.WaitGroup
 	closeInline := func() {}
-	err := c.Events(ctx, job.ID, 0, func(ev apiv1.Event) error {
+	err := c.EventsRaw(ctx, job.ID, 0, func(raw client.RawEvent) error {
 		broke = ""
+		if asJSON {
+			if raw.Terminal() {
+				ev, _ := raw.Event()
+				_ = json.Unmarshal(ev.Data, &outcome)
+			}
+			out.Write(raw.JSON)
+			out.WriteByte('\n')
+			if raw.More {
+				return nil
+			}
+			return out.Flush()
+		}
+		ev, err := raw.Event()
+		if err != nil {
+			return fmt.Errorf("the dev server sent a bad event: %w", err)
+		}
 		if ev.Terminal() {
 			_ = json.Unmarshal(ev.Data, &outcome)
-		}
-		if asJSON {
-			line = append(ev.AppendJSON(line[:0]), '\n')
-			_, err := ios.Out.Write(line)
-			return err
 		}
 		if ev.Type == apiv1.EventStatus {
 			var st apiv1.StatusData
@@ -195,12 +209,18 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		}
 		return r.Event(ev)
 	}, func(err error) {
+		if asJSON {
+			out.Flush()
+		}
 		if !asJSON && err.Error() != broke {
 			broke = err.Error()
 			r.Close() // the note goes on a line of its own
 			fmt.Fprintf(ios.ErrOut, "oz0: the live stream broke (%v); resuming\n", err)
 		}
 	})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
 	r.Close()
 	closeInline()
 	inline.Wait()

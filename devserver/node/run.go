@@ -91,7 +91,7 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	switch m := ev.Message.(type) {
 	case harnesskit.Say:
 		if ev.Kind == harnesskit.EventSay {
-			job.rec.add(store.EventSay, sayData{m.Text}) // the hot path: a struct, not a map
+			job.rec.addSay(m.Text) // the hot path
 			return
 		}
 	case harnesskit.PermissionRequest:

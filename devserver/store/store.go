@@ -50,7 +50,7 @@ type Options struct {
 	// MaxBatch bounds how many events one group commit holds (default 4096).
 	MaxBatch int
 	// LiveBuffer is how many live events a subscriber may fall behind before it is switched back to
-	// catching up from the database (default 1024).
+	// catching up from the database (default twice MaxBatch).
 	LiveBuffer int
 }
 
@@ -62,7 +62,10 @@ func (o *Options) defaults() {
 		o.MaxBatch = 4096
 	}
 	if o.LiveBuffer <= 0 {
-		o.LiveBuffer = 1024
+		// Twice a group commit: a batch the writer publishes at once never overflows a
+		// subscriber that keeps up (with less, a chatty harness's every large batch sent its
+		// live streams back to reading the database).
+		o.LiveBuffer = 2 * o.MaxBatch
 	}
 }
 
