@@ -4,6 +4,7 @@ package devserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -383,6 +384,7 @@ func (m *meter) RecordBatch(calls []gateway.Call) {
 	s := (*Server)(m)
 	var jobs []string
 	byJob := map[string][]store.NewEvent{}
+	exchanges := map[string][]json.RawMessage{}
 	for _, c := range calls {
 		if c.Job == "" {
 			continue // a call with no valid key: no job to record it under
@@ -395,17 +397,17 @@ func (m *meter) RecordBatch(calls []gateway.Call) {
 		if _, ok := byJob[c.Job]; !ok {
 			jobs = append(jobs, c.Job)
 		}
+		var ex json.RawMessage
+		if c.Exchange != nil {
+			ex = s.exchangeData(c.Job, c.Exchange)
+		}
 		byJob[c.Job] = append(byJob[c.Job], store.NewEvent{Type: store.EventModelCall, Data: b})
+		exchanges[c.Job] = append(exchanges[c.Job], ex)
 	}
 	write := func(job string) {
 		evs := byJob[job]
-		if _, err := s.store.AppendBatch(job, evs); err != nil && !errors.Is(err, store.ErrClosed) {
+		if _, err := s.store.AppendBatchWithExchanges(job, evs, exchanges[job]); err != nil && !errors.Is(err, store.ErrClosed) {
 			s.log.Warn("model calls not recorded", "job", job, "calls", len(evs), "err", err)
-		}
-		for _, c := range calls {
-			if c.Job == job && c.Exchange != nil {
-				s.keepExchange(job, c.Exchange)
-			}
 		}
 	}
 	if len(jobs) == 1 {
@@ -425,29 +427,43 @@ func (m *meter) RecordBatch(calls []gateway.Call) {
 	}
 }
 
+// modelCall is the data of a model_call event. Its fields are in the order of their names, as
+// the map this was before encoded them.
+type modelCall struct {
+	Aborted             string           `json:"aborted,omitempty"`
+	CacheCreationTokens int64            `json:"cache_creation_input_tokens"`
+	CacheReadTokens     int64            `json:"cache_read_input_tokens"`
+	CostUSD             *float64         `json:"cost_usd,omitempty"` // priced records only, 0 included
+	Endpoint            gateway.Endpoint `json:"endpoint"`
+	Error               string           `json:"error,omitempty"`
+	Format              gateway.Format   `json:"format"`
+	InputTokens         int64            `json:"input_tokens"`
+	LatencyMS           float64          `json:"latency_ms"`
+	Model               string           `json:"model"`
+	OutputTokens        int64            `json:"output_tokens"`
+	Record              string           `json:"record"`
+	Refused             string           `json:"refused,omitempty"`
+	Replayed            bool             `json:"replayed,omitempty"`
+	Status              int              `json:"status"`
+	Step                int              `json:"step"`
+	Streamed            bool             `json:"streamed"`
+	TTFBMS              float64          `json:"ttfb_ms"`
+}
+
 // modelCallData is the data of a call's model_call event.
 func modelCallData(c gateway.Call) ([]byte, error) {
-	d := map[string]any{
-		"record": c.Record, "format": c.Format, "endpoint": c.Endpoint, "model": c.Model,
-		"status": c.Status, "input_tokens": c.Usage.InputTokens, "output_tokens": c.Usage.OutputTokens,
-		"cache_read_input_tokens": c.Usage.CacheReadTokens, "cache_creation_input_tokens": c.Usage.CacheCreationTokens,
-		"latency_ms": float64(c.Latency.Microseconds()) / 1000, "ttfb_ms": float64(c.TTFB.Microseconds()) / 1000,
-		"streamed": c.Streamed, "step": c.Step,
+	d := modelCall{
+		Record: c.Record, Format: c.Format, Endpoint: c.Endpoint, Model: c.Model, Status: c.Status,
+		InputTokens: c.Usage.InputTokens, OutputTokens: c.Usage.OutputTokens,
+		CacheReadTokens: c.Usage.CacheReadTokens, CacheCreationTokens: c.Usage.CacheCreationTokens,
+		LatencyMS: float64(c.Latency.Microseconds()) / 1000, TTFBMS: float64(c.TTFB.Microseconds()) / 1000,
+		Streamed: c.Streamed, Step: c.Step, Refused: c.Refused, Error: c.Error, Replayed: c.Replayed,
 	}
 	if c.Priced {
-		d["cost_usd"] = c.CostUSD
+		d.CostUSD = &c.CostUSD
 	}
 	if c.Aborted {
-		d["aborted"] = c.AbortReason
-	}
-	if c.Refused != "" {
-		d["refused"] = c.Refused
-	}
-	if c.Error != "" {
-		d["error"] = c.Error
-	}
-	if c.Replayed {
-		d["replayed"] = true
+		d.Aborted = c.AbortReason
 	}
 	return jsonutil.Marshal(d)
 }

@@ -1,7 +1,7 @@
 package devserver
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -45,19 +45,18 @@ func (r *recordedBytes) forget(job string) {
 	r.mu.Unlock()
 }
 
-// keepExchange writes one recorded model call of job to the store, truncated once the job's
-// recording is over its bound.
-func (s *Server) keepExchange(job string, ex *gateway.Exchange) {
+// exchangeData is a recorded model call of job as the store keeps it with its model_call event,
+// truncated once the job's recording is over its bound.
+func (s *Server) exchangeData(job string, ex *gateway.Exchange) json.RawMessage {
 	if !s.recorded.take(job, len(ex.Request)+len(ex.Body)+chunkBytes(ex)) {
 		ex = &gateway.Exchange{Method: ex.Method, Path: ex.Path, Query: ex.Query, Status: ex.Status, Streamed: ex.Streamed, Truncated: true}
 	}
 	b, err := jsonutil.Marshal(ex)
-	if err == nil {
-		err = s.store.AppendExchange(job, b)
-	}
-	if err != nil && !errors.Is(err, store.ErrClosed) {
+	if err != nil { // an Exchange is strings and numbers: it always encodes
 		s.log.Warn("model call not kept for replay", "job", job, "err", err)
+		return nil
 	}
+	return b
 }
 
 func chunkBytes(ex *gateway.Exchange) int {

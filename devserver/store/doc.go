@@ -95,9 +95,9 @@
 //
 // # Recorded model calls
 //
-// AppendExchange and Exchanges keep a recorded job's model calls (exchange.go): one row each in
-// the table exchanges, numbered in the order kept, masked like event data. They are not events, so
-// the live stream and the trace never carry a call's megabytes.
+// A recorded job's model calls (AppendBatchWithExchanges) are kept on their model_call events, in a column
+// of their own (exchange.go), masked like event data and written in the event's commit; Exchanges
+// reads them back. The live stream and the trace never carry a call's megabytes.
 //
 // # Secrets
 //

@@ -81,12 +81,8 @@ var migrations = []migration{
 		)`,
 	}},
 	{"recorded model calls", []string{
-		`CREATE TABLE exchanges (
-			job  INTEGER NOT NULL REFERENCES jobs (n) ON DELETE CASCADE,
-			n    INTEGER NOT NULL,                      -- 1, 2, 3… per job, in the order kept
-			data TEXT    NOT NULL,                      -- JSON: a gateway.Exchange (masked)
-			PRIMARY KEY (job, n)
-		)`,
+		// A recorded model call's request and answer, on its model_call event; NULL for others.
+		`ALTER TABLE events ADD COLUMN exchange TEXT`,
 	}},
 }
 

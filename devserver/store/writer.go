@@ -53,7 +53,7 @@ func (o *op) size() (events, bytes int) {
 		return 1, len(o.reason) + len(o.output)
 	}
 	for _, e := range o.events {
-		bytes += len(e.data)
+		bytes += len(e.data) + len(e.exchange)
 	}
 	return len(o.events), bytes
 }
@@ -118,7 +118,7 @@ type writerState struct {
 type row struct {
 	job, seq, time int64
 	typ            string
-	data           json.RawMessage
+	data, exchange json.RawMessage
 }
 
 func (w *writerState) init(s *Store) {
@@ -147,7 +147,7 @@ func (w *writerState) prepare() error {
 	w.rollbackStmt = p(`ROLLBACK`)
 	w.insEvents = map[int]*sql.Stmt{}
 	for _, k := range insertChunks {
-		q := `INSERT INTO events (job, seq, time, type, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, k-1)
+		q := `INSERT INTO events (job, seq, time, type, data, exchange) VALUES (?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?)`, k-1)
 		w.insEvents[k] = p(q)
 	}
 	w.selJob = p(`SELECT n, status FROM jobs WHERE id = ?`)
@@ -302,7 +302,11 @@ func (w *writerState) flushRows() error {
 			for len(rows) >= k {
 				args := w.args[:0]
 				for _, r := range rows[:k] {
-					args = append(args, r.job, r.seq, r.time, r.typ, bytesString(r.data))
+					var ex any // NULL
+					if r.exchange != nil {
+						ex = bytesString(r.exchange)
+					}
+					args = append(args, r.job, r.seq, r.time, r.typ, bytesString(r.data), ex)
 				}
 				w.args = args
 				if _, err := w.insEvents[k].Exec(args...); err != nil {
@@ -355,9 +359,9 @@ func (bt *batchTx) lookup(id string) (*jobState, error) {
 }
 
 // insert assigns the next seq of js's job to an event and queues its row.
-func (bt *batchTx) insert(o *op, js *jobState, typ string, data json.RawMessage) {
+func (bt *batchTx) insert(o *op, js *jobState, typ string, data, exchange json.RawMessage) {
 	js.seq++
-	bt.w.rows = append(bt.w.rows, row{js.n, js.seq, bt.now.UnixNano(), typ, data})
+	bt.w.rows = append(bt.w.rows, row{js.n, js.seq, bt.now.UnixNano(), typ, data, exchange})
 	o.out = append(o.out, Event{Job: js.id, Seq: js.seq, Time: bt.now, Type: typ, Data: data})
 }
 
@@ -374,7 +378,7 @@ func (bt *batchTx) apply(o *op) error {
 		}
 		bt.touch(js)
 		for _, pe := range o.events {
-			bt.insert(o, js, pe.typ, pe.data)
+			bt.insert(o, js, pe.typ, pe.data, pe.exchange)
 			if pe.usage != nil {
 				js.usage.add(pe.usage)
 				js.dirty = true
@@ -397,7 +401,7 @@ func (bt *batchTx) apply(o *op) error {
 		w.jobs[j.ID] = js
 		bt.touch(js)
 		data, _ := json.Marshal(statusData{Status: j.Status})
-		bt.insert(o, js, EventStatus, data)
+		bt.insert(o, js, EventStatus, data, nil)
 		return nil
 
 	case opStatus:
@@ -482,7 +486,7 @@ func (bt *batchTx) setStatus(o *op, js *jobState, to Status, reason string, outp
 	js.status = to
 	bt.touch(js)
 	data, _ := json.Marshal(statusData{Status: to, From: from, Reason: reason})
-	bt.insert(o, js, EventStatus, data)
+	bt.insert(o, js, EventStatus, data, nil)
 	return nil
 }
 
