@@ -12,7 +12,7 @@ import (
 func TestModelCallData(t *testing.T) {
 	for _, c := range []gateway.Call{
 		{Record: "fake", Format: gateway.AnthropicMessages, Endpoint: gateway.EndpointMessages, Model: "m", Status: 200,
-			Usage: gateway.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5, CacheCreationTokens: 6},
+			Usage:   gateway.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5, CacheCreationTokens: 6},
 			Latency: 1234567 * time.Nanosecond, TTFB: 999 * time.Microsecond, Streamed: true, Step: 2},
 		{Record: "anthropic", Status: 429, Priced: true, Refused: "limits.max_steps", Error: `a <b> & "c"`},
 		{Record: "openai", Priced: true, CostUSD: 0.0125, Aborted: true, AbortReason: gateway.AbortClient, Replayed: true},
