@@ -272,6 +272,8 @@ func (s *Server) startGateway() error {
 		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
 		Meter:    (*meter)(s),
 		Logger:   s.log.With("part", "gateway"),
+		// Model calls are metered in batches, a commit for all those that end within 2 ms.
+		MeterLinger: 2 * time.Millisecond,
 	})
 	if err != nil {
 		return err

@@ -64,6 +64,9 @@ type Config struct {
 	// MaxRequestBytes is the largest request body accepted; a larger one gets 413.
 	// 0: DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
+	// batch (after.go); 0: none.
+	MeterLinger time.Duration
 }
 
 // Gateway is the model gateway, an http.Handler. It is safe for concurrent use.
@@ -76,6 +79,7 @@ type Gateway struct {
 	idle        time.Duration
 	respTimeout time.Duration
 	maxBody     int64
+	linger      time.Duration
 	after       *afterQueue
 
 	mu   sync.Mutex
@@ -134,7 +138,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, rt: cfg.Transport,
-		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes,
+		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger,
 		jobs: map[string]*jobState{}, after: newAfterQueue(),
 	}
 	if g.log == nil {

@@ -1001,3 +1001,44 @@ func TestMeterOffTheAnswersPath(t *testing.T) {
 		}
 	}
 }
+
+// batchMeter records the batches a BatchMeter gets.
+type batchMeter struct {
+	mu      sync.Mutex
+	batches [][]Call
+}
+
+func (m *batchMeter) Record(c Call) { m.RecordBatch([]Call{c}) }
+
+func (m *batchMeter) RecordBatch(cs []Call) {
+	m.mu.Lock()
+	m.batches = append(m.batches, append([]Call(nil), cs...))
+	m.mu.Unlock()
+}
+
+// With a linger, calls are metered in batches, every one, in order.
+func TestMeterLingerBatches(t *testing.T) {
+	m := &batchMeter{}
+	e := newEnv(t, helloScript, withConfig(func(c *Config) { c.Meter = m; c.MeterLinger = 20 * time.Millisecond }))
+	key := e.issue("job_l", "agent", Limits{}, Budget{})
+	const n = 30
+	for i := range n {
+		if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody); r.status != 200 {
+			t.Fatalf("call %d: %d", i+1, r.status)
+		}
+	}
+	e.gw.Flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	step := 0
+	for _, b := range m.batches {
+		for _, c := range b {
+			if step++; c.Step != step {
+				t.Fatalf("call %d metered as step %d", step, c.Step)
+			}
+		}
+	}
+	if step != n {
+		t.Errorf("%d calls metered, want %d", step, n)
+	}
+}
