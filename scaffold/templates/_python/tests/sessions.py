@@ -43,7 +43,8 @@ class FakeModelAPI:
     the tool's answer gets "The tool answered: <the answer>". With `status` set, it answers that
     HTTP error instead. A request with "stream": true gets the text as server-sent events, one
     event for each of `pieces` (default: the text whole); with `paced` set, each piece after the
-    first waits for release(), so a test can see one arrive before the next is sent."""
+    first waits for release(), so a test can see one arrive before the next is sent; with
+    `stream_error` set, the stream ends with that error event after the pieces."""
 
     def __init__(self, text: str = "") -> None:
         self.text = text
@@ -51,6 +52,7 @@ class FakeModelAPI:
         self.status = 0
         self.pieces: list[str] = []
         self.paced = False
+        self.stream_error = ""
         self._released = threading.Semaphore(0)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -181,6 +183,10 @@ class FakeModelAPI:
             else:
                 yield event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                     "delta": {"type": "text_delta", "text": piece}})
+        if self.stream_error:
+            error = {"type": self.stream_error, "message": "the fake model API is overloaded"}
+            yield event("error", {"error": error} if openai else {"type": "error", "error": error})
+            return
         if openai:
             yield chunk({}, "stop")
             yield event("", "[DONE]")

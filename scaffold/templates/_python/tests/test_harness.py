@@ -227,6 +227,19 @@ return pieces
         self.assertEqual(len(events), 1)
         self.assertIn("the model API answered 429", events[0]["message"])
 
+    def test_stream_that_ends_with_an_error_event(self) -> None:
+        self.api.pieces = ["Sorry ", "about"]
+        self.api.stream_error = "overloaded_error"
+        argv = agent("return session.complete('hi', say=True)")
+        for model in ({"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
+                      {"name": "gpt-fake", "format": "openai-chat", "record": "openai"}):
+            with self.subTest(model["format"]):
+                events, code, run = self.session(request=self.request(model=model), argv=argv)
+                self.assertEqual(code, 1, run.log())
+                self.assertEqual([e["type"] for e in events], ["say", "say", "error"])
+                self.assertIn("ended the stream with an error: overloaded_error: the fake model "
+                              "API is overloaded", events[-1]["message"])
+
     def test_max_steps(self) -> None:
         request = self.request(limits={"max_steps": 1, "timeout_s": 600})
         argv = agent("session.complete('one')\nsession.complete('two')\nreturn 'not reached'")
