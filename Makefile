@@ -5,14 +5,14 @@ BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
 
-.PHONY: build test test-deps cross race demo bench lint clean
+.PHONY: build test test-deps cross race fuzz demo bench lint clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
 # The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds and the testscript
-# end-to-end scripts (which also run the template's Python tests with unittest and pytest), then
-# the race detector.
+# end-to-end scripts (which also run the templates' Python tests with unittest and pytest, and the
+# Node templates' with node --test on their real framework), then the race detector.
 test: test-deps lint cross
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
@@ -35,7 +35,9 @@ cross:
 	done
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
-# What the tests need and a fresh machine lacks (pytest for the template's tests).
+# What the tests need and a fresh machine lacks (pytest for the template's tests, gcc for the race
+# detector, Node and npm), and the Node templates' locked dependencies from npm, into a cache
+# shared across runs (nothing to do once cached).
 test-deps:
 	@scripts/test-deps.sh
 
@@ -51,6 +53,23 @@ BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./... | tee bench.out
 	$(GO) run $(BENCHSTAT) bench.out
+
+# Fuzzing, each target for FUZZTIME: the protocol decoder, the manifest and agent loaders, the fake
+# model's script and request parsers, the hooks loader, the gateway's request reading. What a
+# target finds is written under its package's testdata/fuzz/ and from then on runs with go test,
+# as a regression test: commit it with the fix.
+FUZZTIME ?= 20s
+# Minimizing each new input eats a short run (the engine's default is 60 s an input): a crasher
+# is kept as found, which is as good a regression test.
+FUZZMIN ?= 1s
+FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
+	./devserver/fakemodel:FuzzParseScript ./devserver/fakemodel:FuzzRequest \
+	./devserver/hooks:FuzzParse ./devserver/gateway:FuzzTopLevel
+fuzz:
+	@for t in $(FUZZ); do \
+	  echo "go test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*}"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*} || exit 1; \
+	done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

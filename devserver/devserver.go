@@ -72,8 +72,7 @@ type Server struct {
 	keys        *gateway.MemResolver
 	inflight    *inflight
 	inbox       *approvals.Inbox
-	hooks       Hooks
-	hookSet     *hooks.Set
+	hooks       *liveHooks
 	hooksFile   string
 	node        *node.Node
 	http        *http.Server
@@ -217,7 +216,7 @@ func (s *Server) loadHooks() error {
 	} else if _, err := os.Stat(s.hooksFile); err != nil {
 		return fmt.Errorf("--hooks: %w", err)
 	}
-	set, err := hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
+	set, err := s.readHooks()
 	var re *diag.ReportError
 	if errors.As(err, &re) {
 		return err // its findings are the reason; oz0 dev starts once they are fixed
@@ -225,12 +224,14 @@ func (s *Server) loadHooks() error {
 	if err != nil {
 		return fmt.Errorf("cannot load the hooks in %s: %w", s.hooksFile, err)
 	}
-	s.undo = append(s.undo, set.Close)
-	s.hookSet = set
-	if set.Len() > 0 {
-		s.hooks = hookSet{set}
-	}
+	s.hooks = newLiveHooks(set)
+	s.undo = append(s.undo, s.hooks.Close)
 	return nil
+}
+
+// readHooks loads the hooks file, its plugins' log lines going to the dev server's log.
+func (s *Server) readHooks() (*hooks.Set, error) {
+	return hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
 }
 
 // listen takes the loopback port; everything is served on it.
@@ -289,6 +290,7 @@ func (s *Server) startNode() error {
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
+		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) {
 			s.inflight.wait(job, 5*time.Second)
 			s.inbox.EndJob(job)
@@ -304,7 +306,7 @@ func (s *Server) startNode() error {
 func (s *Server) serveAPI() error {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(&api.Backend{
-		Token: s.Token, Store: s.store, Node: s.node, Secrets: s.records, Info: s.info, Logger: s.log, Inbox: s.inbox,
+		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox,
 		Recorder: s,
 	}))
 	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
@@ -511,14 +513,10 @@ func (s *Server) banner() {
 	}
 	s.say("  state   %s", state)
 	for _, a := range s.info().Agents {
-		note := ""
-		if a.Record == "fake" {
-			note = ": the fake model, as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
-		}
-		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, note)
+		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}
-	if n := s.hookSet.Len(); n > 0 {
-		s.say("  hooks   %d from %s: %s", n, s.hooksFile, strings.Join(s.hookSet.Names(), ", "))
+	if set := s.hooks.Set(); set.Len() > 0 {
+		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}
 	if len(s.interrupted) > 0 {
 		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(s.interrupted))

@@ -176,3 +176,47 @@ func (r *records) saveLocked() error {
 	}
 	return os.Rename(tmp, r.path)
 }
+
+// noticedSecrets are the tenant's secrets as the API changes them: a change that moves an agent
+// to another model record is said on the dev server's output when it happens, as the banner said
+// which record each agent started on.
+type noticedSecrets struct{ s *Server }
+
+func (n noticedSecrets) Set(name, value, baseURL string) error {
+	return n.changed(func() error { return n.s.records.Set(name, value, baseURL) })
+}
+
+func (n noticedSecrets) Remove(name string) error {
+	return n.changed(func() error { return n.s.records.Remove(name) })
+}
+
+func (n noticedSecrets) List() ([]apiv1.SecretMeta, error) { return n.s.records.List() }
+
+func (n noticedSecrets) changed(change func() error) error {
+	before := map[string]string{}
+	for _, a := range n.s.info().Agents {
+		before[a.Name] = a.Record
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	for _, a := range n.s.info().Agents {
+		if before[a.Name] != a.Record {
+			n.s.say("agent   %s → model record %s (%s), was %s%s", a.Name, a.Record, a.Model, before[a.Name], recordNote(a.Record))
+		}
+	}
+	return nil
+}
+
+// recordNote says how an agent came to its record, and how to move it.
+func recordNote(record string) string {
+	if record == "fake" {
+		return ": the fake model, as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
+	}
+	for _, p := range providers {
+		if p.Record == record {
+			return fmt.Sprintf(": the tenant's key (oz0 secret rm %s goes back to the fake model)", p.Secret)
+		}
+	}
+	return ""
+}

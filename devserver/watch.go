@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -43,7 +44,41 @@ func fingerprint(dir, stateDir string) [32]byte {
 	return sum
 }
 
-// watch polls the plugins' files; an edit re-lints and reloads the plugin. New jobs take the new
+// fileStamp says when a file last changed: its size and time, "" when it does not exist.
+func fileStamp(name string) string {
+	info, err := os.Stat(name)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d\x00%d", info.Size(), info.ModTime().UnixNano())
+}
+
+// reloadHooks reads the hooks file again after an edit: a good one replaces the hooks in force
+// (calls being evaluated finish with the old ones); one with problems keeps the last good hooks
+// and says why.
+func (s *Server) reloadHooks() {
+	set, err := s.readHooks()
+	var re *diag.ReportError
+	switch {
+	case errors.As(err, &re):
+		s.outMu.Lock()
+		fmt.Fprintf(s.out, "reload: kept the last good hooks: %s has %s; fix them and save again\n", s.hooksFile, diag.Summary(re.Report))
+		_ = diag.Write(s.out, re.Report, diag.FormatText, s.cfg.Version)
+		s.outMu.Unlock()
+		return
+	case err != nil:
+		s.say("reload: kept the last good hooks: %v", err)
+		return
+	}
+	s.hooks.Replace(set)
+	if set.Len() == 0 {
+		s.say("reload: no hooks now (%s is gone or empty); new calls are decided by policy", s.hooksFile)
+		return
+	}
+	s.say("reload: hooks reloaded from %s (%d: %s); new calls go through them", s.hooksFile, set.Len(), strings.Join(set.Names(), ", "))
+}
+
+// watch polls the plugins' files and the hooks file; an edit re-lints and reloads the plugin. New jobs take the new
 // version; running ones keep theirs. A broken edit keeps the last good version and says why.
 func (s *Server) watch() {
 	defer close(s.watchDone)
@@ -53,6 +88,7 @@ func (s *Server) watch() {
 		dirs[i] = p.Dir
 		prints[i] = fingerprint(p.Dir, s.StateDir)
 	}
+	hooksPrint := fileStamp(s.hooksFile)
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	for {
@@ -60,6 +96,10 @@ func (s *Server) watch() {
 		case <-s.stopWatch:
 			return
 		case <-t.C:
+		}
+		if fp := fileStamp(s.hooksFile); fp != hooksPrint {
+			hooksPrint = fp
+			s.reloadHooks()
 		}
 		for i, dir := range dirs {
 			fp := fingerprint(dir, s.StateDir)

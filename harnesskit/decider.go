@@ -10,8 +10,9 @@ import (
 // Decider decides the permission requests of a session's tools (the node's hooks, default-deny
 // policy and approvals). The supervisor calls Decide once per request of a tool the agent lists,
 // each in a goroutine of its own, so several may run at once. ctx is done when the session ends
-// (its answer is then moot): Decide must return promptly after that, because Session.Wait waits
-// for every Decide call. A panic in Decide is recovered and denies the request.
+// (its answer is then moot), with an *EndError saying how as its context.Cause: Decide must
+// return promptly after that, because Session.Wait waits for every Decide call. A panic in Decide
+// is recovered and denies the request.
 type Decider interface {
 	Decide(ctx context.Context, ask *Ask) Decision
 }

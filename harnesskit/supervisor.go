@@ -91,8 +91,8 @@ type Session struct {
 	used  map[string]bool
 	open  int
 
-	dctx     context.Context // Decide's context, done when the end is decided
-	dcancel  context.CancelFunc
+	dctx     context.Context // Decide's context, done when the end is decided (its cause an *EndError)
+	dcancel  context.CancelCauseFunc
 	deciders sync.WaitGroup
 
 	stdoutEOF chan struct{}
@@ -227,7 +227,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	errW.Close()
 
 	s.clock = newActiveClock(spec.Limits.Timeout)
-	s.dctx, s.dcancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.dctx, s.dcancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.stdin = newStdinWriter(inW)
 	s.stdout = &pipeReader{f: outR}
 	s.stderr = &pipeReader{f: errR}
@@ -311,7 +311,7 @@ func (s *Session) decideEnd(e End) bool {
 	}
 	s.last, s.end = true, e
 	close(s.ended)
-	s.dcancel()
+	s.dcancel(&EndError{End: e})
 	return true
 }
 
@@ -639,7 +639,7 @@ func (s *Session) supervise(ctx context.Context) {
 	} else {
 		s.decideEnd(End{Status: Failed, Reason: fmt.Sprintf("the harness was killed by %s without a result or an error (rule 2)%s", sig, stderrSummary(tail))})
 	}
-	s.dcancel()
+	s.dcancel(nil) // the end is decided by now: its cause stands
 	s.deciders.Wait()
 	s.stdin.close()
 	<-s.stdin.done

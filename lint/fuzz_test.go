@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/lint/diag"
@@ -100,4 +101,36 @@ func checkReport(t *testing.T, rep *diag.Report) {
 			t.Fatalf("Write %s: %v", format, err)
 		}
 	}
+}
+
+// FuzzNodeHarness lints a plugin with a Node harness whose package.json and code are the fuzz
+// input; and jsCode keeps every newline and the length of the code it blanks.
+func FuzzNodeHarness(f *testing.F) {
+	for _, s := range []string{
+		`{"dependencies": {"@strands-agents/sdk": "^1.19.0", "zod": "4.6.7"}}`,
+		`{"dependencies": {"a": ["b"], "c": {"d": "e"}}, "x": [[{}]]}`,
+		"new OpenAIModel({ api: \"chat\" }); new OpenAIModel({ modelId: `${a}` })",
+		"const re = /[/\"]/g, x = a / b / c; // OpenAI\n/* AnthropicModel */ `unclosed ${",
+		"new OpenAIModel({ { { ",
+		"'\\",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	files := templateFiles()
+	files[ManifestFile] = strings.Replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    formats: [anthropic-messages, openai-chat]\nagents: [agents/]", 1)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		code := jsCode(string(data))
+		if len(code) != len(data) || strings.Count(code, "\n") != strings.Count(string(data), "\n") {
+			t.Fatalf("jsCode changed the shape of %q: %q", data, code)
+		}
+		fsys := mapFS(files)
+		fsys[PackageJSONFile] = &fstest.MapFile{Data: data, Mode: 0o644}
+		fsys["src/main.mjs"] = &fstest.MapFile{Data: data, Mode: 0o644}
+		rep, err := RunFS(fsys)
+		if err != nil {
+			t.Fatalf("RunFS: %v", err)
+		}
+		checkReport(t, rep)
+	})
 }

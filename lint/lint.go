@@ -1,8 +1,9 @@
 // Package lint is the one loader of oz0 plugins. Load reads a plugin directory once, with source
-// positions: oz0-plugin.yaml, the agent definitions, the skills' SKILL.md and pyproject.toml. It
-// validates them against the schemas of package schemas, runs the cross-file rules over what it
-// read, and, when nothing is an error, makes the typed plugin.Plugin that the dev server, hot
-// reload and the conformance kit run. What lint passes, they accept, and the reverse.
+// positions: oz0-plugin.yaml, the agent definitions, the skills' SKILL.md, pyproject.toml and
+// package.json (and, for the model clients it builds, the code a harness runs). It validates them
+// against the schemas of package schemas, runs the cross-file rules over what it read, and, when
+// nothing is an error, makes the typed plugin.Plugin that the dev server, hot reload and the
+// conformance kit run. What lint passes, they accept, and the reverse.
 //
 // Every path a plugin names stays inside the plugin directory, symbolic links resolved: files are
 // read through an os.Root, which refuses a link that leads out, and such a link is a path-escape

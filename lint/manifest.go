@@ -52,6 +52,7 @@ func (l *linter) run() error {
 		}
 	}
 	l.lintPyproject()
+	l.lintPackageJSON()
 	return l.fatal
 }
 

@@ -14,8 +14,8 @@ import (
 )
 
 // The model clients a Python harness's code may build, by the model API they speak: the
-// frameworks' and the SDKs' class names. session.complete() speaks the record's format, so it
-// fits any.
+// frameworks' and the SDKs' class names (node.go has JavaScript's). session.complete() speaks the
+// record's format, so it fits any.
 var (
 	anthropicClients = regexp.MustCompile(`\b(AnthropicModel|AnthropicLlm|AnthropicClient|ChatAnthropic|AsyncAnthropic|Anthropic)\b`)
 	openaiClients    = regexp.MustCompile(`\b(OpenAIModel|OpenAILlm|OpenAIChatCompletionClient|ChatOpenAI|AsyncOpenAI|OpenAI)\b`)
@@ -33,10 +33,12 @@ type client struct {
 	line, col  int
 	responses  bool
 	formatName string
+	fix        string // for a client of the Responses API: what to use instead
 }
 
-// checkClients reads the Python package a harness runs (python -m PKG) for the model clients it
-// builds: one of OpenAI's Responses API is refused (the gateway serves Chat Completions), and a
+// checkClients reads the code a harness runs for the model clients it builds: the Python package
+// of python -m PKG, or the directory of the script a JavaScript runtime runs (node src/main.mjs).
+// A client of OpenAI's Responses API is refused (the gateway serves Chat Completions), and a
 // format the harness lists that its code builds no client for is reported, where that can be
 // told (the code names clients of other formats, and does not call session.complete()).
 func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, label string) {
@@ -44,43 +46,18 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 	if !ok {
 		return
 	}
-	mod, at := harnesskit.PythonModule(argv)
-	if at < 0 || !pythonModule.MatchString(mod) {
+	var clients []client
+	var usesComplete bool
+	if dir := l.pythonPackageDir(argv); dir != "" {
+		clients, usesComplete = l.pythonClients(dir)
+	} else if dir := l.scriptDir(argv); dir != "" {
+		clients, usesComplete = l.jsClients(dir)
+	} else {
 		return
 	}
-	rel := strings.ReplaceAll(mod, ".", "/")
-	var dir string
-	for _, base := range []string{"src/", ""} {
-		if l.isDir(base + rel) {
-			dir = base + rel
-			break
-		}
-	}
-	if dir == "" {
-		return // a single-file module, or none (module-missing says so)
-	}
-	var clients []client
-	usesComplete := false
-	files := 0
-	_ = fs.WalkDir(l.fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".py") {
-			return nil
-		}
-		if files++; files > maxCodeFiles {
-			return fs.SkipAll
-		}
-		data, st := l.read(p)
-		if st != fileOK {
-			return nil
-		}
-		code := pythonCode(string(data))
-		usesComplete = usesComplete || completeCall.MatchString(code)
-		clients = append(clients, findClients(p, code)...)
-		return nil
-	})
 	for _, c := range clients {
 		if c.responses {
-			l.add(c.file, c.line, c.col, "responses-api", "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use the framework's Chat Completions client", composed(label), c.name)
+			l.add(c.file, c.line, c.col, "responses-api", "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: %s", composed(label), c.name, c.fix)
 		}
 	}
 	if usesComplete {
@@ -106,25 +83,75 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 	}
 }
 
+// pythonPackageDir is the directory of the package a harness runs with python -m, "" for none
+// (a single-file module, or none: module-missing says so).
+func (l *linter) pythonPackageDir(argv []string) string {
+	mod, at := harnesskit.PythonModule(argv)
+	if at < 0 || !pythonModule.MatchString(mod) {
+		return ""
+	}
+	rel := strings.ReplaceAll(mod, ".", "/")
+	for _, base := range []string{"src/", ""} {
+		if l.isDir(base + rel) {
+			return base + rel
+		}
+	}
+	return ""
+}
+
+// pythonClients lists the model clients the Python files under dir name, and whether they call
+// session.complete().
+func (l *linter) pythonClients(dir string) (clients []client, usesComplete bool) {
+	files := 0
+	_ = fs.WalkDir(l.fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".py") {
+			return nil
+		}
+		if files++; files > maxCodeFiles {
+			return fs.SkipAll
+		}
+		data, st := l.read(p)
+		if st != fileOK {
+			return nil
+		}
+		code := pythonCode(string(data))
+		usesComplete = usesComplete || completeCall.MatchString(code)
+		clients = append(clients, findClients(p, code, pythonPatterns)...)
+		return nil
+	})
+	return clients, usesComplete
+}
+
+// clientPattern finds the clients of one kind in code: those of a format, or of the Responses API.
+type clientPattern struct {
+	re        *regexp.Regexp
+	format    string
+	responses bool
+}
+
+var pythonPatterns = []clientPattern{
+	{responsesClients, "", true},
+	{anthropicClients, harnesskit.FormatAnthropicMessages, false},
+	{openaiClients, harnesskit.FormatOpenAIChat, false},
+}
+
 // findClients lists where code (comments and strings blanked) names a model client.
-func findClients(file, code string) []client {
+func findClients(file, code string, patterns []clientPattern) []client {
 	var out []client
-	for _, m := range []struct {
-		re        *regexp.Regexp
-		format    string
-		responses bool
-	}{
-		{responsesClients, "", true},
-		{anthropicClients, harnesskit.FormatAnthropicMessages, false},
-		{openaiClients, harnesskit.FormatOpenAIChat, false},
-	} {
+	for _, m := range patterns {
 		for _, loc := range m.re.FindAllStringIndex(code, -1) {
-			line := strings.Count(code[:loc[0]], "\n") + 1
-			col := loc[0] - strings.LastIndexByte(code[:loc[0]], '\n')
-			out = append(out, client{name: strings.TrimPrefix(code[loc[0]:loc[1]], "."), file: file, line: line, col: col, responses: m.responses, formatName: m.format})
+			c := client{name: strings.TrimPrefix(code[loc[0]:loc[1]], "."), file: file, responses: m.responses, formatName: m.format,
+				fix: "use the framework's Chat Completions client"}
+			c.line, c.col = lineCol(code, loc[0])
+			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// lineCol is the line and column (in bytes, from 1) of offset i of code.
+func lineCol(code string, i int) (line, col int) {
+	return strings.Count(code[:i], "\n") + 1, i - strings.LastIndexByte(code[:i], '\n')
 }
 
 // pythonCode blanks the comments and string literals of Python source (docstrings included),

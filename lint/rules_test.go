@@ -148,6 +148,49 @@ func TestRules(t *testing.T) {
 		}, []expect{
 			{"src/acme_triage/wiring.py:2:36 responses-api", "harness `acme-triage` uses `OpenAIChatClient`, which speaks OpenAI's Responses API"},
 		}},
+		{"format-mismatch in JavaScript", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    formats: [anthropic-messages, openai-chat]\nagents: [agents/]"),
+			"src/main.mjs": "// new OpenAIModel in a comment is prose\n" +
+				"import { AnthropicModel } from \"@strands-agents/sdk/models/anthropic\";\n" +
+				"const s = `OpenAI ${1 / 2} \"`, re = /OpenAI\"/, half = 1 / 2 / 3;\n" +
+				"export const m = new AnthropicModel({ modelId: \"x\" });\n",
+			"src/node_modules/openai/index.js": "export class OpenAI {}\n",
+		}, []expect{
+			{"oz0-plugin.yaml:15:35 format-mismatch", "harness `web` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/main.mjs, which speaks anthropic-messages)"},
+		}},
+		{"responses-api in JavaScript", map[string]string{
+			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    formats: [openai-chat]\nagents: [agents/]"),
+			"src/main.mjs": "import { OpenAIModel } from \"@strands-agents/sdk/models/openai\";\n" +
+				"export const chat = new OpenAIModel({ api: \"chat\", modelId: \"m\" });\n" +
+				"export const given = new OpenAIModel(options);\n" +
+				"export const unsaid = new OpenAIModel({ modelId: \"m\", clientConfig: { baseURL: \"}\" } });\n" +
+				"export const said = new OpenAIModel({\n  api: 'responses',\n});\n",
+			"src/lib/sdk.ts": "export const r = await client.responses.create({ model: 'm' });\n",
+		}, []expect{
+			{"src/main.mjs:4:27 responses-api", "harness `web` uses `OpenAIModel` without `api: \"chat\"`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: give it api: \"chat\""},
+			{"src/main.mjs:5:25 responses-api", "harness `web` uses `OpenAIModel`, which speaks OpenAI's Responses API"},
+			{"src/lib/sdk.ts:1:30 responses-api", "uses `responses.create(`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use Chat Completions"},
+		}},
+		{"package.json dependencies", map[string]string{
+			"package.json": "{\n  \"name\": \"acme-triage\",\n  \"dependencies\": {\n    \"@strands-agents/sdk\": \"^1.19.0\",\n    \"zod\": \"4.6.7\",\n" +
+				"    \"local\": \"file:../x\",\n    \"alias\": \"npm:zod@4.6.7\",\n    \"gitdep\": \"github:a/b\",\n    \"gitsha\": \"github:a/b#0123abc\"\n  },\n" +
+				"  \"devDependencies\": {\"typescript\": \"^7\"},\n  \"optionalDependencies\": {\"x\": [\"zod\"], \"y\": \"latest\"}\n}\n",
+		}, []expect{
+			{"package.json:4:5 unpinned-dependency", "`@strands-agents/sdk` is `^1.19.0` in package.json dependencies, not one version; pin it exactly (npm install --save-exact @strands-agents/sdk@X.Y.Z)"},
+			{"package.json:8:5 unpinned-dependency", "`gitdep` is `github:a/b`"},
+			{"package.json:12:42 unpinned-dependency", "`y` is `latest` in package.json optionalDependencies"},
+			{"package.json:1:1 lock-missing", "package.json has dependencies but the plugin has no lock file"},
+		}},
+		{"package.json pinned, with a lock", map[string]string{
+			"package.json":      `{"dependencies": {"zod": "4.6.7", "openai": "=v6.49.0"}, "devDependencies": {"typescript": "^7.0.2"}}`,
+			"package-lock.json": "{}",
+		}, nil},
+		{"json-syntax", map[string]string{"package.json": "{\n  \"dependencies\": {\"zod\": \"4.6.7\",}\n}\n"}, []expect{
+			{"package.json:2:36 json-syntax", "package.json does not parse as a JSON object: invalid character '}'"},
+		}},
+		{"package.json not an object", map[string]string{"package.json": "[1]\n"}, []expect{
+			{"package.json:1:2 json-syntax", "cannot unmarshal array"},
+		}},
 		{"command-missing", map[string]string{
 			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: two\n    command: [sh, harness.sh]\n    formats: [openai-chat]\n  - name: three\n    command: [./bin/agent]\n    formats: [openai-chat]\n  - name: four\n    command: [sh, ../outside.sh]\n    formats: [openai-chat]\n  - name: five\n    command: [oz0-no-such-program-here]\n    formats: [openai-chat]\nagents: [agents/]"),
 		}, []expect{

@@ -37,8 +37,13 @@ func ValidateName(name string) error {
 			continue
 		}
 		what := fmt.Sprintf("%q", r)
-		if unicode.IsSpace(r) {
+		switch r {
+		case ' ':
 			what = "a space"
+		case '\n', '\r':
+			what = "a line break"
+		case '\t':
+			what = "a tab"
 		}
 		return fmt.Errorf("plugin name %q has %s at position %d; use only lowercase letters, digits and hyphens", name, what, i+1)
 	}

@@ -18,6 +18,8 @@ func TestValidateName(t *testing.T) {
 		"a/b":                   "is a path",
 		"A B":                   "uppercase",
 		"a b":                   "a space",
+		"ab\ncd":                "a line break at position 3",
+		"ab\tcd":                "a tab at position 3",
 		"-x":                    "start with a lowercase letter",
 		"1abc":                  "start with a lowercase letter",
 		"Acme":                  `use lowercase, e.g. "acme"`,

@@ -22,31 +22,47 @@ import (
 type Template struct {
 	Name        string
 	Description string
+	// NextSteps are the commands that get a new plugin of the template tested, in order, after
+	// cd into it.
+	NextSteps []string
 	// layers are the directories under templates/ the plugin is rendered from, in order: a file
 	// of a later layer replaces one of the same path in an earlier one. Templates share files
 	// (the Python harness) through a common layer, so that there is one source of each.
 	layers []string
 }
 
+// agentLayer holds what every template shares: the agent definition and its instructions.
 // pythonLayer holds what every Python template shares: the harness protocol (harness.py), the
-// package's __main__ and its tests over a pipe. frameworkLayer adds what the templates of an agent
-// framework share: the agent's prompt, and tests of the wiring on stand-ins and on the framework.
+// package's __main__ and its tests over a pipe. frameworkLayer adds what the Python templates of
+// an agent framework share: AGENTS.md, the skill, and tests of the wiring on stand-ins and on the
+// framework. nodeLayer is the Node kit: the harness protocol (harness.mjs), its entry (main.mjs),
+// its tests over a pipe and the CI workflow.
 const (
+	agentLayer     = "_agent"
 	pythonLayer    = "_python"
 	frameworkLayer = "_framework"
+	nodeLayer      = "_node"
+)
+
+// The first commands in a new plugin: its dependencies installed, its tests run, lint.
+var (
+	pythonSteps = []string{"uv lock && uv sync", "uv run pytest", "oz0 plugin lint"}
+	nodeSteps   = []string{"npm ci", "npm test", "oz0 plugin lint"}
 )
 
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
 // directory of the same name under templates/, its last layer.
 var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
-		layers: []string{pythonLayer, "byo-agent"}},
+		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
 	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
-		layers: []string{pythonLayer, frameworkLayer, "agent-framework"}},
+		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
 	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
-		layers: []string{pythonLayer, frameworkLayer, "adk"}},
+		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
 	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
-		layers: []string{pythonLayer, frameworkLayer, "strands"}},
+		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
+	{Name: "strands-ts", Description: "An AWS Strands Agents TypeScript agent on Node, its model on the gateway (Anthropic or OpenAI Chat Completions) and its tool calls asked first",
+		NextSteps: nodeSteps, layers: []string{agentLayer, nodeLayer, "strands-ts"}},
 }
 
 // Templates returns the catalogue.

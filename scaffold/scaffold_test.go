@@ -1,11 +1,14 @@
 package scaffold
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -135,7 +138,8 @@ func assertNoLeftovers(t *testing.T, parent string) {
 }
 
 // Every directory under templates/ is a template of the catalogue or a layer some template uses;
-// the harness has one source, the Python layer, which every Python template renders.
+// the harness has one source in each language, the Python layer and the Node layer, which every
+// template of the language renders.
 func TestLayers(t *testing.T) {
 	entries, err := fs.ReadDir(templatesFS, "templates")
 	if err != nil {
@@ -153,8 +157,12 @@ func TestLayers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tp.layers[0] == pythonLayer && !slices.ContainsFunc(files, func(f File) bool { return f.Path == "src/acme_triage/harness.py" }) {
+		has := func(p string) bool { return slices.ContainsFunc(files, func(f File) bool { return f.Path == p }) }
+		if slices.Contains(tp.layers, pythonLayer) && !has("src/acme_triage/harness.py") {
 			t.Errorf("%s: no harness.py", tp.Name)
+		}
+		if slices.Contains(tp.layers, nodeLayer) && !has("src/harness.mjs") {
+			t.Errorf("%s: no harness.mjs", tp.Name)
 		}
 	}
 	for _, e := range entries {
@@ -165,6 +173,9 @@ func TestLayers(t *testing.T) {
 	_ = fs.WalkDir(templatesFS, "templates", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && path.Base(p) == "harness.py" && !strings.HasPrefix(p, "templates/"+pythonLayer+"/") {
 			t.Errorf("%s: a copy of the shared harness", p)
+		}
+		if err == nil && path.Base(p) == "harness.mjs" && !strings.HasPrefix(p, "templates/"+nodeLayer+"/") {
+			t.Errorf("%s: a copy of the Node kit", p)
 		}
 		return err
 	})
@@ -188,6 +199,63 @@ func TestEveryTemplateLintsClean(t *testing.T) {
 		}
 		for _, d := range rep.Diagnostics {
 			t.Errorf("%s: %s:%d:%d %s %s", tp.Name, d.File, d.Line, d.Col, d.Rule, d.Message)
+		}
+	}
+}
+
+// A Node template's lock file is its package.json's, under each plugin's name: npm ci refuses a
+// lock that disagrees with package.json (scripts/template-lock.sh writes it). Every package is
+// pinned to one version.
+func TestNodeLockAgreesWithPackage(t *testing.T) {
+	exact := regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+	for _, tp := range catalogue {
+		if !slices.Contains(tp.layers, nodeLayer) {
+			continue
+		}
+		files, err := Render(Options{Name: "shop-helper", Template: tp.Name, Description: `Helps "shoppers"`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type pkg struct {
+			Name            string            `json:"name"`
+			Version         string            `json:"version"`
+			Dependencies    map[string]string `json:"dependencies"`
+			DevDependencies map[string]string `json:"devDependencies"`
+			Engines         map[string]string `json:"engines"`
+		}
+		var manifest pkg
+		var lock struct {
+			pkg
+			Packages map[string]pkg `json:"packages"`
+		}
+		for _, f := range files {
+			switch f.Path {
+			case "package.json":
+				if err := json.Unmarshal(f.Data, &manifest); err != nil {
+					t.Fatalf("%s: package.json: %v", tp.Name, err)
+				}
+			case "package-lock.json":
+				if err := json.Unmarshal(f.Data, &lock); err != nil {
+					t.Fatalf("%s: package-lock.json: %v", tp.Name, err)
+				}
+			}
+		}
+		root := lock.Packages[""]
+		if manifest.Name != "shop-helper" || lock.Name != manifest.Name || root.Name != manifest.Name || root.Version != manifest.Version {
+			t.Errorf("%s: names and versions: package.json %s@%s, lock %s, its root %s@%s", tp.Name, manifest.Name, manifest.Version, lock.Name, root.Name, root.Version)
+		}
+		if !maps.Equal(root.Dependencies, manifest.Dependencies) || !maps.Equal(root.DevDependencies, manifest.DevDependencies) || !maps.Equal(root.Engines, manifest.Engines) {
+			t.Errorf("%s: the lock was made from another package.json: run scripts/template-lock.sh %s", tp.Name, tp.Name)
+		}
+		for name, v := range manifest.Dependencies {
+			if !exact.MatchString(v) || lock.Packages["node_modules/"+name].Version != v {
+				t.Errorf("%s: %s is %q in package.json and %q in the lock; pin one exact version", tp.Name, name, v, lock.Packages["node_modules/"+name].Version)
+			}
+		}
+		for name, v := range manifest.DevDependencies {
+			if !exact.MatchString(v) {
+				t.Errorf("%s: %s is %q; pin one exact version", tp.Name, name, v)
+			}
 		}
 	}
 }

@@ -116,6 +116,11 @@ func (c *converter) entries(n *yaml.Node, depth int) (keys []string, vals []*yam
 	}
 	for _, m := range merges {
 		for _, src := range mergeSources(m) {
+			// Each source counts toward the node budget, as ToValue counts it: merge keys that
+			// pull in merge keys expand as aliases do.
+			if c.nodes++; c.nodes > c.lim.MaxNodes {
+				return nil, nil, errors.New("the value expands to too many nodes")
+			}
 			t := resolveAlias(src)
 			if t == nil || t.Kind != yaml.MappingNode {
 				return nil, nil, errors.New("a merge key (<<) takes a mapping or a list of mappings")

@@ -418,3 +418,27 @@ func TestEndOfPlainScalars(t *testing.T) {
 		t.Errorf("unknown key: %+v", ps)
 	}
 }
+
+// Merge keys that pull in merge keys expand as aliases do: JSON counts them against the same
+// budget as ToValue, and refuses a document that would expand without end (found by fuzzing).
+func TestJSONMergeKeyBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("l0: &l0 {x: 1}\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d {<<: [", i, i)
+		for j := range 8 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]}\n")
+	}
+	root := parse(t, b.String())
+	if _, err := JSON(root); err == nil || !strings.Contains(err.Error(), "too many nodes") {
+		t.Errorf("err %v", err)
+	}
+	if _, ps := ToValue(root); len(ps) != 1 || ps[0].Rule != KindYAMLLimits {
+		t.Errorf("ToValue: %v", ps)
+	}
+}

@@ -103,7 +103,11 @@ func pluginNewRun(opts *pluginNewOptions) error {
 	}
 	out := opts.IO.Out
 	fmt.Fprintf(out, "Created %s/ from the %s template (%d files).\n\n", shown, opts.Template, len(files))
-	fmt.Fprintf(out, "Next steps:\n  cd %s\n  uv lock && uv sync\n  uv run pytest\n  oz0 plugin lint\n", shellQuote(shown))
+	fmt.Fprintf(out, "Next steps:\n  cd %s\n", shellQuote(shown))
+	t, _ := scaffold.LookupTemplate(opts.Template)
+	for _, step := range t.NextSteps {
+		fmt.Fprintf(out, "  %s\n", step)
+	}
 	return nil
 }
 

@@ -109,7 +109,7 @@ func TestRunAnswersAWaitingApprovalInline(t *testing.T) {
 	}
 	want := `acme-triage: Sorting the ticket.
 acme-triage → notify_team {"team":"billing"}
-acme-triage ✗ notify_team refused: billing hears from a person by person
+acme-triage ✗ notify_team refused by a person: billing hears from a person
 billing: not told
 `
 	if out.String() != want {

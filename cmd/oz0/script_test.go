@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,6 +21,19 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"exits": cmdExits,
 }
 
+// scriptConds are the extra conditions scripts may use, [name:arg] by name; other _test files add
+// theirs in init().
+var scriptConds = map[string]func(arg string) (bool, error){}
+
+// scriptCondition answers a condition of scriptConds.
+func scriptCondition(cond string) (bool, error) {
+	name, arg, _ := strings.Cut(cond, ":")
+	if f, ok := scriptConds[name]; ok {
+		return f(arg)
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
 // TestMain lets the test binary stand in for the real oz0 binary inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
@@ -35,6 +49,7 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("OZ0_UPDATE_SCRIPTS") == "1",
 		Cmds:                scriptCmds,
+		Condition:           scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			// Python writes no bytecode into the scaffolded trees the scripts compare.
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")

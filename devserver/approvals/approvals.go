@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/harnesskit"
 )
 
 // Answer is how a waiting call was decided.
@@ -99,11 +100,12 @@ func (in *Inbox) Ask(ctx context.Context, c Call) (Answer, error) {
 	case <-ctx.Done():
 		// The session ended (cancelled, timed out): withdraw the request, unless a person's
 		// answer won the race, which then stands in the record but reaches no one.
-		if _, err := in.store.DecideApproval(a.ID, store.ApprovalWithdrawn, "", "the job ended before anyone answered"); err != nil && !errors.Is(err, store.ErrDecided) {
+		why := withdrawnBecause(ctx)
+		if _, err := in.store.DecideApproval(a.ID, store.ApprovalWithdrawn, "", why); err != nil && !errors.Is(err, store.ErrDecided) {
 			release()
 			return Answer{}, err
 		}
-		ans = Answer{Reason: "the job ended before anyone answered", By: "withdrawn"}
+		ans = Answer{Reason: why, By: "withdrawn"}
 	}
 	release()
 	in.mu.Lock()
@@ -183,4 +185,20 @@ func (in *Inbox) EndJob(job string) {
 	in.mu.Lock()
 	delete(in.grants, job)
 	in.mu.Unlock()
+}
+
+// withdrawnBecause says why a request was withdrawn: how its session ended, when the context
+// says (the harnesskit supervisor's does).
+func withdrawnBecause(ctx context.Context) string {
+	var ee *harnesskit.EndError
+	if !errors.As(context.Cause(ctx), &ee) {
+		return "the job ended before anyone answered"
+	}
+	switch ee.End.Status {
+	case harnesskit.Cancelled:
+		return "the job was cancelled before anyone answered"
+	case harnesskit.TimedOut:
+		return "the job timed out before anyone answered"
+	}
+	return "the job ended (" + string(ee.End.Status) + ") before anyone answered"
 }

@@ -170,7 +170,11 @@ func (c *call) upstreamFailed(err error) {
 		c.aborted(reason)
 		c.fail(errorf(http.StatusGatewayTimeout, "timeout", fmt.Sprintf("oz0 gateway: the upstream of record %s sent no answer in %s", c.grant.Record.Name, c.wait)))
 	default:
-		c.fail(errorf(http.StatusBadGateway, "api", c.mask(fmt.Sprintf("oz0 gateway: cannot reach the upstream of record %s: %v", c.grant.Record.Name, err))))
+		msg := fmt.Sprintf("oz0 gateway: cannot reach the upstream of record %s: %v", c.grant.Record.Name, err)
+		if secret := c.grant.Record.Secret; secret != "" {
+			msg += fmt.Sprintf("; check its base URL and the network (oz0 secret list shows it), or run on the fake model again: oz0 secret rm %s", secret)
+		}
+		c.fail(errorf(http.StatusBadGateway, "api", c.mask(msg)))
 	}
 }
 

@@ -59,6 +59,9 @@ type Config struct {
 	GatewayURL string
 	// Mask hides secret values in what the node writes outside the store (the job's output).
 	Mask func([]byte) []byte
+	// SayStream masks a job's says as one stream, so that a secret said in pieces is masked too
+	// (the store masks each event on its own); nil passes them as they are.
+	SayStream func() TextStream
 	// TempDir holds the sessions' directories; "" is os.TempDir().
 	TempDir string
 	// Grace is the sessions' grace period; 0 is harnesskit.DefaultGrace.
@@ -100,6 +103,18 @@ type ModelAs struct {
 	Format gateway.Format // the format the session spoke; "" the harness's first that the record takes
 }
 
+// TextStream masks a stream of texts cut anywhere: Write returns what may be shown now, Flush
+// the rest (secrets.Stream).
+type TextStream interface {
+	Write(text string) string
+	Flush() string
+}
+
+type unmasked struct{}
+
+func (unmasked) Write(text string) string { return text }
+func (unmasked) Flush() string            { return "" }
+
 // Node runs jobs.
 type Node struct {
 	cfg Config
@@ -127,6 +142,43 @@ type Job struct {
 	deciders map[string]string // permission id → who decided
 	rec      *recorder
 	opts     SubmitOptions
+	says     TextStream // the job's says, masked as one stream
+
+	// Once the session's last line (its result or error) has come, what stdout brings after it
+	// is kept here and recorded after it, when the session ends. (stderr is not: it runs beside
+	// stdout, and a line of it that comes later may well have been written before.)
+	last      bool
+	afterLast []pending
+	leftOut   int
+}
+
+// pending is an event kept to be recorded later.
+type pending struct {
+	typ  string
+	data any
+}
+
+// maxAfterLast bounds what is kept of a harness's lines after its last one.
+const maxAfterLast = 1000
+
+// add records an event of the session, or keeps one from stdout for after the last line once
+// that has come. Called from the session's Sink, one event at a time.
+func (j *Job) add(typ string, data any) {
+	switch {
+	case !j.last || typ == store.EventStderr:
+		j.rec.add(typ, data)
+	case len(j.afterLast) < maxAfterLast:
+		j.afterLast = append(j.afterLast, pending{typ, data})
+	default:
+		j.leftOut++
+	}
+}
+
+// flushSays records what the says held back: it might have begun a secret.
+func (j *Job) flushSays() {
+	if text := j.says.Flush(); text != "" {
+		j.add(store.EventSay, sayData{text})
+	}
 }
 
 // New returns a node.
@@ -136,6 +188,9 @@ func New(cfg Config) *Node {
 	}
 	if cfg.Mask == nil {
 		cfg.Mask = func(b []byte) []byte { return b }
+	}
+	if cfg.SayStream == nil {
+		cfg.SayStream = func() TextStream { return unmasked{} }
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -183,3 +183,33 @@ func TestEndRecordedAfterBeforeEnd(t *testing.T) {
 		t.Errorf("usage %+v", end.Usage)
 	}
 }
+
+// The trace records what happened, in order: a line after the harness's result (a second result,
+// say) comes after the result, with what it was.
+func TestLinesAfterTheResultComeAfterIt(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"after": ""}), nil)
+	evs, end := w.events(t, w.submit(t, "after", ticket).ID, nil)
+	if end.Status != store.StatusSucceeded {
+		t.Fatalf("job %s: %s", end.Status, end.Reason)
+	}
+	result, late := -1, 0
+	for i, e := range evs {
+		switch e.Type {
+		case store.EventResult:
+			result = i
+		case store.EventLog, store.EventStrayOutput:
+			if strings.Contains(string(e.Data), "after the session's last line") {
+				late++
+				if result < 0 || i < result {
+					t.Errorf("event %d %s %s comes before the result (event %d)", i, e.Type, e.Data, result)
+				}
+			}
+		}
+	}
+	if result < 0 || late != 3 {
+		t.Fatalf("result at %d, %d lines after it in the trace, want 3", result, late)
+	}
+	if got := types(evs[len(evs)-1:]); got != "status:succeeded" {
+		t.Errorf("the job ends with %s", got)
+	}
+}

@@ -34,22 +34,20 @@ func newRecorder(s *store.Store, job string, log *slog.Logger) *recorder {
 // add queues an event; it blocks while the queue is full, which slows the harness down rather
 // than losing events.
 func (r *recorder) add(typ string, data any) {
-	b, err := json.Marshal(data)
-	if err != nil {
-		r.log.Error("event not encodable", "job", r.job, "type", typ, "err", err)
-		return
+	b, ok := data.(json.RawMessage) // encoded already (sayJSON)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			r.log.Error("event not encodable", "job", r.job, "type", typ, "err", err)
+			return
+		}
 	}
 	r.queue <- store.NewEvent{Type: typ, Data: b}
 }
 
-// addSay queues a say event: the hot path of a chatty harness.
-func (r *recorder) addSay(text string) {
-	r.queue <- store.NewEvent{Type: store.EventSay, Data: sayJSON(text)}
-}
-
 // sayJSON is a say event's data, the bytes json.Marshal writes, without reflection when the text
 // needs no escaping.
-func sayJSON(text string) []byte {
+func sayJSON(text string) json.RawMessage {
 	if !plainJSONText(text) {
 		b, _ := json.Marshal(sayData{text}) // a string always encodes
 		return b

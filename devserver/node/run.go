@@ -55,6 +55,7 @@ func (n *Node) run(job *Job) {
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
 	spec.TempDir = n.cfg.TempDir
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
+	job.says = n.cfg.SayStream()
 	sess, err := harnesskit.Start(context.Background(), spec)
 	if err != nil {
 		job.rec.close()
@@ -91,7 +92,9 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	switch m := ev.Message.(type) {
 	case harnesskit.Say:
 		if ev.Kind == harnesskit.EventSay {
-			job.rec.addSay(m.Text) // the hot path
+			if text := job.says.Write(m.Text); text != "" {
+				job.add(store.EventSay, sayJSON(text)) // the hot path: encoded without reflection
+			}
 			return
 		}
 	case harnesskit.PermissionRequest:
@@ -99,12 +102,12 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 			job.mu.Lock()
 			job.asked[m.ID], job.tools[m.ID] = m.Arguments, m.Tool
 			job.mu.Unlock()
-			job.rec.add(store.EventPermissionRequest, map[string]any{"id": m.ID, "tool": m.Tool, "arguments": m.Arguments})
+			job.add(store.EventPermissionRequest, map[string]any{"id": m.ID, "tool": m.Tool, "arguments": m.Arguments})
 			return
 		}
 	case harnesskit.Permission:
 		if ev.Kind == harnesskit.EventPermission {
-			job.rec.add(store.EventPermissionDecision, n.decisionData(job, m, ev.By))
+			job.add(store.EventPermissionDecision, n.decisionData(job, m, ev.By))
 			return
 		}
 	case harnesskit.ToolResult:
@@ -115,27 +118,36 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 			} else {
 				d["result"] = m.Result
 			}
-			job.rec.add(store.EventToolResult, d)
+			job.add(store.EventToolResult, d)
 			return
 		}
 	case harnesskit.Log:
 		if ev.Kind == harnesskit.EventLog {
-			job.rec.add(store.EventLog, map[string]any{"level": m.Level, "message": m.Message})
+			job.add(store.EventLog, map[string]any{"level": m.Level, "message": m.Message})
 			return
 		}
 	case harnesskit.Result, harnesskit.ErrorMessage:
-		return // the end records them, with the job's status
+		if ev.Kind == harnesskit.EventResult || ev.Kind == harnesskit.EventError {
+			// The end records the last line, after the model calls still being metered; what
+			// the says held back comes before it, and what follows it (ignored lines, stderr) is
+			// kept to come after it.
+			job.flushSays()
+			job.last = true
+			return
+		}
 	}
 	switch ev.Kind {
+	case harnesskit.EventEnd:
+		job.flushSays()
 	case harnesskit.EventStray:
-		job.rec.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
+		job.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
 	case harnesskit.EventIgnored:
-		job.rec.add(store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
+		job.add(store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
 	case harnesskit.EventStderr:
 		if ev.Text == "" {
-			job.rec.add(store.EventStderr, map[string]any{"note": ev.Note})
+			job.add(store.EventStderr, map[string]any{"note": ev.Note})
 		} else {
-			job.rec.add(store.EventStderr, map[string]any{"line": ev.Text})
+			job.add(store.EventStderr, map[string]any{"line": ev.Text})
 		}
 	}
 }
@@ -161,8 +173,9 @@ func (n *Node) decisionData(job *Job, m harnesskit.Permission, by string) map[st
 	return d
 }
 
-// end records the session's end as the job's. A replayed job whose session departed from its
-// recording fails with how it departed, however the session ended.
+// end records the session's end as the job's: the last line the harness wrote, what came after
+// it, and the job's status. A replayed job whose session departed from its recording fails with
+// how it departed, however the session ended.
 func (n *Node) end(job *Job, end harnesskit.End) {
 	if rp := job.opts.Replay; rp != nil && end.Status != harnesskit.Cancelled {
 		if d := rp.Divergence(); d != "" {
@@ -178,13 +191,13 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 	switch end.Status {
 	case harnesskit.Completed:
 		output := json.RawMessage(n.cfg.Mask(end.Output))
+		n.append(job.ID, store.EventResult, map[string]any{"output": output})
+		n.appendAfterLast(job)
 		if reason := jobspec.CheckOutput(job.Agent, output); reason != "" {
-			n.append(job.ID, store.EventResult, map[string]any{"output": output})
 			n.append(job.ID, store.EventError, map[string]any{"message": reason})
 			n.finish(job.ID, store.StatusFailed, reason, nil)
 			return
 		}
-		n.append(job.ID, store.EventResult, map[string]any{"output": output})
 		n.finish(job.ID, store.StatusSucceeded, "", output)
 	case harnesskit.Cancelled:
 		job.mu.Lock()
@@ -198,16 +211,25 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 	case harnesskit.TimedOut:
 		n.append(job.ID, store.EventError, map[string]any{"message": end.Reason})
 		n.finish(job.ID, store.StatusTimedOut, end.Reason, nil)
-	default: // Failed, ProtocolViolation
-		reason := end.Reason
-		if end.Message != "" {
+	default: // Failed (with its error line, or without), ProtocolViolation
+		reason := end.Reason // a violation's names its rule
+		if end.Status == harnesskit.Failed && end.Message != "" {
 			reason = end.Message
 		}
-		if end.Status == harnesskit.ProtocolViolation {
-			reason = fmt.Sprintf("protocol violation (%s): %s", end.Rule, end.Reason)
-		}
 		n.append(job.ID, store.EventError, map[string]any{"message": reason})
+		n.appendAfterLast(job)
 		n.finish(job.ID, store.StatusFailed, reason, nil)
+	}
+}
+
+// appendAfterLast records what the harness wrote after its last line, kept until that was.
+func (n *Node) appendAfterLast(job *Job) {
+	for _, ev := range job.afterLast {
+		n.append(job.ID, ev.typ, ev.data)
+	}
+	if job.leftOut > 0 {
+		n.append(job.ID, store.EventLog, map[string]any{"level": "warning",
+			"message": fmt.Sprintf("%d more lines after the session's last line were not kept", job.leftOut)})
 	}
 }
 

@@ -217,3 +217,63 @@ func jsonEscape(v string, ascii, upper bool) string {
 	}
 	return b.String()
 }
+
+// Stream masks a stream of texts that may be cut anywhere, such as a harness's says, so that a
+// secret split across two of them is masked as well: Write returns what may be shown now, masked,
+// and holds back the end of the stream that could be the start of a secret (at most the longest
+// secret's length minus one bytes); Flush returns the rest, masked. Nothing a reader can join
+// together holds a secret. A Stream is for one goroutine.
+type Stream struct {
+	store *Store
+	held  string
+}
+
+// Stream returns a Stream that masks the secrets as they are when each text is written.
+func (s *Store) Stream() *Stream { return &Stream{store: s} }
+
+// Write takes the next text of the stream and returns what of the stream can be shown now.
+func (st *Stream) Write(text string) string {
+	buf := st.held + text
+	m := st.store.matcher.Load()
+	if m == nil {
+		st.held = ""
+		return buf
+	}
+	cut := m.cut(buf)
+	st.held = buf[cut:]
+	return string(m.mask([]byte(buf[:cut])))
+}
+
+// Flush returns what the stream holds back, masked: its end.
+func (st *Stream) Flush() string {
+	rest := st.held
+	st.held = ""
+	if m := st.store.matcher.Load(); m != nil {
+		return string(m.mask([]byte(rest)))
+	}
+	return rest
+}
+
+// cut is where buf may be cut so that what comes after could not end a secret begun before: the
+// start of its longest end that begins a pattern, moved back to the start of any occurrence it
+// falls inside.
+func (m *matcher) cut(buf string) int {
+	cut := len(buf)
+	for _, p := range m.pats { // longest first
+		for k := min(len(p)-1, len(buf)); k > 0; k-- {
+			if len(buf)-k < cut && strings.HasPrefix(string(p), buf[len(buf)-k:]) {
+				cut = len(buf) - k
+				break
+			}
+		}
+	}
+	for _, p := range m.pats {
+		for i := max(0, cut-len(p)+1); i < cut; i++ {
+			if strings.HasPrefix(buf[i:], string(p)) && i+len(p) > cut {
+				cut = i
+				break
+			}
+		}
+	}
+	return cut
+}

@@ -171,3 +171,48 @@ func BenchmarkMasker(b *testing.B) {
 		}
 	}
 }
+
+// A secret said in pieces, with other lines between them, is masked as a whole, and nothing said
+// before it waits longer than it must.
+func TestStreamMasksASecretCutAnywhere(t *testing.T) {
+	s := open(t, t.TempDir())
+	if err := s.Set("ANTHROPIC_API_KEY", "sk-ant-PLANTEDCANARY123"); err != nil {
+		t.Fatal(err)
+	}
+	key := "sk-ant-PLANTEDCANARY123"
+	text := "Here it is: " + key + " and again " + key + ", done."
+	for cut1 := 0; cut1 <= len(text); cut1++ {
+		for _, cut2 := range []int{cut1, (cut1 + len(text)) / 2, len(text)} {
+			st := s.Stream()
+			var shown []string
+			for _, piece := range []string{text[:cut1], text[cut1:cut2], text[cut2:]} {
+				shown = append(shown, st.Write(piece))
+			}
+			shown = append(shown, st.Flush())
+			all := strings.Join(shown, "")
+			if all != "Here it is: *** and again ***, done." {
+				t.Fatalf("cut at %d, %d: %q", cut1, cut2, shown)
+			}
+			for i := range shown {
+				for j := i + 1; j <= len(shown); j++ {
+					if strings.Contains(strings.Join(shown[i:j], ""), "PLANTED") {
+						t.Fatalf("cut at %d, %d: a reader joins %q", cut1, cut2, shown[i:j])
+					}
+				}
+			}
+		}
+	}
+	// What cannot begin a secret is shown at once.
+	st := s.Stream()
+	if got := st.Write("Sorting the ticket. "); got != "Sorting the ticket. " {
+		t.Errorf("held back %q", got)
+	}
+	if got := st.Write("ask"); got != "a" || st.Flush() != "sk" {
+		t.Errorf("an end that could begin the key: %q", got)
+	}
+	// No secrets: nothing held.
+	empty := open(t, t.TempDir())
+	if got := empty.Stream().Write("ask"); got != "ask" {
+		t.Errorf("no secrets: %q", got)
+	}
+}

@@ -60,7 +60,7 @@ func (s *Stream) Event(ev apiv1.Event) error {
 		}
 		switch {
 		case d.Decision == "deny":
-			return s.line("%s ✗ %s refused: %s%s", s.agent, d.Tool, d.Reason, by(d.By))
+			return s.line("%s ✗ %s refused%s: %s", s.agent, d.Tool, by(d.By), d.Reason)
 		case d.Changed:
 			return s.line("%s → %s %s (arguments changed%s)", s.agent, d.Tool, CompactJSON(d.Arguments), by(d.By))
 		}
@@ -97,9 +97,17 @@ func (s *Stream) Event(ev apiv1.Event) error {
 // Close ends an open say line.
 func (s *Stream) Close() error { return s.endSay() }
 
+// by says who decided a call, from the trace's word for it: person, hook:NAME, node, policy.
 func by(who string) string {
-	if who == "" {
+	switch {
+	case who == "":
 		return ""
+	case who == "person":
+		return " by a person"
+	case who == "node":
+		return " by the node"
+	case strings.HasPrefix(who, "hook:"):
+		return " by hook " + strings.TrimPrefix(who, "hook:")
 	}
 	return " by " + who
 }

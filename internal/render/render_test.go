@@ -61,8 +61,8 @@ func TestRefusalsChangesAndOddValues(t *testing.T) {
 	s.Event(ev("tool_result", `{"tool":"t","result":{"z":1,"a":[1,2]}}`))
 	s.Event(ev("stray_output", `{"line":"hello"}`))
 	s.Event(ev("result", `{"output":{"team":"billing"}}`))
-	want := `a ✗ t refused: not today by hook:policy
-a → t {"a":"<x>","b":1} (arguments changed by hook:redact)
+	want := `a ✗ t refused by hook policy: not today
+a → t {"a":"<x>","b":1} (arguments changed by hook redact)
 a ← t failed: boom
 a ← t {"a":[1,2],"z":1}
 a ! stray output (not protocol JSON): hello

@@ -24,9 +24,12 @@ const docsIntro = `# Lint rules
    matter of ` + "`SKILL.md`" + ` in every subdirectory of each directory listed under ` + "`skills`" + `, against
    the JSON Schemas (draft 2020-12) embedded in oz0 and published at
    ` + "`https://oz0.dev/schemas/v1/`" + `: ` + "`oz0-plugin.schema.json`, `agent.schema.json`, `skill.schema.json`" + `;
-2. the rules below that span files: harness names, prompt files, Python modules, tools, schema
-   files, skills;
-3. ` + "`pyproject.toml`" + `, when there is one, for banned and unpinned dependencies.
+2. the rules below that span files: harness names, prompt files, Python modules, the files a
+   command runs, tools, schema files, skills;
+3. ` + "`pyproject.toml`" + ` and ` + "`package.json`" + `, when there are, for banned and unpinned dependencies
+   (and, beside ` + "`package.json`" + `, a lock file);
+4. the code a harness runs (its Python package, or the directory of the script node, deno or bun
+   runs) for the model clients it builds: their formats, and OpenAI's Responses API.
 
 Only the skills directories the manifest lists are linted: ` + "`.claude/skills/`" + ` of the template is a skill
 for the author's coding agent, not one of the plugin's.
