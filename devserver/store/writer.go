@@ -106,6 +106,7 @@ type writerState struct {
 
 	beginStmt, commitStmt, rollbackStmt *sql.Stmt
 	insEvents                           map[int]*sql.Stmt // by row count
+	insExchange                         *sql.Stmt         // one event with its recorded model call
 	selJob, maxSeq, updStatus           *sql.Stmt
 	insJob, updUsage                    *sql.Stmt
 	batch                               []*op
@@ -147,9 +148,10 @@ func (w *writerState) prepare() error {
 	w.rollbackStmt = p(`ROLLBACK`)
 	w.insEvents = map[int]*sql.Stmt{}
 	for _, k := range insertChunks {
-		q := `INSERT INTO events (job, seq, time, type, data, exchange) VALUES (?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?)`, k-1)
+		q := `INSERT INTO events (job, seq, time, type, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, k-1)
 		w.insEvents[k] = p(q)
 	}
+	w.insExchange = p(`INSERT INTO events (job, seq, time, type, data, exchange) VALUES (?, ?, ?, ?, ?, ?)`)
 	w.selJob = p(`SELECT n, status FROM jobs WHERE id = ?`)
 	w.maxSeq = p(`SELECT coalesce(max(seq), 0) FROM events WHERE job = ?`)
 	w.updStatus = p(`UPDATE jobs SET status = ?, reason = ?, started_at = coalesce(started_at, ?), ended_at = ?, output = coalesce(?, output) WHERE n = ?`)
@@ -296,17 +298,24 @@ func (w *writerState) commit() {
 
 // flushRows inserts the pending rows, as few statements as insertChunks allow.
 func (w *writerState) flushRows() error {
-	rows := w.rows
+	// Events with a recorded model call go one by one, the others in chunks that bind no
+	// exchange: the order of rows in the table is not the events' order (seq is).
+	rows := w.rows[:0]
+	for _, r := range w.rows {
+		if r.exchange == nil {
+			rows = append(rows, r)
+			continue
+		}
+		if _, err := w.insExchange.Exec(r.job, r.seq, r.time, r.typ, bytesString(r.data), bytesString(r.exchange)); err != nil {
+			return err
+		}
+	}
 	for len(rows) > 0 {
 		for _, k := range insertChunks {
 			for len(rows) >= k {
 				args := w.args[:0]
 				for _, r := range rows[:k] {
-					var ex any // NULL
-					if r.exchange != nil {
-						ex = bytesString(r.exchange)
-					}
-					args = append(args, r.job, r.seq, r.time, r.typ, bytesString(r.data), ex)
+					args = append(args, r.job, r.seq, r.time, r.typ, bytesString(r.data))
 				}
 				w.args = args
 				if _, err := w.insEvents[k].Exec(args...); err != nil {
@@ -317,6 +326,7 @@ func (w *writerState) flushRows() error {
 		}
 	}
 	clear(w.args)
+	clear(w.rows)
 	w.rows = w.rows[:0]
 	return nil
 }
