@@ -5,15 +5,21 @@ BENCH   ?= .
 COUNT   ?= 6
 export CGO_ENABLED := 0
 
-.PHONY: build test test-deps cross race fuzz demo bench lint clean
+.PHONY: build test test-deps cross race fuzz demo bench lint lint-templates lint-workflows check-release release-snapshot clean
+
+# Tools the checks run, pinned; `go run` builds each once and keeps it in the Go build cache.
+GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
-# The whole suite: formatting, vet, the cross builds, unit tests, fuzz seeds and the testscript
-# end-to-end scripts (which also run the templates' Python tests with unittest and pytest, and the
-# Node templates' with node --test on their real framework), then the race detector.
-test: test-deps lint cross
+# The whole suite: formatting, vet, the cross builds, the release configuration, the GitHub
+# Actions workflows, the Python templates under their own linters, unit tests, fuzz seeds and the
+# testscript end-to-end scripts (which also run the templates' Python tests with unittest and
+# pytest, and the Node templates' with node --test on their real framework), then the race
+# detector.
+test: test-deps lint cross check-release lint-workflows lint-templates
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
 
@@ -36,10 +42,28 @@ cross:
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
 # What the tests need and a fresh machine lacks (pytest for the template's tests, gcc for the race
-# detector, Node and npm), and the Node templates' locked dependencies from npm, into a cache
-# shared across runs (nothing to do once cached).
+# detector, Node and npm), the Node templates' locked dependencies from npm, into a cache shared
+# across runs (nothing to do once cached), and ruff (WebAssembly) and pyright for lint-templates.
 test-deps:
 	@scripts/test-deps.sh
+
+# Every template, rendered, passes ruff (check and format) and pyright with its own settings.
+lint-templates: build test-deps
+	@scripts/lint-templates.sh $(BIN)
+
+# actionlint over the repository's workflows (and action.yml, which plugin-action.yml uses) and
+# every template's rendered CI workflow.
+lint-workflows: build
+	@ACTIONLINT="$(GO) run $(ACTIONLINT)" scripts/lint-workflows.sh $(BIN)
+
+# .goreleaser.yaml is valid for the goreleaser that releases oz0.
+check-release:
+	$(GO) run $(GORELEASER) check
+
+# The release, built locally into dist/ (archives and checksums.txt for linux and darwin, amd64 and
+# arm64), without a tag and without publishing anything.
+release-snapshot:
+	$(GO) run $(GORELEASER) release --snapshot --clean
 
 # The main job, offline: the guide end to end (scaffold, test, lint, oz0 dev on the fake model,
 # oz0 run, the stream), then the servers stopped.
@@ -77,4 +101,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

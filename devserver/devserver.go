@@ -45,6 +45,9 @@ type Config struct {
 	// Out gets the banner and reload notes; Log gets the server's log lines.
 	Out io.Writer
 	Log io.Writer
+	// LogHandler formats the log lines (oz0 dev --log-level, --log-format); nil is text at info
+	// level on Log.
+	LogHandler slog.Handler
 	// Poll is how often plugin files are checked for changes; 0 is 300 ms, < 0 is never.
 	Poll time.Duration
 	// HooksFile is the tenant's hooks; "" is hooks.yaml in the state directory, if it exists.
@@ -137,7 +140,10 @@ func newServer(cfg Config) *Server {
 	if len(cfg.PluginDirs) == 0 {
 		cfg.PluginDirs = []string{"."}
 	}
-	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(slog.NewTextHandler(cfg.Log, nil)), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
+	if cfg.LogHandler == nil {
+		cfg.LogHandler = slog.NewTextHandler(cfg.Log, nil)
+	}
+	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(cfg.LogHandler), stopWatch: make(chan struct{}), watchDone: make(chan struct{})}
 }
 
 // loadPlugins loads and lints the plugins first: one that does not lint is refused before
@@ -305,10 +311,10 @@ func (s *Server) startNode() error {
 // serveAPI serves the control API, the gateway and the fake model on the port.
 func (s *Server) serveAPI() error {
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.Handler(&api.Backend{
+	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox,
 		Recorder: s,
-	}))
+	})))
 	mux.Handle("/gateway/", api.Guard("", http.StripPrefix("/gateway", s.gw)))
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))

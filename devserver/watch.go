@@ -63,7 +63,7 @@ func (s *Server) reloadHooks() {
 	case errors.As(err, &re):
 		s.outMu.Lock()
 		fmt.Fprintf(s.out, "reload: kept the last good hooks: %s has %s; fix them and save again\n", s.hooksFile, diag.Summary(re.Report))
-		_ = diag.Write(s.out, re.Report, diag.FormatText, s.cfg.Version)
+		_ = diag.Write(s.out, re.Report, diag.FormatText, diag.Tool{Version: s.cfg.Version})
 		s.outMu.Unlock()
 		return
 	case err != nil:
@@ -123,7 +123,7 @@ func (s *Server) reload(i int, dir string) {
 	case errors.As(err, &re):
 		s.outMu.Lock()
 		fmt.Fprintf(s.out, "reload: kept the last good version of %s: it has %s; fix them and save again\n", name, diag.Summary(rep))
-		_ = diag.Write(s.out, rep, diag.FormatText, s.cfg.Version)
+		_ = diag.Write(s.out, rep, diag.FormatText, diag.Tool{Version: s.cfg.Version})
 		s.outMu.Unlock()
 		return
 	case err != nil:

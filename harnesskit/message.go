@@ -33,7 +33,7 @@ const (
 )
 
 // The schema files of the protocol's messages in package schemas (github.com/orchestrator-zero/oz0/schemas),
-// each with the $id https://oz0.dev/schemas/v1/<file>.
+// each with the $id https://raw.githubusercontent.com/orchestrator-zero/oz0/main/schemas/<file>.
 const (
 	SchemaSession           = "protocol-session.schema.json"
 	SchemaPermission        = "protocol-permission.schema.json"

@@ -97,7 +97,7 @@ func checkReport(t *testing.T, rep *diag.Report) {
 	}
 	for _, format := range diag.Formats {
 		var b strings.Builder
-		if err := diag.Write(&b, rep, format, "test"); err != nil {
+		if err := diag.Write(&b, rep, format, diag.Tool{Version: "test"}); err != nil {
 			t.Fatalf("Write %s: %v", format, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // The byo-agent template plugin of the guide, which must lint clean.
 const (
-	templateManifest = `# yaml-language-server: $schema=https://oz0.dev/schemas/v1/oz0-plugin.schema.json
+	templateManifest = `# yaml-language-server: $schema=https://raw.githubusercontent.com/orchestrator-zero/oz0/main/schemas/oz0-plugin.schema.json
 apiVersion: oz0/v1
 name: acme-triage
 version: 0.1.0
@@ -24,7 +24,7 @@ harnesses:
 agents: [agents/]
 skills: [skills/]
 `
-	templateAgent = `# yaml-language-server: $schema=https://oz0.dev/schemas/v1/agent.schema.json
+	templateAgent = `# yaml-language-server: $schema=https://raw.githubusercontent.com/orchestrator-zero/oz0/main/schemas/agent.schema.json
 name: acme-triage
 description: "Sorts support tickets"
 runtime: harness:acme-triage

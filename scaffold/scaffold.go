@@ -16,6 +16,7 @@ import (
 	"text/template"
 
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // Template is one entry of the catalogue.
@@ -94,6 +95,10 @@ type Options struct {
 	Description string
 	// Parent is the directory the plugin directory is created in.
 	Parent string
+	// Ref is the git ref of oz0's repository that the plugin's files point at: the JSON Schemas
+	// of its yaml-language-server lines and the GitHub Action of its CI workflow. The oz0 that
+	// writes the plugin gives its own (a release's tag); "" is main.
+	Ref string
 }
 
 // Target is the plugin's directory.
@@ -147,11 +152,17 @@ func Render(o Options) ([]File, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	ref := o.Ref
+	if ref == "" {
+		ref = "main"
+	}
 	data := map[string]string{
 		"Name":        o.Name,
 		"Package":     PackageName(o.Name),
 		"Description": o.Description,
+		"Ref":         ref,
 	}
+	funcs := templateFuncs(ref)
 	t, _ := LookupTemplate(o.Template)
 	rendered := map[string]File{}
 	for _, layer := range t.layers {
@@ -199,13 +210,24 @@ func renderPath(rel string, data map[string]string) string {
 	return strings.Join(parts, "/")
 }
 
-var funcs = template.FuncMap{
-	// quote renders a string as a double-quoted JSON string, which YAML, TOML and Python all
-	// read as the same string.
-	"quote": func(s string) (string, error) {
-		b, err := jsonutil.Marshal(s)
-		return string(b), err
-	},
+// templateFuncs are the functions templates call; ref is Options.Ref.
+func templateFuncs(ref string) template.FuncMap {
+	return template.FuncMap{
+		// quote renders a string as a double-quoted JSON string, which YAML, TOML and Python
+		// all read as the same string.
+		"quote": func(s string) (string, error) {
+			b, err := jsonutil.Marshal(s)
+			return string(b), err
+		},
+		// schema is the URL of an embedded schema file at ref, for a yaml-language-server line;
+		// a name that is not one is an error, so a template cannot point at nothing.
+		"schema": func(name string) (string, error) {
+			if _, ok := schemas.Lookup(name); !ok || !strings.HasSuffix(name, ".schema.json") {
+				return "", fmt.Errorf("no schema file %q in schemas/", name)
+			}
+			return schemas.URLAt(ref, name), nil
+		},
+	}
 }
 
 // Create renders the plugin and writes it atomically: into a temporary directory beside the

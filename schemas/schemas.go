@@ -2,9 +2,14 @@
 // binary, and validates YAML documents against them with source positions.
 //
 // Every schema file is named <name>.schema.json and has the $id
-// BaseURL + <file>; a schema may $ref another one by that URL or by its
-// relative file name. Schemas are compiled lazily, once per process, on
-// first use.
+// BaseURL + <file>: the file in the repository on main, where it is
+// served. A schema may $ref another one by that URL or by its relative file
+// name. Schemas are compiled lazily, once per process, on first use; the
+// compiler resolves BaseURL from the embedded files alone.
+//
+// A build of oz0 gives its schemas out (oz0 schema, the scaffold's
+// yaml-language-server lines) at URLAt its own ref: a release's tag serves
+// exactly the schemas that release embeds. Export rewrites the $id to match.
 //
 // The typical use is
 //
@@ -35,8 +40,15 @@ import (
 //go:embed *.schema.json
 var FS embed.FS
 
-// BaseURL is the prefix of every schema's $id; the rest is the file name.
-const BaseURL = "https://oz0.dev/schemas/v1/"
+// RawURL serves the repository's files at a ref: RawURL + ref + "/" + path.
+const RawURL = "https://raw.githubusercontent.com/orchestrator-zero/oz0/"
+
+// Dir is the schemas' directory in the repository.
+const Dir = "schemas"
+
+// BaseURL is the prefix of every schema's $id in the files: the schemas on main. The rest is
+// the file name.
+const BaseURL = RawURL + "main/" + Dir + "/"
 
 // The schema files of the plugin format.
 const (
@@ -60,6 +72,34 @@ func Names() []string {
 
 // URL returns the $id of the schema file name.
 func URL(name string) string { return BaseURL + name }
+
+// URLAt returns the URL of the schema file name as the repository serves it at ref (a
+// release's tag, or main).
+func URLAt(ref, name string) string { return RawURL + ref + "/" + Dir + "/" + name }
+
+// Lookup finds a schema by its file name or by that name without ".schema.json" ("agent").
+func Lookup(name string) (string, bool) {
+	for _, n := range Names() {
+		if name == n || name+".schema.json" == n {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// Export returns the schema file name as oz0 gives it out at ref: its $id is URLAt(ref, name),
+// where it is served, and every relative $ref resolves beside it.
+func Export(name, ref string) ([]byte, error) {
+	data, err := FS.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: no schema %q", name)
+	}
+	id := []byte(`"$id": "` + URL(name) + `"`)
+	if !bytes.Contains(data, id) {
+		return nil, fmt.Errorf("schemas: %s does not have the $id %s", name, URL(name))
+	}
+	return bytes.Replace(data, id, []byte(`"$id": "`+URLAt(ref, name)+`"`), 1), nil
+}
 
 // Read returns the raw bytes of the schema file name.
 func Read(name string) ([]byte, error) { return FS.ReadFile(name) }
@@ -216,4 +256,15 @@ func prettyJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// Title is the title of the schema file name.
+func Title(name string) string {
+	d, err := doc(name)
+	if err != nil {
+		return ""
+	}
+	m, _ := d.(map[string]any)
+	t, _ := m["title"].(string)
+	return t
 }

@@ -419,6 +419,22 @@ func TestEndOfPlainScalars(t *testing.T) {
 	}
 }
 
+// SARIF output declares columnKind unicodeCodePoints: yaml.v3's columns and End both count
+// code points, not bytes or UTF-16 units (an emoji is one column, é is one).
+func TestColumnsAreCodePoints(t *testing.T) {
+	root := parse(t, "é😀: x 😀y\n")
+	k, v := Locate(root, "é😀")
+	if k == nil || v == nil {
+		t.Fatal("not found")
+	}
+	if v.Column != 5 {
+		t.Errorf("the value starts at column %d, want 5 (é and 😀 are a column each)", v.Column)
+	}
+	if l, c := End(v); l != 1 || c != 9 {
+		t.Errorf("the value ends at %d:%d, want 1:9 (exclusive)", l, c)
+	}
+}
+
 // Merge keys that pull in merge keys expand as aliases do: JSON counts them against the same
 // budget as ToValue, and refuses a document that would expand without end (found by fuzzing).
 func TestJSONMergeKeyBomb(t *testing.T) {

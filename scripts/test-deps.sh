@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
-# Installs what `make test` needs beyond Go and python3: pytest, to run the plugin template's
+# Installs what `make test` needs beyond Go and python3: pytest, to run the plugin templates'
 # tests the way plugin authors do, a C compiler, which `go test -race` needs (cgo), and Node with
-# npm for the Node templates. Uses Debian's packages, as PyPI is not reachable everywhere. Then
-# the Node templates' pinned dependencies, from npm into a cache shared across runs
-# (scripts/node-deps.sh; nothing to do when cached).
+# npm for the Node templates and the linters. Uses Debian's packages, as PyPI is not reachable
+# everywhere. Then, from npm: ruff (its WebAssembly build) and pyright, pinned by
+# scripts/pylint/package-lock.json, which lint-templates runs over every Python template (into
+# scripts/pylint/node_modules, again only when the lock changes); and the Node templates' pinned
+# dependencies, into a cache shared across runs (scripts/node-deps.sh; nothing to do when cached).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 missing=()
 command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
-if [ ${#missing[@]} -eq 0 ]; then
-  exec "$(dirname "$0")/node-deps.sh"
+if [ ${#missing[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "test-deps: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Node 20 or later with npm" >&2
+    exit 1
+  fi
 fi
-if command -v apt-get >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  echo "test-deps: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-else
-  echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race) and Node 20 or later with npm" >&2
-  exit 1
+
+# ruff and pyright for lint-templates, as pinned by the lock file.
+tools=scripts/pylint
+stamp="$tools/node_modules/.oz0-lock"
+lock=$(cksum <"$tools/package-lock.json")
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock" ]; then
+  echo "test-deps: installing ruff and pyright into $tools/node_modules" >&2
+  (cd "$tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock" >"$stamp"
 fi
-exec "$(dirname "$0")/node-deps.sh"
+
+exec scripts/node-deps.sh

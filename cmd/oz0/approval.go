@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,8 +30,8 @@ it with a reason, which reaches the harness and so the model.`,
 
 type approvalListOptions struct {
 	clientOptions
-	All  bool
-	JSON bool
+	cmdutil.JSONFlags
+	All bool
 }
 
 func newCmdApprovalList(f *cmdutil.Factory, runF func(*approvalListOptions) error) *cobra.Command {
@@ -41,16 +39,19 @@ func newCmdApprovalList(f *cmdutil.Factory, runF func(*approvalListOptions) erro
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List the approvals waiting for a person",
-		Example: "  oz0 approval list\n  oz0 approval list --all --json",
+		Example: "  oz0 approval list\n  oz0 approval list --all --json\n  oz0 approval list --jq '.[].id'",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return approvalListRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the approvals")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "also the answered, withdrawn and interrupted ones")
 	return cmd
 }
@@ -64,23 +65,22 @@ func approvalListRun(ctx context.Context, opts *approvalListOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
-		return writeJSONLines(opts.IO.Out, list)
+	if opts.Enabled() {
+		return opts.Write(opts.IO, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no approvals waiting")
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APPROVAL\tJOB\tCALL\tARGUMENTS\tWHY\tSINCE\tSTATUS")
+	t := newTable(opts.IO, "APPROVAL", "JOB", "CALL", "ARGUMENTS", "WHY", "SINCE", "STATUS")
 	for _, a := range list {
 		status := string(a.Status)
 		if a.Reason != "" {
 			status += ": " + a.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Job, a.Target(), clipLine(render.CompactJSON(a.Arguments), 60), a.Why, a.CreatedAt.Local().Format(time.DateTime), status)
+		t.row(a.ID, a.Job, a.Target(), render.CompactJSON(a.Arguments), a.Why, t.time(a.CreatedAt), status)
 	}
-	return tw.Flush()
+	return t.Render()
 }
 
 var approvalScopes = []string{apiv1.ScopeOnce, apiv1.ScopeJob, apiv1.ScopeAlways}
@@ -108,6 +108,7 @@ func newCmdApprovalApprove(f *cmdutil.Factory, runF func(*approvalApproveOptions
 			}
 			return approvalApproveRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listPendingApprovals),
 	}
 	cmd.Flags().StringVar(&opts.Scope, "scope", apiv1.ScopeOnce, "once, job (the rest of this job) or always (a rule for this <harness>.<tool>)")
 	_ = cmd.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions(approvalScopes, cobra.ShellCompDirectiveNoFileComp))
@@ -158,6 +159,7 @@ func newCmdApprovalDeny(f *cmdutil.Factory, runF func(*approvalDenyOptions) erro
 			}
 			return approvalDenyRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listPendingApprovals),
 	}
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, for the model to read")
 	return cmd
@@ -178,7 +180,7 @@ func approvalDenyRun(ctx context.Context, opts *approvalDenyOptions) error {
 
 type approvalRulesOptions struct {
 	clientOptions
-	JSON bool
+	cmdutil.JSONFlags
 }
 
 func newCmdApprovalRules(f *cmdutil.Factory, runF func(*approvalRulesOptions) error) *cobra.Command {
@@ -186,16 +188,19 @@ func newCmdApprovalRules(f *cmdutil.Factory, runF func(*approvalRulesOptions) er
 	cmd := &cobra.Command{
 		Use:     "rules",
 		Short:   "List the always rules: calls approved without asking",
-		Example: "  oz0 approval rules",
+		Example: "  oz0 approval rules\n  oz0 approval rules --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return approvalRulesRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the rules")
 	return cmd
 }
 
@@ -208,19 +213,18 @@ func approvalRulesRun(ctx context.Context, opts *approvalRulesOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
-		return writeJSONLines(opts.IO.Out, rules)
+	if opts.Enabled() {
+		return opts.Write(opts.IO, rules)
 	}
 	if len(rules) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no rules: every call that needs a person asks")
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tCALL\tFROM\tSINCE")
+	t := newTable(opts.IO, "RULE", "CALL", "FROM", "SINCE")
 	for _, r := range rules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Approval, r.CreatedAt.Local().Format(time.DateTime))
+		t.row(r.ID, r.Target, r.Approval, t.time(r.CreatedAt))
 	}
-	return tw.Flush()
+	return t.Render()
 }
 
 type approvalRevokeOptions struct {
@@ -242,6 +246,7 @@ func newCmdApprovalRevoke(f *cmdutil.Factory, runF func(*approvalRevokeOptions) 
 			}
 			return approvalRevokeRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listRules),
 	}
 }
 

@@ -6,19 +6,28 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )
 
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
 func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "completion bash|zsh|fish",
+		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
-		Long:  "Print the completion script for a shell. Load it in the shell's start-up file.",
+		Long: `Print the completion script for a shell. Load it in the shell's start-up file.
+
+Besides commands and flags, it completes what the dev server in OZ0_CONTEXT has: agents
+(oz0 run), job IDs (oz0 job show, cancel, trace), waiting approvals (approve, deny), rules
+(revoke) and secret names (oz0 secret rm); and the plugin's harnesses (oz0 plugin test
+--harness). Directory arguments complete directories.`,
 		Example: `  # bash, for this shell
   source <(oz0 completion bash)
   # zsh, for every new shell
   oz0 completion zsh > "${fpath[1]}/_oz0"
   # fish
-  oz0 completion fish > ~/.config/fish/completions/oz0.fish`,
-		ValidArgs: []string{"bash", "zsh", "fish"},
-		Args:      argsBetween(1, 1, "one shell: bash, zsh or fish"),
+  oz0 completion fish > ~/.config/fish/completions/oz0.fish
+  # PowerShell, in $PROFILE
+  oz0 completion powershell | Out-String | Invoke-Expression`,
+		ValidArgs: completionShells,
+		Args:      argsBetween(1, 1, "one shell: bash, zsh, fish or powershell"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := f.IOStreams.Out
 			root := cmd.Root()
@@ -29,8 +38,10 @@ func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
 				return root.GenZshCompletion(out)
 			case "fish":
 				return root.GenFishCompletion(out, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(out)
 			}
-			return cmdutil.Usagef("unknown shell %q; choose bash, zsh or fish", args[0])
+			return cmdutil.Usagef("unknown shell %q; choose bash, zsh, fish or powershell", args[0])
 		},
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,8 +31,16 @@ type devOptions struct {
 	ReadyFile  string
 	FakeScript string
 	Hooks      string
+	LogLevel   string
+	LogFormat  string
+	Verbose    bool
 	Record     bool
 }
+
+var (
+	logLevels  = []string{"debug", "info", "warn", "error"}
+	logFormats = []string{"text", "json"}
+)
 
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
 	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv}
@@ -51,6 +62,18 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 			if opts.Ephemeral && opts.StateDir != "" {
 				return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
 			}
+			if opts.Verbose {
+				if cmd.Flags().Changed("log-level") && opts.LogLevel != "debug" {
+					return cmdutil.Usagef("-v is --log-level debug; give one or the other")
+				}
+				opts.LogLevel = "debug"
+			}
+			if !slices.Contains(logLevels, opts.LogLevel) {
+				return cmdutil.Usagef("unknown --log-level %q; choose one of %s", opts.LogLevel, strings.Join(logLevels, ", "))
+			}
+			if !slices.Contains(logFormats, opts.LogFormat) {
+				return cmdutil.Usagef("unknown --log-format %q; choose text or json", opts.LogFormat)
+			}
 			addr, err := loopbackAddr(opts.Addr)
 			if err != nil {
 				return err
@@ -70,7 +93,27 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
 	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep every job's model calls, for oz0 job replay and oz0 job script")
+	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
+	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(logLevels, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions(logFormats, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagDirname("plugin")
+	_ = cmd.MarkFlagDirname("state-dir")
+	_ = cmd.MarkFlagFilename("fake-script", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("hooks", "yaml", "yml")
 	return cmd
+}
+
+// logHandler formats the dev server's log lines on stderr as --log-level and --log-format say.
+func logHandler(opts *devOptions) slog.Handler {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(opts.LogLevel)) // checked in flag parsing
+	ho := &slog.HandlerOptions{Level: level}
+	if opts.LogFormat == "json" {
+		return slog.NewJSONHandler(opts.IO.ErrOut, ho)
+	}
+	return slog.NewTextHandler(opts.IO.ErrOut, ho)
 }
 
 func devRun(ctx context.Context, opts *devOptions) error {
@@ -90,7 +133,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	}
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
-		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, Started: started,
+		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Record: opts.Record,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {

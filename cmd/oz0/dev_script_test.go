@@ -537,20 +537,25 @@ func cmdJSONLines(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdEnvJSON: envjson NAME FILE FIELD sets $NAME to the string FIELD of the JSON object on the
-// first line of FILE (a job's id from `oz0 job list --json`, say).
+// cmdEnvJSON: envjson NAME FILE FIELD sets $NAME to the string FIELD of the JSON object in
+// FILE, or of the first object of the JSON array in it (a job's id from `oz0 job list --json`,
+// the newest job's).
 func cmdEnvJSON(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: envjson NAME FILE FIELD")
 	}
-	line, _, _ := strings.Cut(ts.ReadFile(args[1]), "\n")
+	data := []byte(ts.ReadFile(args[1]))
 	var v map[string]any
-	if err := json.Unmarshal([]byte(line), &v); err != nil {
-		ts.Fatalf("envjson: the first line of %s is not a JSON object: %v", args[1], err)
+	if err := json.Unmarshal(data, &v); err != nil {
+		var list []map[string]any
+		if err := json.Unmarshal(data, &list); err != nil || len(list) == 0 {
+			ts.Fatalf("envjson: %s is neither a JSON object nor an array of them with one at least: %s", args[1], strings.TrimSpace(string(data)))
+		}
+		v = list[0]
 	}
 	s, ok := v[args[2]].(string)
 	if !ok {
-		ts.Fatalf("envjson: the first line of %s has no string %q", args[1], args[2])
+		ts.Fatalf("envjson: the object in %s has no string %q", args[1], args[2])
 	}
 	ts.Setenv(args[0], s)
 }

@@ -9,14 +9,13 @@ import (
 	"github.com/orchestrator-zero/oz0/doctor"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 type doctorOptions struct {
 	IO     *iostreams.IOStreams
 	Getenv func(string) string
 	Plugin string
-	JSON   bool
+	cmdutil.JSONFlags
 }
 
 func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
@@ -29,6 +28,9 @@ loopback port. Exit status 1 when a check fails; warnings do not fail it.`,
 		Example: "  oz0 doctor\n  oz0 doctor --plugin acme-triage --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -36,7 +38,8 @@ loopback port. Exit status 1 when a check fails; warnings do not fail it.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Plugin, "plugin", ".", "the plugin's directory")
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print each check as a JSON line")
+	_ = cmd.MarkFlagDirname("plugin")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the checks")
 	return cmd
 }
 
@@ -44,20 +47,21 @@ func doctorRun(ctx context.Context, opts *doctorOptions) error {
 	results := doctor.Run(ctx, doctor.Env{PluginDir: opts.Plugin, Getenv: opts.Getenv})
 	out := opts.IO.Out
 	failed := 0
-	enc := jsonutil.NewEncoder(out)
 	for _, r := range results {
 		if r.Level == doctor.Fail {
 			failed++
 		}
-		if opts.JSON {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
+		if opts.Enabled() {
 			continue
 		}
 		fmt.Fprintf(out, "%-4s  %-10s  %s\n", r.Level, r.Check, r.Detail)
 		if r.Mend != "" {
 			fmt.Fprintf(out, "      %-10s  mend: %s\n", "", r.Mend)
+		}
+	}
+	if opts.Enabled() {
+		if err := opts.Write(opts.IO, results); err != nil {
+			return err
 		}
 	}
 	if failed > 0 {

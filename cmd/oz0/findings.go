@@ -17,6 +17,6 @@ func reportFindings(w io.Writer, err error, version string) (summary string, ok 
 	if !errors.As(err, &report) {
 		return "", false
 	}
-	_ = diag.Write(w, report.Report, diag.FormatText, version)
+	_ = diag.Write(w, report.Report, diag.FormatText, diag.Tool{Version: version})
 	return fmt.Sprintf("%s has %s; nothing was run", report.What, diag.Summary(report.Report)), true
 }

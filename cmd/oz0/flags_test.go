@@ -65,7 +65,11 @@ func TestDevFlags(t *testing.T) {
 	check(t, "dev with every flag", o, err, map[string]any{"Plugins": []string{"a", "b"}, "Addr": "127.0.0.1:7311", "StateDir": "s",
 		"ReadyFile": "r", "FakeScript": "f.yaml", "Hooks": "h.yaml"})
 	o, err = parseFlags(t, newCmdDev, "", "--ephemeral", "--addr", "[::1]:0")
-	check(t, "dev --ephemeral", o, err, map[string]any{"Ephemeral": true, "Addr": "[::1]:0"})
+	check(t, "dev --ephemeral", o, err, map[string]any{"Ephemeral": true, "Addr": "[::1]:0", "LogLevel": "info", "LogFormat": "text"})
+	o, err = parseFlags(t, newCmdDev, "", "-v", "--log-format", "json")
+	check(t, "dev -v --log-format json", o, err, map[string]any{"Verbose": true, "LogLevel": "debug", "LogFormat": "json"})
+	o, err = parseFlags(t, newCmdDev, "", "--log-level", "warn")
+	check(t, "dev --log-level warn", o, err, map[string]any{"LogLevel": "warn"})
 	o, err = parseFlags(t, newCmdDev, "", "--record")
 	check(t, "dev --record", o, err, map[string]any{"Record": true})
 }
@@ -78,12 +82,12 @@ func TestFakeModelServeFlags(t *testing.T) {
 func TestPluginFlags(t *testing.T) {
 	lintOpts, err := parseFlags(t, newCmdPluginLint, "")
 	check(t, "plugin lint", lintOpts, err, map[string]any{"Dir": ".", "Format": "text"})
-	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "acme-triage", "--format", "sarif")
-	check(t, "plugin lint DIR --format sarif", lintOpts, err, map[string]any{"Dir": "acme-triage", "Format": "sarif"})
+	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "acme-triage", "--format", "sarif", "--base", ".")
+	check(t, "plugin lint DIR --format sarif --base .", lintOpts, err, map[string]any{"Dir": "acme-triage", "Format": "sarif", "Base": "."})
 
 	testOpts, err := parseFlags(t, newCmdPluginTest, "", "acme-triage", "--json", "--harness", "a", "--harness", "b",
 		"--script", "m.yaml", "--input", "The app crashes", "--timeout", "5s", "--grace", "1s")
-	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSON": true, "Harnesses": []string{"a", "b"},
+	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
 		"Script": "m.yaml", "Input": "The app crashes", "Timeout": 5 * time.Second, "Grace": time.Second})
 
 	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "-t", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
@@ -92,11 +96,13 @@ func TestPluginFlags(t *testing.T) {
 
 func TestJobFlags(t *testing.T) {
 	list, err := parseFlags(t, newCmdJobList, "")
-	check(t, "job list", list, err, map[string]any{"Limit": 50, "Status": "", "JSON": false})
-	list, err = parseFlags(t, newCmdJobList, "", "--status", "failed,timed_out", "--agent", "acme-triage", "--limit", "5", "--json")
-	check(t, "job list with every flag", list, err, map[string]any{"Status": "failed,timed_out", "Agent": "acme-triage", "Limit": 5, "JSON": true})
-	show, err := parseFlags(t, newCmdJobShow, "", "job_x", "--json")
-	check(t, "job show", show, err, map[string]any{"ID": "job_x", "JSON": true})
+	check(t, "job list", list, err, map[string]any{"Limit": 50, "Status": "", "JSONFlags": cmdutil.JSONFlags{}})
+	list, err = parseFlags(t, newCmdJobList, "", "--status", "failed,timed_out", "--agent", "acme-triage", "-L", "5", "--json")
+	check(t, "job list with every flag", list, err, map[string]any{"Status": "failed,timed_out", "Agent": "acme-triage", "Limit": 5, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
+	list, err = parseFlags(t, newCmdJobList, "", "--jq", ".[].id")
+	check(t, "job list --jq", list, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{JQ: ".[].id"}})
+	show, err := parseFlags(t, newCmdJobShow, "", "job_x", "-t", "{{.status}}")
+	check(t, "job show --template", show, err, map[string]any{"ID": "job_x", "JSONFlags": cmdutil.JSONFlags{Template: "{{.status}}"}})
 	cancel, err := parseFlags(t, newCmdJobCancel, "", "job_x")
 	check(t, "job cancel", cancel, err, map[string]any{"ID": "job_x"})
 	trace, err := parseFlags(t, newCmdJobTrace, "", "job_x")
@@ -113,14 +119,14 @@ func TestSecretFlags(t *testing.T) {
 	set, err := parseFlags(t, newCmdSecretSet, "", "ANTHROPIC_API_KEY", "--base-url", "http://127.0.0.1:8080")
 	check(t, "secret set", set, err, map[string]any{"Name": "ANTHROPIC_API_KEY", "BaseURL": "http://127.0.0.1:8080"})
 	list, err := parseFlags(t, newCmdSecretList, "", "--json")
-	check(t, "secret list", list, err, map[string]any{"JSON": true})
+	check(t, "secret list", list, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{JSON: true}})
 	rm, err := parseFlags(t, newCmdSecretRm, "", "OPENAI_API_KEY")
 	check(t, "secret rm", rm, err, map[string]any{"Name": "OPENAI_API_KEY"})
 }
 
 func TestApprovalFlags(t *testing.T) {
 	list, err := parseFlags(t, newCmdApprovalList, "", "--all", "--json")
-	check(t, "approval list", list, err, map[string]any{"All": true, "JSON": true})
+	check(t, "approval list", list, err, map[string]any{"All": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
 	approve, err := parseFlags(t, newCmdApprovalApprove, "", "apr_x")
 	check(t, "approval approve", approve, err, map[string]any{"ID": "apr_x", "Scope": "once"})
 	approve, err = parseFlags(t, newCmdApprovalApprove, "", "apr_x", "--scope", "always")
@@ -128,16 +134,27 @@ func TestApprovalFlags(t *testing.T) {
 	deny, err := parseFlags(t, newCmdApprovalDeny, "", "apr_x", "--reason", "billing is told by a person")
 	check(t, "approval deny", deny, err, map[string]any{"ID": "apr_x", "Reason": "billing is told by a person"})
 	rules, err := parseFlags(t, newCmdApprovalRules, "", "--json")
-	check(t, "approval rules", rules, err, map[string]any{"JSON": true})
+	check(t, "approval rules", rules, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{JSON: true}})
 	revoke, err := parseFlags(t, newCmdApprovalRevoke, "", "acme-triage.notify_team")
 	check(t, "approval revoke", revoke, err, map[string]any{"Rule": "acme-triage.notify_team"})
 }
 
 func TestDoctorFlags(t *testing.T) {
 	o, err := parseFlags(t, newCmdDoctor, "")
-	check(t, "doctor", o, err, map[string]any{"Plugin": ".", "JSON": false})
+	check(t, "doctor", o, err, map[string]any{"Plugin": ".", "JSONFlags": cmdutil.JSONFlags{}})
 	o, err = parseFlags(t, newCmdDoctor, "", "--plugin", "acme-triage", "--json")
-	check(t, "doctor --plugin --json", o, err, map[string]any{"Plugin": "acme-triage", "JSON": true})
+	check(t, "doctor --plugin --json", o, err, map[string]any{"Plugin": "acme-triage", "JSONFlags": cmdutil.JSONFlags{JSON: true}})
+}
+
+func TestSchemaVersionTemplatesFlags(t *testing.T) {
+	s, err := parseFlags(t, newCmdSchema, "", "agent", "--write", "out")
+	check(t, "schema NAME --write", s, err, map[string]any{"Name": "agent.schema.json", "WriteDir": "out"})
+	s, err = parseFlags(t, newCmdSchema, "", "--jq", ".[].url")
+	check(t, "schema --jq", s, err, map[string]any{"Name": "", "JSONFlags": cmdutil.JSONFlags{JQ: ".[].url"}})
+	v, err := parseFlags(t, newCmdVersion, "", "--json")
+	check(t, "version --json", v, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{JSON: true}})
+	tp, err := parseFlags(t, newCmdPluginTemplates, "", "--template", "{{range .}}{{.name}}{{end}}")
+	check(t, "plugin templates --template", tp, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{Template: "{{range .}}{{.name}}{{end}}"}})
 }
 
 // A usage error stops before runF: nothing runs.
@@ -156,6 +173,12 @@ func TestUsageErrorsRunNothing(t *testing.T) {
 	expectUsage("approval deny without --reason", deny != nil, err)
 	list, err := parseFlags(t, newCmdJobList, "", "--status", "done")
 	expectUsage("job list --status done", list != nil, err)
+	list, err = parseFlags(t, newCmdJobList, "", "--jq", ".[", "--json")
+	expectUsage("job list --jq .[", list != nil, err)
+	list, err = parseFlags(t, newCmdJobList, "", "--jq", ".", "--template", "{{.}}")
+	expectUsage("job list --jq --template", list != nil, err)
+	dev, err = parseFlags(t, newCmdDev, "", "-v", "--log-level", "error")
+	expectUsage("dev -v --log-level error", dev != nil, err)
 	run, err := parseFlags(t, newCmdRun, "", "acme-triage", "hi", "--input-file", "f")
 	expectUsage("run with INPUT and --input-file", run != nil, err)
 }

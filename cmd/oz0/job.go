@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/render"
 )
@@ -34,20 +32,25 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 
 type jobListOptions struct {
 	clientOptions
+	cmdutil.JSONFlags
 	Status string // comma-separated
 	Agent  string
 	Limit  int
-	JSON   bool
 }
 
 func newCmdJobList(f *cmdutil.Factory, runF func(*jobListOptions) error) *cobra.Command {
 	opts := &jobListOptions{clientOptions: newClientOptions(f)}
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List jobs, newest first",
-		Example: "  oz0 job list\n  oz0 job list --status failed --json",
-		Args:    noArgs,
+		Use:   "list",
+		Short: "List jobs, newest first",
+		Example: `  oz0 job list
+  oz0 job list --status failed --json
+  oz0 job list --agent acme-triage --jq '.[].id'`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if opts.Status != "" {
 				for _, st := range strings.Split(opts.Status, ",") {
 					if !apiv1.Status(st).Valid() {
@@ -64,10 +67,14 @@ func newCmdJobList(f *cmdutil.Factory, runF func(*jobListOptions) error) *cobra.
 			return jobListRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the jobs")
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only jobs with this status (comma-separated)")
 	cmd.Flags().StringVar(&opts.Agent, "agent", "", "only jobs of this agent")
-	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "at most this many jobs")
+	cmd.Flags().IntVarP(&opts.Limit, "limit", "L", 50, "at most this many jobs")
+	_ = cmd.RegisterFlagCompletionFunc("status", completeStatuses)
+	_ = cmd.RegisterFlagCompletionFunc("agent", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return serverCompletions(cmd, f, listAgents)
+	})
 	return cmd
 }
 
@@ -88,19 +95,18 @@ func jobListRun(ctx context.Context, opts *jobListOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
-		return writeJSONLines(opts.IO.Out, jobs)
+	if opts.Enabled() {
+		return opts.Write(opts.IO, jobs)
 	}
 	if len(jobs) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, `no jobs yet; start one with: oz0 run AGENT "input"`)
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tAGENT\tSTATUS\tCREATED\tTOOK\tINPUT")
+	t := newTable(opts.IO, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Agent, j.Status, j.CreatedAt.Local().Format(time.DateTime), took(j), clipLine(j.InputText, 40))
+		t.row(j.ID, j.Agent, string(j.Status), t.time(j.CreatedAt), took(j), j.InputText)
 	}
-	return tw.Flush()
+	return t.Render()
 }
 
 // took is how long a job ran, once it has ended.
@@ -113,8 +119,8 @@ func took(j apiv1.Job) string {
 
 type jobShowOptions struct {
 	clientOptions
-	ID   string
-	JSON bool
+	cmdutil.JSONFlags
+	ID string
 }
 
 func newCmdJobShow(f *cmdutil.Factory, runF func(*jobShowOptions) error) *cobra.Command {
@@ -122,17 +128,21 @@ func newCmdJobShow(f *cmdutil.Factory, runF func(*jobShowOptions) error) *cobra.
 	cmd := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show a job's record",
-		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --json",
+		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --json\n  oz0 job show job_abc… --jq .usage",
 		Args:    argsBetween(1, 1, "one job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return jobShowRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record as JSON")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the record")
 	return cmd
 }
 
@@ -145,10 +155,8 @@ func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
-		enc := jsonutil.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(j)
+	if opts.Enabled() {
+		return opts.Write(opts.IO, j)
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
@@ -193,6 +201,7 @@ func newCmdJobCancel(f *cmdutil.Factory, runF func(*jobCancelOptions) error) *co
 			}
 			return jobCancelRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listJobs(true)),
 	}
 }
 
@@ -231,6 +240,7 @@ loads again (it is the format of the store's trace).`,
 			}
 			return jobTraceRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
 	}
 }
 
@@ -353,30 +363,8 @@ func jobScriptRun(ctx context.Context, opts *jobScriptOptions) error {
 		return err
 	}
 	if err := writeFileAtomic(opts.Output, data); err != nil {
-		return fmt.Errorf("cannot write the script: %w", err)
+		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "oz0: wrote %s\n", opts.Output)
 	return nil
-}
-
-// writeFileAtomic writes a file whole or not at all: a temporary file beside it, renamed over it.
-func writeFileAtomic(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

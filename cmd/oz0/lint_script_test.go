@@ -2,19 +2,51 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 func init() { scriptCmds["sarifcheck"] = cmdSARIFCheck }
 
+// sarifSchema is the official SARIF 2.1.0 JSON Schema, compiled once.
+var sarifSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	f, err := os.Open("../../lint/diag/testdata/sarif-schema-2.1.0.json")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(diag.SARIFSchema, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(diag.SARIFSchema)
+})
+
 // cmdSARIFCheck checks a SARIF log for what SARIF 2.1.0 requires of it and what code scanning
-// reads: sarifcheck FILE [RESULTS] checks the version, the driver, each rule's metadata, and that
-// each result names a known rule, a level, a message and a location.
+// reads: sarifcheck FILE [RESULTS] validates it against the official SARIF 2.1.0 schema, and
+// checks the version, the driver, each rule's metadata, and that each result names a known
+// rule, a level, a message and a location.
 func cmdSARIFCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: sarifcheck FILE [RESULTS]")
+	}
+	schema, err := sarifSchema()
+	ts.Check(err)
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(ts.ReadFile(args[0])))
+	ts.Check(err)
+	if err := schema.Validate(doc); err != nil {
+		ts.Fatalf("not valid SARIF 2.1.0: %v", err)
 	}
 	var log struct {
 		Schema  string `json:"$schema"`

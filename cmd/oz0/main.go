@@ -17,9 +17,11 @@ func main() {
 }
 
 func run(args []string) int {
+	build := readBuildInfo()
 	f := &cmdutil.Factory{
 		IOStreams: iostreams.System(),
-		Version:   buildVersion(),
+		Build:     build,
+		Version:   build.Version,
 		Getwd:     os.Getwd,
 		Getenv:    os.Getenv,
 		Prompter:  prompt.Huh{},

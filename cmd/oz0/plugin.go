@@ -11,5 +11,5 @@ func newCmdPlugin(f *cmdutil.Factory) *cobra.Command {
 		`  oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets"
   oz0 plugin templates
   oz0 plugin lint acme-triage`,
-		newCmdPluginNew(f, nil), newCmdPluginTemplates(f), newCmdPluginLint(f, nil), newCmdPluginTest(f, nil))
+		newCmdPluginNew(f, nil), newCmdPluginTemplates(f, nil), newCmdPluginLint(f, nil), newCmdPluginTest(f, nil))
 }

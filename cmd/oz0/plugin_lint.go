@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -19,15 +21,16 @@ import (
 
 type pluginLintOptions struct {
 	IO          *iostreams.IOStreams
-	Version     string // oz0's, for SARIF
+	Tool        diag.Tool // oz0's version and ref, for SARIF
 	Dir         string
 	Format      string
+	Base        string // what sarif and github paths are relative to; "" is the git repository's root
 	FakeScripts []string
 	HooksFiles  []string
 }
 
 func newCmdPluginLint(f *cmdutil.Factory, runF func(*pluginLintOptions) error) *cobra.Command {
-	opts := &pluginLintOptions{IO: f.IOStreams, Version: f.Version}
+	opts := &pluginLintOptions{IO: f.IOStreams, Tool: diag.Tool{Version: f.Build.Version, Ref: f.Build.Ref}}
 	cmd := &cobra.Command{
 		Use:   "lint [DIR]",
 		Short: "Check a plugin against the schemas and the cross-file rules",
@@ -36,6 +39,10 @@ then the rules that span files. Rules are listed in docs/lint-rules.md.
 
 --fake-script and --hooks check a fake model script and a hooks file as well, in the same report
 and format, so that every YAML file oz0 reads can be checked in CI.
+
+--format sarif (code scanning) and --format github (annotations) give paths relative to the root
+of the git repository the plugin is in, as GitHub reads them, wherever oz0 runs; --base DIR
+makes them relative to DIR instead. Their rules link to docs/lint-rules.md at this release's tag.
 
 Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.`,
 		Example: `  oz0 plugin lint
@@ -61,9 +68,12 @@ Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.
 	cmd.Flags().StringVar(&opts.Format, "format", diag.FormatText, "output format: "+strings.Join(diag.Formats, ", "))
 	cmd.Flags().StringArrayVar(&opts.FakeScripts, "fake-script", nil, "also check this fake model script (repeatable)")
 	cmd.Flags().StringArrayVar(&opts.HooksFiles, "hooks", nil, "also check this hooks file (repeatable)")
+	cmd.Flags().StringVar(&opts.Base, "base", "", "for sarif and github: make paths relative to this directory (default: the git repository's root)")
+	_ = cmd.MarkFlagDirname("base")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(diag.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("fake-script", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("hooks", "yaml", "yml")
+	cmd.ValidArgsFunction = completeDir
 	return cmd
 }
 
@@ -95,13 +105,77 @@ func pluginLintRun(opts *pluginLintOptions) error {
 			}
 		}
 	}
-	if err := diag.Write(opts.IO.Out, rep, opts.Format, opts.Version); err != nil {
+	if opts.Format == diag.FormatSARIF || opts.Format == diag.FormatGitHub {
+		if err := rebase(rep, opts.Dir, opts.Base); err != nil {
+			return err
+		}
+	}
+	if err := diag.Write(opts.IO.Out, rep, opts.Format, opts.Tool); err != nil {
 		return err
 	}
 	if rep.HasErrors() {
 		return &cmdutil.FindingsError{}
 	}
 	return nil
+}
+
+// rebase makes the report's paths relative to base, or, when base is "", to the root of the git
+// repository dir is in; with neither, they stay as given. A path outside base stays absolute.
+func rebase(rep *diag.Report, dir, base string) error {
+	if base == "" {
+		base = gitRoot(dir)
+		if base == "" {
+			return nil
+		}
+	} else if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		return cmdutil.Usagef("--base %s is not a directory; give the directory paths are relative to (the repository's root)", base)
+	}
+	root, err := realPath(base)
+	if err != nil {
+		return err
+	}
+	for i, d := range rep.Diagnostics {
+		p, err := realPath(filepath.FromSlash(rep.Path(d)))
+		if err != nil {
+			return err
+		}
+		if rel, err := filepath.Rel(root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			p = rel
+		}
+		rep.Diagnostics[i].File = filepath.ToSlash(p)
+	}
+	rep.Dir = ""
+	return nil
+}
+
+// gitRoot is the root of the git work tree dir is in, or "" (not in one, or no git).
+func gitRoot(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// realPath is p made absolute with its symbolic links resolved (git reports the root so), as far
+// as p exists: a finding can be about a file that does not.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return filepath.Join(abs, rest), nil
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
 }
 
 // addFileReport loads the file name with load and adds its problems to rep; a file that cannot be

@@ -17,6 +17,7 @@ type pluginNewOptions struct {
 	IO       *iostreams.IOStreams
 	Prompter prompt.Prompter
 	Getwd    func() (string, error)
+	Ref      string // this build's ref, which the plugin's schema lines and CI workflow point at
 
 	Name        string
 	Template    string
@@ -25,7 +26,7 @@ type pluginNewOptions struct {
 }
 
 func newCmdPluginNew(f *cmdutil.Factory, runF func(*pluginNewOptions) error) *cobra.Command {
-	opts := &pluginNewOptions{IO: f.IOStreams, Prompter: f.Prompter, Getwd: f.Getwd}
+	opts := &pluginNewOptions{IO: f.IOStreams, Prompter: f.Prompter, Getwd: f.Getwd, Ref: f.Build.Ref}
 	cmd := &cobra.Command{
 		Use:   "new NAME --template T --description D",
 		Short: "Scaffold a new plugin from a template",
@@ -71,6 +72,8 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
+	_ = cmd.MarkFlagDirname("dir")
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
 }
 
@@ -93,7 +96,7 @@ func pluginNewRun(opts *pluginNewOptions) error {
 		return err
 	}
 
-	files, err := scaffold.Create(scaffold.Options{Name: opts.Name, Template: opts.Template, Description: opts.Description, Parent: parent})
+	files, err := scaffold.Create(scaffold.Options{Name: opts.Name, Template: opts.Template, Description: opts.Description, Parent: parent, Ref: opts.Ref})
 	if err != nil {
 		return err
 	}

@@ -15,15 +15,14 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
 type pluginTestOptions struct {
-	IO        *iostreams.IOStreams
+	IO *iostreams.IOStreams
+	cmdutil.JSONFlags
 	Dir       string
-	JSON      bool
 	Harnesses []string
 	Script    string
 	Input     string
@@ -52,18 +51,24 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 			if len(args) == 1 {
 				opts.Dir = args[0]
 			}
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return pluginTestRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print each check as a JSON line")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the checks, once all have run")
 	cmd.Flags().StringArrayVar(&opts.Harnesses, "harness", nil, "test only this harness (repeatable)")
 	cmd.Flags().StringVar(&opts.Script, "script", "", "the fake model's script (default: the built-in one, which answers the byo-agent triage prompt)")
 	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
 	cmd.Flags().DurationVar(&opts.Grace, "grace", harnesskit.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
+	_ = cmd.RegisterFlagCompletionFunc("harness", completeHarnesses)
+	_ = cmd.MarkFlagFilename("script", "yaml", "yml")
+	cmd.ValidArgsFunction = completeDir
 	return cmd
 }
 
@@ -86,13 +91,11 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		}
 	}
 	out := opts.IO.Out
-	enc := jsonutil.NewEncoder(out)
 	started := ""
 	report, err := conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
 		Progress: func(c conformance.Check) {
-			if opts.JSON {
-				_ = enc.Encode(c)
+			if opts.Enabled() {
 				return
 			}
 			if c.Harness != started {
@@ -122,7 +125,11 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		return err
 	}
 	passed, failed, na := report.Counts()
-	if !opts.JSON {
+	if opts.Enabled() {
+		if err := opts.Write(opts.IO, report.Checks); err != nil {
+			return err
+		}
+	} else {
 		fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
 		if na > 0 {
 			fmt.Fprintf(out, ", %d not applicable", na)

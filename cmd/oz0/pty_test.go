@@ -48,6 +48,9 @@ func TestPtyNoTerminalQueries(t *testing.T) {
 	}{
 		{[]string{"version"}, "oz0 version "},
 		{[]string{"plugin", "lint"}, "no problems"},
+		// A table fitted to the terminal (go-gh's tableprinter) and JSON indented for it.
+		{[]string{"plugin", "templates"}, "TEMPLATE"},
+		{[]string{"version", "--json"}, `"version": `},
 	} {
 		command := "oz0 " + strings.Join(c.args, " ")
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {

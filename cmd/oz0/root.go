@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/lint/diag"
@@ -30,14 +33,17 @@ Start with a plugin from a template, check it, and run its tests:`,
 			return cmd.Help()
 		},
 	}
-	root.SetVersionTemplate("oz0 version {{.Version}}\n")
+	// --version without cobra's -v: -v is --verbose wherever a command has it, as in uv.
+	root.Flags().Bool("version", false, "print the version of oz0")
+	root.SetVersionTemplate(versionLine(f.Build))
+	root.SetHelpCommand(newCmdHelp())
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
 	root.SetFlagErrorFunc(flagError)
 	root.CompletionOptions.DisableDefaultCmd = true
 
-	root.AddCommand(newCmdVersion(f))
+	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdCompletion(f))
 	root.AddCommand(newCmdPlugin(f))
 	root.AddCommand(newCmdDev(f, nil))
@@ -47,6 +53,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdApproval(f))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
+	root.AddCommand(newCmdSchema(f, nil))
 	return root
 }
 
@@ -70,20 +77,135 @@ func execute(f *cmdutil.Factory, args []string) int {
 // oneLine keeps an error to the one line the README promises.
 func oneLine(s string) string { return diag.Squash(s, 0) }
 
-// flagError makes cobra's flag errors usage errors that point at the help.
+// flagError makes cobra's flag errors usage errors that point at the help, with the flags an
+// unknown one may have meant.
 func flagError(cmd *cobra.Command, err error) error {
-	return cmdutil.Usagef("%s; see '%s --help'", err, cmd.CommandPath())
+	msg, see := err.Error(), "; see"
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		var names []string
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+			if !fl.Hidden {
+				names = append(names, fl.Name)
+			}
+		})
+		if near := nearest(name, names); len(near) > 0 {
+			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
+		}
+	}
+	return cmdutil.Usagef("%s%s '%s --help'", msg, see, cmd.CommandPath())
 }
 
-// noArgs rejects arguments on commands that take none, naming an unknown subcommand as such.
+// noArgs rejects arguments on commands that take none, naming an unknown subcommand as such,
+// with the subcommands it may have meant.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
 	if cmd.HasSubCommands() {
-		return cmdutil.Usagef("unknown command %q for %q; see '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+		return unknownCommand(cmd, args[0])
 	}
 	return cmdutil.Usagef("%s takes no arguments, got %q; see '%s --help'", cmd.CommandPath(), args[0], cmd.CommandPath())
+}
+
+// unknownCommand is the error for a subcommand of cmd that does not exist.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
+	}
+	if near := cmd.SuggestionsFor(name); len(near) > 0 {
+		return cmdutil.Usagef("unknown command %q for %q; did you mean %s? See '%s --help'", name, cmd.CommandPath(), orList(near, ""), cmd.CommandPath())
+	}
+	return cmdutil.Usagef("unknown command %q for %q; see '%s --help'", name, cmd.CommandPath(), cmd.CommandPath())
+}
+
+// orList quotes names, each after prefix, and joins them with "or".
+func orList(names []string, prefix string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(prefix + n)
+	}
+	if len(quoted) == 1 {
+		return quoted[0]
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+}
+
+// nearest returns the names within two edits of name, or that start with it, as cobra suggests
+// commands.
+func nearest(name string, names []string) []string {
+	var near []string
+	for _, n := range names {
+		if editDistance(strings.ToLower(name), strings.ToLower(n)) <= 2 || (name != "" && strings.HasPrefix(n, name)) {
+			near = append(near, n)
+		}
+	}
+	return near
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
+}
+
+// newCmdHelp is `oz0 help [command]`: the help of a command, and for one that does not exist a
+// usage error with what it may have meant, rather than cobra's root help and exit 0.
+func newCmdHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:     "help [command]",
+		Short:   "Help about any command",
+		Example: `  oz0 help plugin lint`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			parent, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range parent.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target := cmd.Root()
+			for _, name := range args {
+				next := findSub(target, name)
+				if next == nil {
+					return unknownCommand(target, name)
+				}
+				target = next
+			}
+			return target.Help()
+		},
+	}
+}
+
+// findSub is cmd's subcommand called name (or an alias of it), or nil.
+func findSub(cmd *cobra.Command, name string) *cobra.Command {
+	for _, sub := range cmd.Commands() {
+		if sub.Name() == name || sub.HasAlias(name) {
+			return sub
+		}
+	}
+	return nil
 }
 
 // argsBetween accepts min..max positional arguments, describing them by names in the error.

@@ -89,6 +89,7 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "print the job id and return without following the job")
 	cmd.Flags().StringVar(&opts.InputFile, "input-file", "", "read the input from this file")
 	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls, for oz0 job replay and oz0 job script")
+	cmd.ValidArgsFunction = fromServer(f, listAgents)
 	return cmd
 }
 

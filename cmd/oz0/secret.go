@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -105,7 +103,7 @@ func readSecret(opts *secretSetOptions) (string, error) {
 
 type secretListOptions struct {
 	clientOptions
-	JSON bool
+	cmdutil.JSONFlags
 }
 
 func newCmdSecretList(f *cmdutil.Factory, runF func(*secretListOptions) error) *cobra.Command {
@@ -113,16 +111,19 @@ func newCmdSecretList(f *cmdutil.Factory, runF func(*secretListOptions) error) *
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List the secrets' names and when they were set; never their values",
-		Example: "  oz0 secret list\n  oz0 secret list --json",
+		Example: "  oz0 secret list\n  oz0 secret list --json\n  oz0 secret list --jq '.[].name'",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return secretListRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON lines")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the secrets' names")
 	return cmd
 }
 
@@ -135,19 +136,18 @@ func secretListRun(ctx context.Context, opts *secretListOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
-		return writeJSONLines(opts.IO.Out, list)
+	if opts.Enabled() {
+		return opts.Write(opts.IO, list)
 	}
 	if len(list) == 0 {
 		io.WriteString(opts.IO.ErrOut, "no secrets; set one with: printf %s \"$KEY\" | oz0 secret set NAME\n")
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSET\tUPSTREAM")
+	t := newTable(opts.IO, "NAME", "SET", "UPSTREAM")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.SetAt.Local().Format(time.DateTime), s.BaseURL)
+		t.row(s.Name, t.time(s.SetAt), s.BaseURL)
 	}
-	return tw.Flush()
+	return t.Render()
 }
 
 type secretRmOptions struct {
@@ -169,6 +169,7 @@ func newCmdSecretRm(f *cmdutil.Factory, runF func(*secretRmOptions) error) *cobr
 			}
 			return secretRmRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listSecrets),
 	}
 }
 

@@ -2,59 +2,67 @@ package main
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchestrator-zero/oz0/internal/buildinfo"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
 )
 
-// version is set by the release build with -ldflags "-X main.version=v1.2.3".
-var version = ""
+// Set by the release build (.goreleaser.yaml) with -ldflags "-X main.version=0.3.0 ...": the
+// version, the commit and its date, and the release's tag (empty for a snapshot). A build without
+// them says what the Go toolchain stamped instead (internal/buildinfo).
+var (
+	version = ""
+	commit  = ""
+	date    = ""
+	tag     = ""
+)
 
-// buildVersion says which build this is: the release version, else the module version or the
-// commit it was built from.
-func buildVersion() string {
-	v := version
-	info, ok := debug.ReadBuildInfo()
-	if v == "" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version
-	}
-	if v == "" {
-		v = "dev"
-	}
-	if ok {
-		var rev, dirty string
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" {
-			v += " (" + rev + dirty + ")"
-		}
-	}
-	return v
+func readBuildInfo() buildinfo.Info {
+	return buildinfo.Read(buildinfo.Stamped{Version: version, Commit: commit, Date: date, Tag: tag})
 }
 
-func newCmdVersion(f *cmdutil.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version of oz0",
-		Example: "  oz0 version",
+// versionLine is what `oz0 version` and `oz0 --version` print.
+func versionLine(b buildinfo.Info) string {
+	return fmt.Sprintf("oz0 version %s %s/%s %s\n", b, b.OS, b.Arch, b.Go)
+}
+
+type versionOptions struct {
+	IO    *iostreams.IOStreams
+	Build buildinfo.Info
+	cmdutil.JSONFlags
+}
+
+func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.Command {
+	opts := &versionOptions{IO: f.IOStreams, Build: f.Build}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of oz0",
+		Long: `Print oz0's version, the commit it was built from and that commit's date, and the platform.
+A release says its version; a go install build its module version; a build from a checkout the
+commit. --json prints them as an object (docs/cli.md).`,
+		Example: "  oz0 version\n  oz0 version --json\n  oz0 version --jq .ref",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(f.IOStreams.Out, "oz0 version %s %s/%s %s\n", f.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
-			return err
+			if err := opts.Check(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return versionRun(opts)
 		},
 	}
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the version, commit, date, ref and platform")
+	return cmd
+}
+
+func versionRun(opts *versionOptions) error {
+	if opts.Enabled() {
+		return opts.Write(opts.IO, opts.Build)
+	}
+	_, err := fmt.Fprint(opts.IO.Out, versionLine(opts.Build))
+	return err
 }

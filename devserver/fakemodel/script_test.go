@@ -23,7 +23,7 @@ func TestFakeModelSchemaEmbedded(t *testing.T) {
 }
 
 func TestFakeModelParseScript(t *testing.T) {
-	s, err := ParseScript("s.yaml", []byte(`# yaml-language-server: $schema=https://oz0.dev/schemas/v1/fake-model-script.schema.json
+	s, err := ParseScript("s.yaml", []byte(`# yaml-language-server: $schema=https://raw.githubusercontent.com/orchestrator-zero/oz0/main/schemas/fake-model-script.schema.json
 models: [a, b]
 require_key: k
 rules:
@@ -216,7 +216,7 @@ func FuzzParseScript(f *testing.F) {
 func reportText(t *testing.T, se *diag.ReportError) string {
 	t.Helper()
 	var b strings.Builder
-	if err := diag.Write(&b, se.Report, diag.FormatText, ""); err != nil {
+	if err := diag.Write(&b, se.Report, diag.FormatText, diag.Tool{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

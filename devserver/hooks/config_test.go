@@ -25,7 +25,7 @@ func configErrors(t *testing.T, dir, doc string) []string {
 		t.Fatalf("not a *diag.ReportError: %v", err)
 	}
 	var b strings.Builder
-	if err := diag.Write(&b, ce.Report, diag.FormatText, ""); err != nil {
+	if err := diag.Write(&b, ce.Report, diag.FormatText, diag.Tool{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -211,7 +211,7 @@ func TestParseGood(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hooks", "policy"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	doc := `# yaml-language-server: $schema=https://oz0.dev/schemas/v1/hooks.schema.json
+	doc := `# yaml-language-server: $schema=https://raw.githubusercontent.com/orchestrator-zero/oz0/main/schemas/hooks.schema.json
 hooks:
   - name: no-exec-on-prod
     description: the exec team hears from people

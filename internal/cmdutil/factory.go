@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"github.com/orchestrator-zero/oz0/internal/buildinfo"
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
@@ -9,7 +10,9 @@ import (
 // Factory hands commands their dependencies, so tests can replace any of them.
 type Factory struct {
 	IOStreams *iostreams.IOStreams
-	Version   string
+	// Build is which build of oz0 this is; Version is its Build.Version, for messages.
+	Build   buildinfo.Info
+	Version string
 	// Getwd returns the directory commands resolve relative paths against.
 	Getwd func() (string, error)
 	// Getenv reads the environment (OZ0_CONTEXT, and what oz0 dev passes on).

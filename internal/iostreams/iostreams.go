@@ -18,6 +18,7 @@ type IOStreams struct {
 
 	stdinTTY  bool
 	stdoutTTY bool
+	width     int // of a terminal on stdout; 0 when not known
 }
 
 // System returns the process's real streams.
@@ -28,6 +29,7 @@ func System() *IOStreams {
 		ErrOut:    os.Stderr,
 		stdinTTY:  isTerminal(os.Stdin),
 		stdoutTTY: isTerminal(os.Stdout),
+		width:     terminalWidth(os.Stdout),
 	}
 }
 
@@ -46,7 +48,26 @@ func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 // CanPrompt reports whether a person can answer a form: both ends are terminals.
 func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stdoutTTY }
 
+// TerminalWidth is the width of the terminal on stdout, which tables are fitted to; 80 when it is
+// not a terminal or does not say.
+func (s *IOStreams) TerminalWidth() int {
+	if s.width > 0 {
+		return s.width
+	}
+	return 80
+}
+
+// SetTerminalWidth overrides the terminal's width, for tests.
+func (s *IOStreams) SetTerminalWidth(n int) { s.width = n }
+
 // SetTTY overrides the terminal detection, for tests.
 func (s *IOStreams) SetTTY(stdin, stdout bool) { s.stdinTTY, s.stdoutTTY = stdin, stdout }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+func terminalWidth(f *os.File) int {
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+		return w
+	}
+	return 0
+}

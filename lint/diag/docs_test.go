@@ -22,8 +22,8 @@ const docsIntro = `# Lint rules
 
 1. ` + "`oz0-plugin.yaml`" + `, every ` + "`*.yaml`" + ` file of each directory listed under ` + "`agents`" + `, and the front
    matter of ` + "`SKILL.md`" + ` in every subdirectory of each directory listed under ` + "`skills`" + `, against
-   the JSON Schemas (draft 2020-12) embedded in oz0 and published at
-   ` + "`https://oz0.dev/schemas/v1/`" + `: ` + "`oz0-plugin.schema.json`, `agent.schema.json`, `skill.schema.json`" + `;
+   the JSON Schemas (draft 2020-12) embedded in oz0 (` + "`oz0 schema`" + ` prints them, and each
+   release serves its own from the repository at its tag): ` + "`oz0-plugin.schema.json`, `agent.schema.json`, `skill.schema.json`" + `;
 2. the rules below that span files: harness names, prompt files, Python modules, the files a
    command runs, tools, schema files, skills;
 3. ` + "`pyproject.toml`" + ` and ` + "`package.json`" + `, when there are, for banned and unpinned dependencies
@@ -59,20 +59,25 @@ at all (the directory does not exist, permission denied), 2 on a usage error.
 
 - ` + "`text`" + ` (the default): one line per finding, ` + "`path:line:col: severity rule message`" + ` (` + "`path: severity rule message`" + ` for a finding about a whole file), then a summary line:
   ` + "`2 errors, 1 warning`" + `, ` + "`1 warning`" + `, or ` + "`no problems`" + `.
-- ` + "`json`" + `: JSON lines, one object per finding: ` + "`{\"file\":…,\"line\":…,\"col\":…,\"severity\":…,\"rule\":…,\"message\":…}`" + `,
-  with ` + "`end_line`" + ` and ` + "`end_col`" + ` (exclusive) when the end of the offending text is known (a key, a
-  plain value) and ` + "`fix`" + ` when there is a hint beyond the rule's;
-  nothing when there are no findings.
+- ` + "`json`" + `: a JSON array of the findings (` + "`[]`" + ` when there are none), one object each:
+  ` + "`{\"file\":…,\"line\":…,\"col\":…,\"severity\":…,\"rule\":…,\"message\":…}`" + `, with ` + "`end_line`" + ` and
+  ` + "`end_col`" + ` (exclusive) when the end of the offending text is known (a key, a plain value) and ` + "`fix`" + `
+  when there is a hint beyond the rule's; the same convention as every ` + "`--json`" + ` of oz0 ([cli.md](cli.md)).
 - ` + "`sarif`" + `: a SARIF 2.1.0 log for code scanning (GitHub's ` + "`upload-sarif`" + `), with every rule in
-  ` + "`tool.driver.rules`" + ` (its help links to this page) and one result per finding.
+  ` + "`tool.driver.rules`" + ` (its ` + "`helpUri`" + ` links to this page at the release's tag) and one result per
+  finding; ` + "`columnKind`" + ` is ` + "`unicodeCodePoints`" + `, and a path is a URI relative to ` + "`%SRCROOT%`" + `.
 - ` + "`github`" + `: GitHub Actions workflow commands, ` + "`::error file=…,line=…,col=…,title=RULE::message`" + `
   (` + "`::warning`" + ` for warnings), which GitHub shows as annotations on the pull request.
 
 Paths are the plugin directory as given joined with the file's path inside the plugin
-(` + "`oz0 plugin lint acme-triage`" + ` reports ` + "`acme-triage/agents/acme-triage.yaml:…`" + `). Lines and columns are
-1-based and point at the offending YAML node: an unknown key at the key, a missing key at the
+(` + "`oz0 plugin lint acme-triage`" + ` reports ` + "`acme-triage/agents/acme-triage.yaml:…`" + `). For ` + "`sarif`" + ` and
+` + "`github`" + `, which GitHub reads against the repository, they are relative to the root of the git repository
+the plugin is in, wherever oz0 runs (` + "`--base DIR`" + `: relative to DIR); a path outside it stays absolute
+(a ` + "`file://`" + ` URI in SARIF). Lines and columns are 1-based and count characters (Unicode code points),
+and point at the offending YAML node: an unknown key at the key, a missing key at the
 mapping that lacks it, anything else at the value. A finding about a whole file (a missing
-` + "`SKILL.md`" + `, a file that is too large) has no line; in SARIF it has no region.
+` + "`SKILL.md`" + `, a file that is too large) has no line; in SARIF it has no region. [ci.md](ci.md) runs
+them in a plugin's CI.
 
 ## Limits
 

@@ -22,21 +22,32 @@ const (
 // Formats are the output formats of Write, the first the default.
 var Formats = []string{FormatText, FormatJSON, FormatSARIF, FormatGitHub}
 
-// Write writes rep to w in format (one of Formats); toolVersion is oz0's
-// version, for SARIF ("" means "dev"):
+// Tool is what SARIF says of the tool that found the problems: oz0's version ("" means "dev"),
+// and the git ref whose docs/lint-rules.md the rules' helpUri links to (a release's tag; ""
+// means main).
+type Tool struct {
+	Version string
+	Ref     string
+}
+
+// Write writes rep to w in format (one of Formats):
 //
 //   - text: "path:line:col: severity rule message" per finding ("path:
 //     severity rule message" for one about a whole file), then a summary
 //     line: "2 errors, 1 warning", "1 warning", or "no problems".
-//   - json: JSON lines, one object per finding with file, line, col,
-//     severity, rule and message; nothing when there are no findings.
+//   - json: one JSON array of the findings, each an object with file,
+//     line, col, end_line, end_col, severity, rule, message and fix; [] when
+//     there are none.
 //   - sarif: one SARIF 2.1.0 log with one run, every rule in
-//     tool.driver.rules and a result per finding.
+//     tool.driver.rules and a result per finding. Columns are Unicode code
+//     points (columnKind); a relative path is a URI relative to %SRCROOT%.
 //   - github: GitHub Actions workflow commands (::error / ::warning), one
 //     per finding, which GitHub shows as annotations.
 //
-// Paths are Report.Path: the plugin directory joined with the file.
-func Write(w io.Writer, rep *Report, format, toolVersion string) error {
+// Paths are Report.Path: the plugin directory joined with the file. For
+// sarif and github they should be relative to the repository's root, as
+// code scanning and annotations read them; the caller makes them so.
+func Write(w io.Writer, rep *Report, format string, tool Tool) error {
 	bw := bufio.NewWriter(w)
 	var err error
 	switch format {
@@ -45,7 +56,7 @@ func Write(w io.Writer, rep *Report, format, toolVersion string) error {
 	case FormatJSON:
 		err = writeJSON(bw, rep)
 	case FormatSARIF:
-		err = writeSARIF(bw, rep, toolVersion)
+		err = writeSARIF(bw, rep, tool)
 	case FormatGitHub:
 		err = writeGitHub(bw, rep)
 	default:
@@ -76,14 +87,12 @@ func textLine(rep *Report, d Diagnostic) string {
 }
 
 func writeJSON(w io.Writer, rep *Report) error {
-	enc := jsonutil.NewEncoder(w)
-	for _, d := range rep.Diagnostics {
+	list := make([]Diagnostic, len(rep.Diagnostics))
+	for i, d := range rep.Diagnostics {
 		d.File = rep.Path(d)
-		if err := enc.Encode(d); err != nil {
-			return err
-		}
+		list[i] = d
 	}
-	return nil
+	return jsonutil.NewEncoder(w).Encode(list)
 }
 
 // escapeData and escapeProperty follow GitHub's workflow command escaping
@@ -129,8 +138,9 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool       sarifTool     `json:"tool"`
+	ColumnKind string        `json:"columnKind"`
+	Results    []sarifResult `json:"results"`
 }
 
 type sarifTool struct {
@@ -181,8 +191,13 @@ type sarifPhysical struct {
 }
 
 type sarifArtifact struct {
-	URI string `json:"uri"`
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
 }
+
+// srcRoot is the base of the relative URIs: the repository's root, where code scanning checks
+// the files out.
+const srcRoot = "%SRCROOT%"
 
 type sarifRegion struct {
 	StartLine   int `json:"startLine"`
@@ -201,7 +216,8 @@ func sarifLevel(s Severity) string {
 	return "error"
 }
 
-func writeSARIF(w io.Writer, rep *Report, version string) error {
+func writeSARIF(w io.Writer, rep *Report, tool Tool) error {
+	version := tool.Version
 	if version == "" {
 		version = "dev"
 	}
@@ -212,14 +228,14 @@ func writeSARIF(w io.Writer, rep *Report, version string) error {
 			Name:                 ruleName(r.ID),
 			ShortDescription:     sarifText{Text: r.Short},
 			FullDescription:      sarifText{Text: r.Help},
-			Help:                 sarifText{Text: r.Help + " Fix: " + r.Fix, Markdown: fmt.Sprintf("%s\n\n**Fix:** %s\n\n[%s](%s)", r.Help, r.Fix, r.ID, r.HelpURL())},
-			HelpURI:              r.HelpURL(),
+			Help:                 sarifText{Text: r.Help + " Fix: " + r.Fix, Markdown: fmt.Sprintf("%s\n\n**Fix:** %s\n\n[%s](%s)", r.Help, r.Fix, r.ID, r.HelpURL(tool.Ref))},
+			HelpURI:              r.HelpURL(tool.Ref),
 			DefaultConfiguration: sarifRuleConf{Level: sarifLevel(r.Severity)},
 		})
 	}
 	results := make([]sarifResult, 0, len(rep.Diagnostics))
 	for _, d := range rep.Diagnostics {
-		phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: sarifURI(rep.Path(d))}}
+		phys := sarifPhysical{ArtifactLocation: sarifArtifactAt(rep.Path(d))}
 		if d.Line > 0 {
 			phys.Region = &sarifRegion{StartLine: d.Line, StartColumn: max(d.Col, 1), EndLine: d.EndLine, EndColumn: d.EndCol}
 		}
@@ -238,7 +254,8 @@ func writeSARIF(w io.Writer, rep *Report, version string) error {
 	log := sarifLog{
 		Schema:  SARIFSchema,
 		Version: "2.1.0",
-		Runs:    []sarifRun{{Tool: sarifTool{Driver: driver}, Results: results}},
+		// The columns are yaml.v3's and schemas.End's, which count code points.
+		Runs: []sarifRun{{Tool: sarifTool{Driver: driver}, ColumnKind: "unicodeCodePoints", Results: results}},
 	}
 	enc := jsonutil.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -256,11 +273,11 @@ func ruleName(id string) string {
 	return b.String()
 }
 
-// sarifURI is a relative URI reference for a relative path, a file URI
-// for an absolute one.
-func sarifURI(p string) string {
+// sarifArtifactAt is the location of the file at path p: a URI relative to %SRCROOT% for a
+// relative path, a file URI for an absolute one.
+func sarifArtifactAt(p string) sarifArtifact {
 	if path.IsAbs(p) {
-		return (&url.URL{Scheme: "file", Path: p}).String()
+		return sarifArtifact{URI: (&url.URL{Scheme: "file", Path: p}).String()}
 	}
-	return (&url.URL{Path: p}).String()
+	return sarifArtifact{URI: (&url.URL{Path: p}).String(), URIBaseID: srcRoot}
 }

@@ -3,8 +3,11 @@ package diag
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func sampleReport() *Report {
@@ -21,11 +24,11 @@ func sampleReport() *Report {
 func write(t *testing.T, rep *Report, format string) string {
 	t.Helper()
 	var b bytes.Buffer
-	version := ""
+	tool := Tool{}
 	if format == "sarif" && rep.Dir != "" {
-		version = "1.2.3"
+		tool = Tool{Version: "1.2.3", Ref: "v1.2.3"}
 	}
-	if err := Write(&b, rep, format, version); err != nil {
+	if err := Write(&b, rep, format, tool); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -50,14 +53,11 @@ func TestWriteText(t *testing.T) {
 
 func TestWriteJSON(t *testing.T) {
 	got := write(t, sampleReport(), "json")
-	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("got %d lines:\n%s", len(lines), got)
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(got), &list); err != nil || len(list) != 3 || strings.Count(got, "\n") != 1 {
+		t.Fatalf("want one line, an array of 3 findings; got %v:\n%s", err, got)
 	}
-	var f map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &f); err != nil {
-		t.Fatal(err)
-	}
+	f := list[0]
 	want := map[string]any{"file": "acme-triage/agents/acme-triage.yaml", "line": 14.0, "col": 3.0, "severity": "error", "rule": "unknown-key", "message": "unknown key `tool` in `harness`; did you mean `tools`?"}
 	if len(f) != len(want) {
 		t.Errorf("keys: %v", f)
@@ -67,10 +67,10 @@ func TestWriteJSON(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, f[k], v)
 		}
 	}
-	if !strings.HasPrefix(lines[0], `{"file":`) {
-		t.Errorf("field order: %s", lines[0])
+	if !strings.HasPrefix(got, `[{"file":`) {
+		t.Errorf("field order: %s", got)
 	}
-	if got := write(t, &Report{}, "json"); got != "" {
+	if got := write(t, &Report{}, "json"); got != "[]\n" {
 		t.Errorf("empty: %q", got)
 	}
 }
@@ -149,7 +149,7 @@ func TestWriteSARIF(t *testing.T) {
 	}
 	for i, r := range d.Rules {
 		if r.ID != Rules[i].ID || r.ShortDescription.Text == "" || r.FullDescription.Text == "" ||
-			r.HelpURI != DocsURL+"#"+r.ID || (r.DefaultConfiguration.Level != "error" && r.DefaultConfiguration.Level != "warning") {
+			r.HelpURI != "https://github.com/orchestrator-zero/oz0/blob/v1.2.3/docs/lint-rules.md#"+r.ID || (r.DefaultConfiguration.Level != "error" && r.DefaultConfiguration.Level != "warning") {
 			t.Errorf("rule %d: %+v", i, r)
 		}
 	}
@@ -181,14 +181,67 @@ func TestWriteSARIF(t *testing.T) {
 		t.Errorf("empty report:\n%s", out)
 	}
 	// An absolute directory gives file URIs.
-	if got := sarifURI("/tmp/a b/oz0-plugin.yaml"); got != "file:///tmp/a%20b/oz0-plugin.yaml" {
-		t.Errorf("sarifURI = %s", got)
+	if got := sarifArtifactAt("/tmp/a b/oz0-plugin.yaml"); got != (sarifArtifact{URI: "file:///tmp/a%20b/oz0-plugin.yaml"}) {
+		t.Errorf("sarifArtifactAt = %+v", got)
+	}
+	if got := sarifArtifactAt("plugins/a b.yaml"); got != (sarifArtifact{URI: "plugins/a%20b.yaml", URIBaseID: "%SRCROOT%"}) {
+		t.Errorf("sarifArtifactAt = %+v", got)
 	}
 }
 
 func TestWriteUnknownFormat(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, &Report{}, "xml", ""); err == nil || !strings.Contains(err.Error(), "text, json, sarif, github") {
+	if err := Write(&b, &Report{}, "xml", Tool{}); err == nil || !strings.Contains(err.Error(), "text, json, sarif, github") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSARIFSchema validates the SARIF output against the official SARIF 2.1.0 JSON Schema
+// (errata 01, the one $schema names; testdata/sarif-schema-2.1.0.json is a copy from
+// github.com/oasis-tcs/sarif-spec, sarif-2.1/schema/), with findings and without.
+func TestSARIFSchema(t *testing.T) {
+	f, err := os.Open("testdata/sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(SARIFSchema, doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile(SARIFSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The schema is strict enough to refuse a run without its tool, and a column kind it does
+	// not know.
+	for _, bad := range []string{
+		`{"version":"2.1.0","runs":[{"results":[]}]}`,
+		`{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"oz0"}},"columnKind":"bytes","results":[]}]}`,
+	} {
+		v, _ := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		if schema.Validate(v) == nil {
+			t.Errorf("the schema takes %s", bad)
+		}
+	}
+	withEnd := sampleReport()
+	withEnd.Diagnostics[0].EndLine, withEnd.Diagnostics[0].EndCol = 14, 7
+	withEnd.Diagnostics = append(withEnd.Diagnostics, Diagnostic{File: "/abs/hooks.yaml", Line: 1, Col: 1, Severity: Error, Rule: "yaml-syntax", Message: "not YAML"})
+	for name, rep := range map[string]*Report{"findings": withEnd, "none": {}} {
+		out := write(t, rep, FormatSARIF)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(v); err != nil {
+			t.Errorf("%s: the SARIF log is not valid SARIF 2.1.0: %v\n%s", name, err, out)
+		}
+		if !strings.Contains(out, `"columnKind": "unicodeCodePoints"`) {
+			t.Errorf("%s: no columnKind", name)
+		}
 	}
 }

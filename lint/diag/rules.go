@@ -1,7 +1,13 @@
 package diag
 
-// DocsURL is the page that documents every rule, one anchor per rule ID.
-const DocsURL = "https://github.com/orchestrator-zero/oz0/blob/main/docs/lint-rules.md"
+// DocsURL is the page that documents every rule, one anchor per rule ID, as the repository
+// shows it at ref: a release's tag, so a link goes to the rules of the release that linked it.
+func DocsURL(ref string) string {
+	if ref == "" {
+		ref = "main"
+	}
+	return "https://github.com/orchestrator-zero/oz0/blob/" + ref + "/docs/lint-rules.md"
+}
 
 // Rule describes a lint rule. Its ID is stable: scripts, SARIF consumers
 // and the docs refer to it.
@@ -14,8 +20,8 @@ type Rule struct {
 	Fix      string   // how to fix a finding
 }
 
-// HelpURL is the rule's section of DocsURL.
-func (r Rule) HelpURL() string { return DocsURL + "#" + r.ID }
+// HelpURL is the rule's section of DocsURL(ref).
+func (r Rule) HelpURL(ref string) string { return DocsURL(ref) + "#" + r.ID }
 
 // Rules is every rule, in the order of the docs.
 var Rules = []Rule{
@@ -66,7 +72,7 @@ var Rules = []Rule{
 		Short:   "A key the schema does not allow.",
 		Help:    "The manifest, agent and skill front-matter schemas are strict: a misspelt key would otherwise be ignored silently. Reported at the key, with the closest allowed key when one is close, else the allowed keys.",
 		Example: "unknown key `tool` in `harness`; did you mean `tools`?",
-		Fix:     "Correct the spelling, or remove the key. The schemas are in schemas/ and at https://oz0.dev/schemas/v1/.",
+		Fix:     "Correct the spelling, or remove the key. `oz0 schema` lists the schemas and prints each; an editor reads them from the yaml-language-server line.",
 	},
 	{
 		ID: "missing-key", Severity: Error,
@@ -143,7 +149,7 @@ var Rules = []Rule{
 		Short:   "A harness lists a model format its code builds no client for.",
 		Help:    "A session gets a model record that takes one of the formats its harness lists, and its code must speak that record's API. Lint reads the code a harness runs for the model clients it names: for a Python harness (python -m PACKAGE) the package, for a JavaScript or TypeScript harness (node src/main.mjs, deno run main.ts, bun run index.ts) the script's directory, node_modules left out. Anthropic's clients are AnthropicModel, AnthropicLlm, AnthropicClient, ChatAnthropic, createAnthropic and the SDKs' Anthropic and AsyncAnthropic; OpenAI Chat Completions' are OpenAIModel, OpenAILlm, OpenAIChatCompletionClient, ChatOpenAI, createOpenAI and the SDKs' OpenAI and AsyncOpenAI. A listed format with no client of its own, in code that names clients of other formats and does not call session.complete() (which speaks the record's format), is reported: a session on such a record would fail. Comments and strings are not read; code that builds its clients elsewhere is not judged.",
 		Example: "harness `shop` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/shop/wiring.py, which speaks anthropic-messages): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it",
-		Fix:     "List only the formats the code speaks, or build a client for the other in the session's format (session.model.format).",
+		Fix:     "List only the formats the code speaks, or build a client for the other in the session's format (session.model.format_name).",
 	},
 	{
 		ID: "responses-api", Severity: Error,

@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sessions import (  # noqa: E402
+from sessions import (
     INSTRUCTIONS,
     JOB,
     MODEL_NAME,
@@ -52,36 +52,50 @@ class AgentTest(SessionCase):
                 self.assertEqual(code, 0, run.log())
                 asked = [e for e in events if e["type"] == "permission_request"]
                 told = [e for e in events if e["type"] == "tool_result"]
-                self.assertEqual([(a["tool"], a["arguments"]) for a in asked],
-                                 [("notify_team", ASKED)], run.log())
+                self.assertEqual(
+                    [(a["tool"], a["arguments"]) for a in asked],
+                    [("notify_team", ASKED)],
+                    run.log(),
+                )
                 answer = "told the billing team: A customer was charged twice."
-                self.assertEqual([(t["id"], t.get("result")) for t in told],
-                                 [(asked[0]["id"], answer)])
-                self.assertEqual(events[-1], {"type": "result",
-                                              "output": f"The tool answered: {answer}"})
+                self.assertEqual(
+                    [(t["id"], t.get("result")) for t in told], [(asked[0]["id"], answer)]
+                )
+                self.assertEqual(
+                    events[-1], {"type": "result", "output": f"The tool answered: {answer}"}
+                )
                 self.assertEqual(self.says(events), f"The tool answered: {answer}")
 
     def test_the_tool_runs_with_the_arguments_the_job_allowed(self) -> None:
         def answer(run: Run, event: dict[str, Any]) -> None:
-            run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                      "arguments": {"team": "account", "summary": "changed by a hook"}})
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": {"team": "account", "summary": "changed by a hook"},
+                }
+            )
 
         events, code, run = self.session(answer)
         self.assertEqual(code, 0, run.log())
         told = next(e for e in events if e["type"] == "tool_result")
         self.assertEqual(told["result"], "told the account team: changed by a hook")
-        self.assertEqual(events[-1]["output"],
-                         "The tool answered: told the account team: changed by a hook")
+        self.assertEqual(
+            events[-1]["output"], "The tool answered: told the account team: changed by a hook"
+        )
 
     def test_a_refusal_is_the_tools_answer(self) -> None:
         for format in FORMATS:
             with self.subTest(format=format):
-                events, code, run = self.session(self.deny("billing is told by a person"),
-                                                 request=self.request_in(format))
+                events, code, run = self.session(
+                    self.deny("billing is told by a person"), request=self.request_in(format)
+                )
                 self.assertEqual(code, 0, run.log())
                 self.assertFalse([e for e in events if e["type"] == "tool_result"])
-                self.assertEqual(events[-1]["output"],
-                                 "The tool answered: refused: billing is told by a person")
+                self.assertEqual(
+                    events[-1]["output"], "The tool answered: refused: billing is told by a person"
+                )
 
     def test_the_model_client_is_on_the_gateway(self) -> None:
         for format in FORMATS:
@@ -105,10 +119,12 @@ class AgentTest(SessionCase):
                     else:
                         self.assertEqual(call["path"], "/gateway/openai/chat/completions")
                         self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
-                        self.assertEqual(body["messages"][0],
-                                         {"role": "system", "content": INSTRUCTIONS})
-                        self.assertEqual([t["function"]["name"] for t in body["tools"]],
-                                         ["notify_team"])
+                        self.assertEqual(
+                            body["messages"][0], {"role": "system", "content": INSTRUCTIONS}
+                        )
+                        self.assertEqual(
+                            [t["function"]["name"] for t in body["tools"]], ["notify_team"]
+                        )
                 self.assertIn(TICKET, str(calls[0]["body"]["messages"]))
 
     def test_a_limit_is_not_retried(self) -> None:

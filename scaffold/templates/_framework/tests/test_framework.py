@@ -19,8 +19,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sessions import MODEL_NAME, PACKAGE, SRC, TIMEOUT, SessionCase  # noqa: E402
-from test_agent import FORMATS  # noqa: E402
+from sessions import MODEL_NAME, PACKAGE, SRC, TIMEOUT, SessionCase
+from test_agent import FORMATS
 
 
 def missing() -> str:
@@ -43,8 +43,11 @@ class FrameworkTest(SessionCase):
         super().setUp()
         ready = Path(tempfile.mkdtemp(prefix="oz0-fake-model-")) / "url"
         self.addCleanup(shutil.rmtree, ready.parent, True)
-        self.fake = subprocess.Popen(["oz0", "fake-model", "serve", "--ready-file", str(ready)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.fake = subprocess.Popen(
+            ["oz0", "fake-model", "serve", "--ready-file", str(ready)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.addCleanup(self.stop_fake)
         deadline = time.monotonic() + TIMEOUT
         while not (ready.exists() and ready.read_text().strip()):

@@ -74,8 +74,16 @@ class FakeModelAPI:
                     body = {}
                 if api.status:
                     kind = "rate_limit_error" if api.status == 429 else "api_error"
-                    self.answer(api.status, {"type": "error", "error": {
-                        "type": kind, "message": f"the fake model API answers {api.status}"}})
+                    self.answer(
+                        api.status,
+                        {
+                            "type": "error",
+                            "error": {
+                                "type": kind,
+                                "message": f"the fake model API answers {api.status}",
+                            },
+                        },
+                    )
                 elif body.get("stream"):
                     self.stream(api.stream_events(self.path, body))
                 elif self.path.endswith("/v1/messages"):
@@ -119,17 +127,33 @@ class FakeModelAPI:
         stop = "end_turn"
         messages = body.get("messages") or [{}]
         last = messages[-1].get("content")
-        results = [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"] \
-            if isinstance(last, list) else []
+        results = (
+            [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if isinstance(last, list)
+            else []
+        )
         if self.tool_arguments is not None and results:
             content = [{"type": "text", "text": "The tool answered: " + _text(results[0])}]
         elif self.tool_arguments is not None and body.get("tools"):
-            content = [{"type": "tool_use", "id": "toolu_fake1", "name": body["tools"][0]["name"],
-                        "input": self.tool_arguments}]
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_fake1",
+                    "name": body["tools"][0]["name"],
+                    "input": self.tool_arguments,
+                }
+            ]
             stop = "tool_use"
-        return {"id": "msg_fake_1", "type": "message", "role": "assistant",
-                "model": body.get("model"), "content": content, "stop_reason": stop,
-                "stop_sequence": None, "usage": {"input_tokens": 42, "output_tokens": 17}}
+        return {
+            "id": "msg_fake_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 42, "output_tokens": 17},
+        }
 
     def openai(self, body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.text}
@@ -139,14 +163,26 @@ class FakeModelAPI:
             message["content"] = "The tool answered: " + _text(messages[-1])
         elif self.tool_arguments is not None and body.get("tools"):
             name = body["tools"][0]["function"]["name"]
-            message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": "call_fake1", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(self.tool_arguments)}}]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_fake1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(self.tool_arguments)},
+                    }
+                ],
+            }
             finish = "tool_calls"
-        return {"id": "chatcmpl-fake1", "object": "chat.completion", "created": 0,
-                "model": body.get("model"),
-                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-                "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}}
+        return {
+            "id": "chatcmpl-fake1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59},
+        }
 
     def release(self) -> None:
         """Lets the next piece of a paced stream go."""
@@ -162,27 +198,58 @@ class FakeModelAPI:
             return head + "data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n"
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-            return event("", {"id": "chatcmpl-fake1", "object": "chat.completion.chunk",
-                              "created": 0, "model": model, "choices": [
-                                  {"index": 0, "delta": delta, "finish_reason": finish}]})
+            return event(
+                "",
+                {
+                    "id": "chatcmpl-fake1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                },
+            )
 
         if openai:
             yield chunk({"role": "assistant", "content": ""})
         else:
-            yield event("message_start", {"type": "message_start", "message": {
-                "id": "msg_fake_1", "type": "message", "role": "assistant", "model": model,
-                "content": [], "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 42, "output_tokens": 1}}})
-            yield event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                "content_block": {"type": "text", "text": ""}})
+            yield event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_fake_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 42, "output_tokens": 1},
+                    },
+                },
+            )
+            yield event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
         for i, piece in enumerate(self.pieces or [self.text]):
             if i > 0 and self.paced and not self._released.acquire(timeout=TIMEOUT):
                 return  # the test gave up: end the stream cut short
             if openai:
                 yield chunk({"content": piece})
             else:
-                yield event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                    "delta": {"type": "text_delta", "text": piece}})
+                yield event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
         if self.stream_error:
             error = {"type": self.stream_error, "message": "the fake model API is overloaded"}
             yield event("error", {"error": error} if openai else {"type": "error", "error": error})
@@ -192,9 +259,14 @@ class FakeModelAPI:
             yield event("", "[DONE]")
             return
         yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
-        yield event("message_delta", {"type": "message_delta",
-                                      "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                      "usage": {"output_tokens": 17}})
+        yield event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 17},
+            },
+        )
         yield event("message_stop", {"type": "message_stop"})
 
     def close(self) -> None:
@@ -397,14 +469,22 @@ class SessionCase(unittest.TestCase):
 
     @staticmethod
     def allow(run: Run, event: dict[str, Any]) -> None:
-        run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                  "arguments": event["arguments"]})
+        run.send(
+            {
+                "type": "permission",
+                "id": event["id"],
+                "decision": "allow",
+                "arguments": event["arguments"],
+            }
+        )
 
     @staticmethod
     def deny(reason: str) -> Answer:
         def answer(run: Run, event: dict[str, Any]) -> None:
-            run.send({"type": "permission", "id": event["id"], "decision": "deny",
-                      "reason": reason})
+            run.send(
+                {"type": "permission", "id": event["id"], "decision": "deny", "reason": reason}
+            )
+
         return answer
 
     @staticmethod

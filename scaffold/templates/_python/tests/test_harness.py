@@ -14,7 +14,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sessions import (  # noqa: E402
+from sessions import (
     INSTRUCTIONS,
     JOB,
     MODEL_NAME,
@@ -68,12 +68,12 @@ return call.arguments
 
 
 class ToolCallTest(SessionCase):
-
     def test_allowed_call_runs_and_reports(self) -> None:
         events, code, run = self.session(self.allow, argv=NOTIFY)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual([e["type"] for e in events],
-                         ["permission_request", "tool_result", "result"])
+        self.assertEqual(
+            [e["type"] for e in events], ["permission_request", "tool_result", "result"]
+        )
         asked, told, result = events
         self.assertEqual(asked["tool"], "notify_team")
         self.assertEqual(asked["arguments"], {"team": "billing", "summary": TICKET})
@@ -87,8 +87,14 @@ class ToolCallTest(SessionCase):
             run.send("this line is not JSON")  # stray input is ignored
             run.send({"type": "something_new", "id": event["id"]})  # so is an unknown type
             run.send({"type": "permission", "id": "p999", "decision": "allow"})  # and a stranger
-            run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                      "arguments": {"team": "account", "summary": "changed by a hook"}})
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": {"team": "account", "summary": "changed by a hook"},
+                }
+            )
 
         events, code, run = self.session(answer, argv=NOTIFY)
         self.assertEqual(code, 0, run.log())
@@ -108,19 +114,32 @@ class ToolCallTest(SessionCase):
 
     def test_a_call_run_elsewhere_is_asked_and_reported_once(self) -> None:
         def answer(run: Run, event: dict[str, Any]) -> None:
-            run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                      "arguments": {"team": "account", "summary": "changed"}})
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": {"team": "account", "summary": "changed"},
+                }
+            )
 
         events, code, run = self.session(answer, argv=ASKED)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual([e["type"] for e in events],
-                         ["permission_request", "tool_result", "result"])
-        self.assertEqual(events[1], {"type": "tool_result", "id": events[0]["id"],
-                                     "tool": "notify_team", "result": "told the account team: changed"})
+        self.assertEqual(
+            [e["type"] for e in events], ["permission_request", "tool_result", "result"]
+        )
+        self.assertEqual(
+            events[1],
+            {
+                "type": "tool_result",
+                "id": events[0]["id"],
+                "tool": "notify_team",
+                "result": "told the account team: changed",
+            },
+        )
         self.assertEqual(events[2]["output"], {"team": "account", "summary": "changed"})
 
-        events, code, run = self.session(self.allow, request=self.request(text="fail"),
-                                         argv=ASKED)
+        events, code, run = self.session(self.allow, request=self.request(text="fail"), argv=ASKED)
         self.assertEqual(events[1]["error"], "ValueError: no such team")
         events, code, run = self.session(self.deny("not now"), argv=ASKED)
         self.assertEqual([e["type"] for e in events], ["permission_request", "result"])
@@ -151,10 +170,12 @@ class ModelCallTest(SessionCase):
         self.assertEqual(body["messages"], [{"role": "user", "content": TICKET}])
 
     def test_openai_chat_when_the_record_speaks_it(self) -> None:
-        request = self.request(model={"name": "gpt-fake", "format": "openai-chat",
-                                      "record": "openai"})
-        events, code, run = self.session(request=request,
-                                         argv=agent("return session.complete(session.text)"))
+        request = self.request(
+            model={"name": "gpt-fake", "format": "openai-chat", "record": "openai"}
+        )
+        events, code, run = self.session(
+            request=request, argv=agent("return session.complete(session.text)")
+        )
         self.assertEqual(code, 0, run.log())
         self.assertEqual(events, [{"type": "result", "output": "the model's answer"}])
         call = self.api.calls()[0]
@@ -164,14 +185,15 @@ class ModelCallTest(SessionCase):
         self.assertEqual(headers["oz0-job"], JOB)
         self.assertEqual(headers["oz0-agent"], NAME)
         self.assertEqual(call["body"]["model"], "gpt-fake")
-        self.assertEqual(call["body"]["messages"], [
-            {"role": "system", "content": INSTRUCTIONS},
-            {"role": "user", "content": TICKET},
-        ])
+        self.assertEqual(
+            call["body"]["messages"],
+            [
+                {"role": "system", "content": INSTRUCTIONS},
+                {"role": "user", "content": TICKET},
+            ],
+        )
 
-    def streamed(
-        self, request: dict[str, Any], argv: list[str]
-    ) -> tuple[list[dict[str, Any]], Run]:
+    def streamed(self, request: dict[str, Any], argv: list[str]) -> list[dict[str, Any]]:
         """Runs a session against a paced stream: each piece is sent once the one before it
         has reached the live view as a say event."""
         self.api.pieces = ["Sorry ", "about the ", "double ", "charge."]
@@ -186,22 +208,27 @@ class ModelCallTest(SessionCase):
             if event["type"] in ("result", "error"):
                 break
         self.assertEqual(run.finish(), 0, run.log())
-        return events, run
+        return events
 
     def test_streamed_text_reaches_say_as_it_arrives(self) -> None:
         argv = agent("return session.complete(session.text, say=True)")
-        for model in ({"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
-                      {"name": "gpt-fake", "format": "openai-chat", "record": "openai"}):
+        for model in (
+            {"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
+            {"name": "gpt-fake", "format": "openai-chat", "record": "openai"},
+        ):
             with self.subTest(model["format"]):
                 self.api.requests.clear()
-                events, run = self.streamed(self.request(model=model), argv)
-                self.assertEqual(events, [
-                    {"type": "say", "text": "Sorry "},
-                    {"type": "say", "text": "about the "},
-                    {"type": "say", "text": "double "},
-                    {"type": "say", "text": "charge."},
-                    {"type": "result", "output": "Sorry about the double charge."},
-                ])
+                events = self.streamed(self.request(model=model), argv)
+                self.assertEqual(
+                    events,
+                    [
+                        {"type": "say", "text": "Sorry "},
+                        {"type": "say", "text": "about the "},
+                        {"type": "say", "text": "double "},
+                        {"type": "say", "text": "charge."},
+                        {"type": "result", "output": "Sorry about the double charge."},
+                    ],
+                )
                 call = self.api.calls()[0]
                 self.assertIs(call["body"]["stream"], True)
                 self.assertEqual(call["body"]["model"], model["name"])
@@ -222,7 +249,7 @@ return pieces
 
     def test_stream_that_fails(self) -> None:
         self.api.status = 429
-        events, code, run = self.session(argv=agent("return session.complete('hi', say=True)"))
+        events, code, _ = self.session(argv=agent("return session.complete('hi', say=True)"))
         self.assertEqual(code, 1)
         self.assertEqual(len(events), 1)
         self.assertIn("the model API answered 429", events[0]["message"])
@@ -231,19 +258,24 @@ return pieces
         self.api.pieces = ["Sorry ", "about"]
         self.api.stream_error = "overloaded_error"
         argv = agent("return session.complete('hi', say=True)")
-        for model in ({"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
-                      {"name": "gpt-fake", "format": "openai-chat", "record": "openai"}):
+        for model in (
+            {"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
+            {"name": "gpt-fake", "format": "openai-chat", "record": "openai"},
+        ):
             with self.subTest(model["format"]):
                 events, code, run = self.session(request=self.request(model=model), argv=argv)
                 self.assertEqual(code, 1, run.log())
                 self.assertEqual([e["type"] for e in events], ["say", "say", "error"])
-                self.assertIn("ended the stream with an error: overloaded_error: the fake model "
-                              "API is overloaded", events[-1]["message"])
+                self.assertIn(
+                    "ended the stream with an error: overloaded_error: the fake model "
+                    "API is overloaded",
+                    events[-1]["message"],
+                )
 
     def test_max_steps(self) -> None:
         request = self.request(limits={"max_steps": 1, "timeout_s": 600})
         argv = agent("session.complete('one')\nsession.complete('two')\nreturn 'not reached'")
-        events, code, run = self.session(request=request, argv=argv)
+        events, code, _ = self.session(request=request, argv=argv)
         self.assertEqual(code, 1)
         self.assertEqual(events[-1]["type"], "error")
         self.assertIn("limits.max_steps", events[-1]["message"])
@@ -252,7 +284,6 @@ return pieces
 
 
 class ProtocolTest(SessionCase):
-
     def test_stray_output_does_not_corrupt_stdout(self) -> None:
         argv = agent("""
 print('a stray print')
@@ -265,8 +296,13 @@ return {'ok': True, 'text': session.text}
 """)
         events, code, run = self.session(argv=argv)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual(events, [{"type": "say", "text": "still fine"},
-                                  {"type": "result", "output": {"ok": True, "text": TICKET}}])
+        self.assertEqual(
+            events,
+            [
+                {"type": "say", "text": "still fine"},
+                {"type": "result", "output": {"ok": True, "text": TICKET}},
+            ],
+        )
         for line in run.stdout:
             self.assertIsInstance(json.loads(line), dict)
         log = run.log()
@@ -280,8 +316,9 @@ return {'ok': True, 'text': session.text}
         self.assertIn("Traceback", run.log())
 
     def test_other_protocol_is_refused(self) -> None:
-        events, code, _ = self.session(request=self.request(protocol=2),
-                                       argv=agent("return 'not reached'"))
+        events, code, _ = self.session(
+            request=self.request(protocol=2), argv=agent("return 'not reached'")
+        )
         self.assertEqual(code, 1)
         self.assertEqual(len(events), 1)
         self.assertEqual(events[0]["type"], "error")
@@ -289,8 +326,9 @@ return {'ok': True, 'text': session.text}
         self.assertEqual(self.api.calls(), [])
 
     def test_first_line_not_a_session(self) -> None:
-        events, code, _ = self.session(request={"type": "permission", "id": "p1"},
-                                       argv=agent("return 'not reached'"))
+        events, code, _ = self.session(
+            request={"type": "permission", "id": "p1"}, argv=agent("return 'not reached'")
+        )
         self.assertEqual(code, 1)
         self.assertEqual(events[0]["type"], "error")
         self.assertIn("protocol 1", events[0]["message"])

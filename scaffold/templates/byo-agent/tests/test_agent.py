@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sessions import PACKAGE, TICKET, Run, SessionCase  # noqa: E402
+from sessions import PACKAGE, TICKET, Run, SessionCase
 
 REPLY = "Sorry about the double charge; we have refunded the second one."
 
@@ -26,8 +26,9 @@ class AgentTest(SessionCase):
     def test_happy_path(self) -> None:
         events, code, run = self.session(self.allow)
         self.assertEqual(code, 0, run.log())
-        self.assertEqual([e["type"] for e in events],
-                         ["say", "permission_request", "tool_result", "result"])
+        self.assertEqual(
+            [e["type"] for e in events], ["say", "permission_request", "tool_result", "result"]
+        )
         say, asked, told, result = events
         self.assertEqual(say["text"], "Sorting the ticket. ")
         self.assertEqual(asked["tool"], "notify_team")
@@ -40,8 +41,14 @@ class AgentTest(SessionCase):
 
     def test_runs_with_the_arguments_the_job_allowed(self) -> None:
         def answer(run: Run, event: dict[str, Any]) -> None:
-            run.send({"type": "permission", "id": event["id"], "decision": "allow",
-                      "arguments": {"team": "account", "summary": "changed by a hook"}})
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": {"team": "account", "summary": "changed by a hook"},
+                }
+            )
 
         events, code, run = self.session(answer)
         self.assertEqual(code, 0, run.log())
@@ -52,8 +59,9 @@ class AgentTest(SessionCase):
     def test_denied_tool(self) -> None:
         events, code, run = self.session(self.deny("policy says no"))
         self.assertEqual(code, 0, run.log())
-        self.assertEqual([e["type"] for e in events],
-                         ["say", "permission_request", "say", "result"])
+        self.assertEqual(
+            [e["type"] for e in events], ["say", "permission_request", "say", "result"]
+        )
         self.assertEqual(events[2]["text"], "(The team was not told: policy says no) ")
         self.assertEqual(events[-1]["output"], f"billing: {REPLY}")
 
@@ -115,21 +123,32 @@ class AdaptersTest(SessionCase):
         events, code, run = self.run_adapters(self.allow)
         self.assertEqual(code, 0, run.log())
         asks = [e for e in events if e["type"] == "permission_request"]
-        self.assertEqual([a["arguments"] for a in asks],
-                         [{"order_id": "A-1", "detail": False}, {"order_id": "A-2", "detail": False}])
-        self.assertEqual(events[-1], {"type": "result", "output": {
-            "graph": "order A-1 ships tomorrow",
-            "crew": "Where is my order? / order A-2 ships tomorrow",
-        }})
+        self.assertEqual(
+            [a["arguments"] for a in asks],
+            [{"order_id": "A-1", "detail": False}, {"order_id": "A-2", "detail": False}],
+        )
+        self.assertEqual(
+            events[-1],
+            {
+                "type": "result",
+                "output": {
+                    "graph": "order A-1 ships tomorrow",
+                    "crew": "Where is my order? / order A-2 ships tomorrow",
+                },
+            },
+        )
 
     def test_a_refused_call_is_the_tools_answer(self) -> None:
         events, code, run = self.run_adapters(self.deny("orders are private"))
         self.assertEqual(code, 0, run.log())
         self.assertFalse([e for e in events if e["type"] == "tool_result"])
-        self.assertEqual(events[-1]["output"], {
-            "graph": "refused: orders are private",
-            "crew": "Where is my order? / refused: orders are private",
-        })
+        self.assertEqual(
+            events[-1]["output"],
+            {
+                "graph": "refused: orders are private",
+                "crew": "Where is my order? / refused: orders are private",
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,14 @@ from typing import Any
 ANTHROPIC = "anthropic-messages"
 OPENAI = "openai-chat"
 
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-               list: "array", dict: "object"}
+_JSON_TYPES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+}
 
 
 class ModelHTTPError(Exception):
@@ -101,8 +107,11 @@ def tool_spec(fn: Callable[..., Any], name: str | None = None) -> ToolSpec:
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
     doc = inspect.getdoc(fn) or ""
-    return ToolSpec(name or fn.__name__, doc.split("\n\n")[0],
-                    {"type": "object", "properties": properties, "required": required})
+    return ToolSpec(
+        name or fn.__name__,
+        doc.split("\n\n")[0],
+        {"type": "object", "properties": properties, "required": required},
+    )
 
 
 @dataclass
@@ -115,8 +124,12 @@ class ToolUse:
 
 
 def complete(
-    client: Client, model: str, system: str, messages: list[dict[str, Any]],
-    tools: list[ToolSpec], max_tokens: int,
+    client: Client,
+    model: str,
+    system: str,
+    messages: list[dict[str, Any]],
+    tools: list[ToolSpec],
+    max_tokens: int,
 ) -> tuple[str, list[ToolUse], dict[str, Any]]:
     """One model call: returns its text, the tool calls it asks for, and the assistant message
     to append to the conversation."""
@@ -125,23 +138,38 @@ def complete(
         if system:
             body["system"] = system
         if tools:
-            body["tools"] = [{"name": t.name, "description": t.description,
-                              "input_schema": t.schema} for t in tools]
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.schema}
+                for t in tools
+            ]
         answer = client.post(body)
         content = answer.get("content") or []
         text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
-        uses = [ToolUse(b["id"], b["name"], dict(b.get("input") or {}))
-                for b in content if b.get("type") == "tool_use"]
+        uses = [
+            ToolUse(b["id"], b["name"], dict(b.get("input") or {}))
+            for b in content
+            if b.get("type") == "tool_use"
+        ]
         return text, uses, {"role": "assistant", "content": content}
-    body = {"model": model, "max_completion_tokens": max_tokens,
-            "messages": ([{"role": "system", "content": system}] if system else []) + messages}
+    body = {
+        "model": model,
+        "max_completion_tokens": max_tokens,
+        "messages": ([{"role": "system", "content": system}] if system else []) + messages,
+    }
     if tools:
-        body["tools"] = [{"type": "function", "function": {
-            "name": t.name, "description": t.description, "parameters": t.schema}} for t in tools]
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.schema},
+            }
+            for t in tools
+        ]
     answer = client.post(body)
     message = answer["choices"][0]["message"]
-    uses = [ToolUse(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
-            for c in message.get("tool_calls") or []]
+    uses = [
+        ToolUse(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
+        for c in message.get("tool_calls") or []
+    ]
     return message.get("content") or "", uses, message
 
 
@@ -152,9 +180,20 @@ def user_message(text: str) -> dict[str, Any]:
 def tool_results(api: str, results: list[tuple[ToolUse, str, bool]]) -> list[dict[str, Any]]:
     """The messages that give the model the tools' answers: (call, text, is_error) each."""
     if api == ANTHROPIC:
-        return [{"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": use.id, "is_error": error,
-             "content": [{"type": "text", "text": text}]} for use, text, error in results]}]
+        return [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": use.id,
+                        "is_error": error,
+                        "content": [{"type": "text", "text": text}],
+                    }
+                    for use, text, error in results
+                ],
+            }
+        ]
     return [{"role": "tool", "tool_call_id": use.id, "content": text} for use, text, _ in results]
 
 

@@ -1,9 +1,14 @@
-"""`python -m {{.Package}}`: one session of the harness protocol over stdin and stdout."""
+"""One session of the harness protocol over stdin and stdout, as the node runs it:
 
-from .harness import main
+python -m {{.Package}}
+"""
+
+from typing import Any
+
+from .harness import Session, main
 
 
-def _run(session):
+def _run(session: Session) -> Any:
     # agent.py is imported here, once main() has taken stdout for the protocol: whatever it and
     # the libraries it imports print goes to the job's log, and an import error (a framework
     # missing from the environment, say) ends the session with an error that names it.

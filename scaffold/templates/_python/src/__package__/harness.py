@@ -1,7 +1,11 @@
 """The harness side of the oz0 harness protocol, version 1.
 
-One process per job. The node starts `python -m {{.Package}}`, writes the session request as the
-first line of stdin and reads events from stdout, one JSON object per line:
+One process per job. The node starts the harness's command,
+
+    python -m {{.Package}}
+
+writes the session request as the first line of stdin and reads events from stdout, one JSON
+object per line:
 
     node -> harness (stdin)   {"type": "session", "protocol": 1, ...}     the first line
                               {"type": "permission", "id": "p1", "decision": "allow", ...}
@@ -88,23 +92,28 @@ class Model(str):
 
     Its string value is what LiteLLM-style clients such as CrewAI's LLM(model=...) expect:
     "anthropic/<name>" for the anthropic-messages format, "openai/<name>" for openai-chat.
-    Use .name for the bare model name (what Anthropic's and OpenAI's SDKs expect).
+    Use .name for the bare model name (what Anthropic's and OpenAI's SDKs expect), and
+    .format_name for the request's model.format (a str's .format is str.format).
     """
 
     name: str
-    format: str  # shadows str.format on purpose: the protocol calls the field "format"
+    format_name: str
     record: str
 
-    def __new__(cls, name: str = "", format: str = "anthropic-messages", record: str = "") -> Model:
-        prefix = {"anthropic-messages": "anthropic/", "openai-chat": "openai/"}.get(format, "")
+    def __new__(
+        cls, name: str = "", format_name: str = "anthropic-messages", record: str = ""
+    ) -> Model:
+        prefix = {"anthropic-messages": "anthropic/", "openai-chat": "openai/"}.get(format_name, "")
         self = super().__new__(cls, prefix + name if name else "")
         self.name = name
-        self.format = format
+        self.format_name = format_name
         self.record = record
         return self
 
     def __repr__(self) -> str:
-        return f"Model(name={self.name!r}, format={self.format!r}, record={self.record!r})"
+        return (
+            f"Model(name={self.name!r}, format_name={self.format_name!r}, record={self.record!r})"
+        )
 
 
 def _log(message: str) -> None:
@@ -176,8 +185,12 @@ class _Inbox:
         waiter = _Waiter()
         with self._lock:
             if self._closed is not None:
-                waiter.answer = {"type": "permission", "id": id, "decision": "deny",
-                                 "reason": self._closed}
+                waiter.answer = {
+                    "type": "permission",
+                    "id": id,
+                    "decision": "deny",
+                    "reason": self._closed,
+                }
                 waiter.event.set()
             else:
                 self._waiters[id] = waiter
@@ -199,8 +212,7 @@ class _Inbox:
             self._closed = reason
             waiters, self._waiters = self._waiters, {}
         for id, waiter in waiters.items():
-            waiter.answer = {"type": "permission", "id": id, "decision": "deny",
-                             "reason": reason}
+            waiter.answer = {"type": "permission", "id": id, "decision": "deny", "reason": reason}
             waiter.event.set()
 
     def read_from(self, stream: Any) -> None:
@@ -248,12 +260,16 @@ class Session:
         self.input: Any = request.get("input")
         text = request.get("text")
         if text is None and self.input is not None:
-            text = self.input if isinstance(self.input, str) else json.dumps(
-                self.input, ensure_ascii=False
+            text = (
+                self.input
+                if isinstance(self.input, str)
+                else json.dumps(self.input, ensure_ascii=False)
             )
         self.text: str = str(text or "")
         self.instructions: str = str(request.get("instructions") or "")
-        model = request.get("model") if isinstance(request.get("model"), dict) else {}
+        model = request.get("model")
+        if not isinstance(model, dict):
+            model = {}
         self.model = Model(
             str(model.get("name") or ""),
             str(model.get("format") or "anthropic-messages"),
@@ -319,7 +335,7 @@ class Session:
         say: bool = False,
     ) -> str:
         """One model call through the node's LLM proxy, in the format of the session's model
-        record: Anthropic's Messages API or OpenAI's Chat Completions (session.model.format).
+        record: Anthropic's Messages API or OpenAI's Chat Completions (session.model.format_name).
 
         The system prompt is the agent's instructions unless `system` is given. `prompt` is the
         user message, or a list of messages in the record's format. Returns the text of the
@@ -337,8 +353,11 @@ class Session:
         answer = self._post(provider, path, body, headers)
         if provider == "OPENAI":
             choices = answer.get("choices")
-            message = choices[0].get("message") if isinstance(choices, list) and choices and \
-                isinstance(choices[0], dict) else None
+            message = (
+                choices[0].get("message")
+                if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+                else None
+            )
             if not isinstance(message, dict):
                 raise ModelError(f"the model API's answer has no message: {str(answer)[:200]}")
             return str(message.get("content") or "")
@@ -395,29 +414,45 @@ class Session:
         body: dict[str, Any] = {"model": self.model_name, "max_tokens": max_tokens}
         if stream:
             body["stream"] = True
-        if self.model.format == "openai-chat":
+        if self.model.format_name == "openai-chat":
             if system:
                 messages = [{"role": "system", "content": system}, *messages]
             body["messages"] = messages
-            return "OPENAI", "/chat/completions", body, {
-                "authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")}
+            return (
+                "OPENAI",
+                "/chat/completions",
+                body,
+                {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")},
+            )
         body["messages"] = messages
         if system:
             body["system"] = system
-        return "ANTHROPIC", "/v1/messages", body, {
-            "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
-            "anthropic-version": ANTHROPIC_VERSION}
+        return (
+            "ANTHROPIC",
+            "/v1/messages",
+            body,
+            {
+                "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+                "anthropic-version": ANTHROPIC_VERSION,
+            },
+        )
 
     def _open(
-        self, provider: str, path: str, body: dict[str, Any], headers: dict[str, str],
+        self,
+        provider: str,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
         accept: str = "application/json",
     ) -> Any:
         """POSTs one model call to {provider}_BASE_URL + path with the job's headers; returns
         the open response (an http.client.HTTPResponse)."""
         base = os.environ.get(f"{provider}_BASE_URL", "").rstrip("/")
         if not base:
-            raise ModelError(f"{provider}_BASE_URL is not set: run the harness from a node "
-                             "(oz0 dev, oz0 plugin test) or set it to a model API")
+            raise ModelError(
+                f"{provider}_BASE_URL is not set: run the harness from a node "
+                "(oz0 dev, oz0 plugin test) or set it to a model API"
+            )
         # Imported here, not at the top: urllib.request costs ~30 ms of every session's start-up.
         import urllib.error
         import urllib.request
@@ -458,8 +493,9 @@ class Session:
         try:
             answer = json.loads(raw)
         except ValueError:
-            raise ModelError(f"the model API answered with something that is not JSON: "
-                             f"{raw[:200]!r}") from None
+            raise ModelError(
+                f"the model API answered with something that is not JSON: {raw[:200]!r}"
+            ) from None
         if not isinstance(answer, dict):
             raise ModelError(f"the model API's answer is not an object: {str(answer)[:200]}")
         return answer
@@ -552,21 +588,29 @@ def _stream_piece(provider: str, event: str, data: str) -> tuple[str, bool]:
     if event == "error" or message.get("type") == "error" or error is not None:
         if isinstance(error, dict) and error.get("message"):
             kind = error.get("type") or error.get("code")
-            raise ModelError(f"the model API ended the stream with an error: "
-                             f"{kind + ': ' if kind else ''}{error['message']}")
+            raise ModelError(
+                f"the model API ended the stream with an error: "
+                f"{kind + ': ' if kind else ''}{error['message']}"
+            )
         raise ModelError(f"the model API ended the stream with an error: {data[:500]}")
     if provider == "OPENAI":
         choices = message.get("choices")
-        delta = choices[0].get("delta") if isinstance(choices, list) and choices and \
-            isinstance(choices[0], dict) else None
+        delta = (
+            choices[0].get("delta")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            else None
+        )
         content = delta.get("content") if isinstance(delta, dict) else None
         return (content if isinstance(content, str) else ""), False
     kind = message.get("type")
     if kind == "message_stop":
         return "", True
     delta = message.get("delta")
-    if kind == "content_block_delta" and isinstance(delta, dict) and \
-            delta.get("type") == "text_delta":
+    if (
+        kind == "content_block_delta"
+        and isinstance(delta, dict)
+        and delta.get("type") == "text_delta"
+    ):
         return str(delta.get("text") or ""), False
     return "", False
 
@@ -637,8 +681,7 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
     except (AttributeError, OSError, ValueError):
         pass
     sys.stdout = sys.stderr
-    proto_out = os.fdopen(proto_fd, "w", encoding="utf-8", errors="backslashreplace",
-                          newline="\n")
+    proto_out = os.fdopen(proto_fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
     writer = _Writer(proto_out)
     # stdin is the node's too: your code reads /dev/null, the harness reads the real one.
     proto_in = os.fdopen(os.dup(0), "rb")
@@ -660,8 +703,9 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
         _exit(1)
 
     inbox = _Inbox()
-    reader = threading.Thread(target=inbox.read_from, args=(proto_in,), name="oz0-stdin",
-                              daemon=True)
+    reader = threading.Thread(
+        target=inbox.read_from, args=(proto_in,), name="oz0-stdin", daemon=True
+    )
     reader.start()
 
     try:

@@ -71,8 +71,9 @@ def ask_the_job(session: Session, tools: list[Callable[..., Any]]) -> Callable[.
     arguments the job allowed; its answer is the tool's, so ADK does not run it again."""
     functions = {fn.__name__: fn for fn in tools}
 
-    async def before_tool_callback(tool: Any, args: dict[str, Any],
-                                   tool_context: Any) -> dict[str, Any]:
+    async def before_tool_callback(
+        tool: Any, args: dict[str, Any], tool_context: Any
+    ) -> dict[str, Any]:
         fn = functions.get(tool.name)
         if fn is None:
             return {"result": f"refused: {tool.name} is not one of this agent's tools"}
@@ -100,7 +101,9 @@ async def _run(session: Session, agent: LlmAgent) -> str:
     answer = ""
     try:
         async for event in runner.run_async(
-            user_id=session.job, session_id=adk_session.id, new_message=message,
+            user_id=session.job,
+            session_id=adk_session.id,
+            new_message=message,
             run_config=RunConfig(streaming_mode=StreamingMode.SSE),
         ):
             parts = (event.content.parts if event.content else None) or []
@@ -112,5 +115,6 @@ async def _run(session: Session, agent: LlmAgent) -> str:
                 answer = text
     finally:
         await runner.close()
-        await agent.model.client.close()
+        if isinstance(agent.model, AnthropicLlm) and agent.model.client is not None:
+            await agent.model.client.close()
     return answer

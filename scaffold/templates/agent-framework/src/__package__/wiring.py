@@ -56,12 +56,14 @@ class AskTheJob(FunctionMiddleware):
         super().__init__()
         self.session = session
 
-    async def process(self, context: FunctionInvocationContext,
-                      call_next: Callable[[], Awaitable[None]]) -> None:
+    async def process(
+        self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
         try:
             # Asking waits for the job (a person, maybe): off the event loop.
-            call = await asyncio.to_thread(self.session.ask, context.function.name,
-                                           dict(context.arguments))
+            call = await asyncio.to_thread(
+                self.session.ask, context.function.name, dict(context.arguments)
+            )
         except Refused as why:
             context.result = f"refused: {why}"  # the tool does not run; the model reads this
             return

@@ -61,13 +61,13 @@ def asked(session: Session, name: str, fn: F) -> F:
     return tool  # type: ignore[return-value]
 
 
-def run_langgraph(
-    session: Session, graph: Any, *, config: Mapping[str, Any] | None = None
-) -> str:
+def run_langgraph(session: Session, graph: Any, *, config: Mapping[str, Any] | None = None) -> str:
     """Runs a compiled LangGraph graph (a messages graph, such as create_react_agent's) on the
     session's text, and returns the text of its last message."""
-    state = graph.invoke({"messages": [{"role": "user", "content": session.text}]},
-                         config=dict(config) if config else None)
+    state = graph.invoke(
+        {"messages": [{"role": "user", "content": session.text}]},
+        config=dict(config) if config else None,
+    )
     messages = state.get("messages") if isinstance(state, Mapping) else None
     if not messages:
         return str(state)
@@ -84,8 +84,10 @@ def run_crew(session: Session, crew: Any) -> str:
 
 def _text(message: Any) -> str:
     """The text of a LangChain message (or a dict): its content, text blocks joined."""
-    content = message.get("content") if isinstance(message, Mapping) else getattr(
-        message, "content", message
+    content = (
+        message.get("content")
+        if isinstance(message, Mapping)
+        else getattr(message, "content", message)
     )
     if isinstance(content, str):
         return content

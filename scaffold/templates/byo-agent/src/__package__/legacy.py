@@ -5,9 +5,9 @@ returns a team and a reply. Anything that calls a model can be wrapped like this
 it session.complete, which goes through the node's LLM proxy with the agent's instructions as the
 system prompt.
 
-Try it on its own with a canned model:
+Try it on its own with a canned model (the ticket is the argument):
 
-    python -m {{.Package}}.legacy "I was charged twice for my order"
+    python -m {{.Package}}.legacy "charged twice"
 """
 
 from __future__ import annotations
@@ -94,10 +94,15 @@ def _canned_model(prompt: str) -> str:
     """A stand-in for a model, so the script runs without one."""
     ticket = prompt.rsplit("<ticket>", 1)[-1].lower()
     team = next(
-        (t for t, words in (("billing", ("charge", "refund", "invoice", "pay")),
-                            ("account", ("password", "login", "sign in", "email")),
-                            ("technical", ("error", "crash", "bug", "broken")))
-         if any(w in ticket for w in words)),
+        (
+            t
+            for t, words in (
+                ("billing", ("charge", "refund", "invoice", "pay")),
+                ("account", ("password", "login", "sign in", "email")),
+                ("technical", ("error", "crash", "bug", "broken")),
+            )
+            if any(w in ticket for w in words)
+        ),
         FALLBACK_TEAM,
     )
     return json.dumps({"team": team, "reply": f"Thanks, the {team} team will look into it."})

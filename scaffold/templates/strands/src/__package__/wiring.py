@@ -42,22 +42,28 @@ def on_the_gateway(session: Session) -> dict[str, Any]:
 def model(session: Session) -> Any:
     """Strands' model for the session's model record, on the node's gateway."""
     headers = {"Oz0-Job": session.job, "Oz0-Agent": session.agent}
-    if session.model.format == "openai-chat":
+    if session.model.format_name == "openai-chat":
         from strands.models.openai import OpenAIModel
 
         return OpenAIModel(
-            client_args={"base_url": os.environ["OPENAI_BASE_URL"],
-                         "api_key": os.environ["OPENAI_API_KEY"],
-                         "default_headers": headers, "max_retries": 0},
+            client_args={
+                "base_url": os.environ["OPENAI_BASE_URL"],
+                "api_key": os.environ["OPENAI_API_KEY"],
+                "default_headers": headers,
+                "max_retries": 0,
+            },
             model_id=session.model_name,
             params={"max_tokens": MAX_TOKENS},
         )
     from strands.models.anthropic import AnthropicModel
 
     return AnthropicModel(
-        client_args={"base_url": os.environ["ANTHROPIC_BASE_URL"],
-                     "api_key": os.environ["ANTHROPIC_API_KEY"],
-                     "default_headers": headers, "max_retries": 0},
+        client_args={
+            "base_url": os.environ["ANTHROPIC_BASE_URL"],
+            "api_key": os.environ["ANTHROPIC_API_KEY"],
+            "default_headers": headers,
+            "max_retries": 0,
+        },
         model_id=session.model_name,
         max_tokens=MAX_TOKENS,
     )

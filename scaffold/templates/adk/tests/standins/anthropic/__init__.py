@@ -10,10 +10,18 @@ from standin_model import ANTHROPIC, Client
 
 
 class AsyncAnthropic:
-    def __init__(self, *, api_key: str | None = None, auth_token: str | None = None,
-                 base_url: str | None = None, timeout: Any = None, max_retries: int = 2,
-                 default_headers: Mapping[str, str] | None = None,
-                 default_query: Any = None, http_client: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str | None = None,
+        timeout: Any = None,
+        max_retries: int = 2,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Any = None,
+        http_client: Any = None,
+    ) -> None:
         self.standin = Client(
             ANTHROPIC,
             base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),

@@ -37,8 +37,9 @@ def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, **k
 
 
 class FunctionInvocationContext:
-    def __init__(self, function: FunctionTool, arguments: dict[str, Any],
-                 metadata: dict[str, Any]) -> None:
+    def __init__(
+        self, function: FunctionTool, arguments: dict[str, Any], metadata: dict[str, Any]
+    ) -> None:
         self.function = function
         self.arguments = arguments
         self.metadata = metadata
@@ -47,8 +48,9 @@ class FunctionInvocationContext:
 
 
 class FunctionMiddleware:
-    async def process(self, context: FunctionInvocationContext,
-                      call_next: Callable[[], Awaitable[None]]) -> None:
+    async def process(
+        self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
         raise NotImplementedError
 
 
@@ -74,8 +76,9 @@ class AgentResponseUpdate:
 
 
 class ResponseStream:
-    def __init__(self, updates: AsyncIterator[AgentResponseUpdate],
-                 final: Callable[[], AgentResponse]) -> None:
+    def __init__(
+        self, updates: AsyncIterator[AgentResponseUpdate], final: Callable[[], AgentResponse]
+    ) -> None:
         self._updates = updates
         self._final = final
 
@@ -92,13 +95,23 @@ class ResponseStream:
 
 
 class Agent:
-    def __init__(self, client: Any, instructions: str | None = None, *, id: str | None = None,
-                 name: str | None = None, description: str | None = None,
-                 tools: list[Any] | None = None, default_options: dict[str, Any] | None = None,
-                 context_providers: Any = None, middleware: Any = None,
-                 require_per_service_call_history_persistence: bool = False,
-                 compaction_strategy: Any = None, tokenizer: Any = None,
-                 additional_properties: Any = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        instructions: str | None = None,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        tools: list[Any] | None = None,
+        default_options: dict[str, Any] | None = None,
+        context_providers: Any = None,
+        middleware: Any = None,
+        require_per_service_call_history_persistence: bool = False,
+        compaction_strategy: Any = None,
+        tokenizer: Any = None,
+        additional_properties: Any = None,
+    ) -> None:
         self.client = client
         self.instructions = instructions
         self.tools = [t if isinstance(t, FunctionTool) else FunctionTool(t) for t in tools or []]
@@ -124,8 +137,14 @@ class Agent:
         while True:
             try:
                 answer, uses, message = await asyncio.to_thread(
-                    complete, client, self.client.model or "", self.instructions or "",
-                    conversation, specs, int(self.default_options.get("max_tokens", 1024)))
+                    complete,
+                    client,
+                    self.client.model or "",
+                    self.instructions or "",
+                    conversation,
+                    specs,
+                    int(self.default_options.get("max_tokens", 1024)),
+                )
             except ModelHTTPError as err:
                 raise RuntimeError(f"<class 'ChatClientException'> {err}") from err
             for delta in stream(answer):
@@ -141,7 +160,7 @@ class Agent:
     async def _invoke(self, use: ToolUse) -> tuple[ToolUse, str, bool]:
         tool = next((t for t in self.tools if t.name == use.name), None)
         if tool is None:
-            return use, f"Error: Requested function \"{use.name}\" not found.", True
+            return use, f'Error: Requested function "{use.name}" not found.', True
         context = FunctionInvocationContext(tool, dict(use.arguments), {"call_id": use.id})
 
         async def final() -> None:
@@ -162,5 +181,15 @@ class Agent:
         return use, "" if result is None else str(result), False
 
 
-__all__ = ["Agent", "AgentResponse", "AgentResponseUpdate", "Content", "FunctionInvocationContext",
-           "FunctionMiddleware", "FunctionTool", "Message", "ResponseStream", "tool"]
+__all__ = [
+    "Agent",
+    "AgentResponse",
+    "AgentResponseUpdate",
+    "Content",
+    "FunctionInvocationContext",
+    "FunctionMiddleware",
+    "FunctionTool",
+    "Message",
+    "ResponseStream",
+    "tool",
+]

@@ -10,10 +10,19 @@ from standin_model import OPENAI, Client
 
 
 class AsyncOpenAI:
-    def __init__(self, *, api_key: str | None = None, organization: str | None = None,
-                 project: str | None = None, base_url: str | None = None, timeout: Any = None,
-                 max_retries: int = 2, default_headers: Mapping[str, str] | None = None,
-                 default_query: Any = None, http_client: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        base_url: str | None = None,
+        timeout: Any = None,
+        max_retries: int = 2,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Any = None,
+        http_client: Any = None,
+    ) -> None:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             raise RuntimeError("The api_key client option must be set")

@@ -7,7 +7,6 @@ import concurrent.futures
 import inspect
 import sys
 import typing
-from collections.abc import Callable
 from typing import Any
 
 from standin_model import ModelHTTPError, ToolUse, complete, stream, tool_results, user_message
@@ -64,8 +63,10 @@ class Agent:
         concurrent_invocation_mode: Any = None,
     ) -> None:
         if model is None or isinstance(model, str):
-            raise AssertionError("Agent(model=None or a string) is Strands' BedrockModel, on AWS, "
-                                 "not the gateway: pass a model instance")
+            raise AssertionError(
+                "Agent(model=None or a string) is Strands' BedrockModel, on AWS, "
+                "not the gateway: pass a model instance"
+            )
         self.model = model
         self.system_prompt = system_prompt
         self.tools: dict[str, DecoratedFunctionTool] = {}
@@ -74,8 +75,11 @@ class Agent:
                 self.tools[t.tool_name] = t
             else:  # as Strands does: a warning in the log, and the tool is not there
                 print(f"tool=<{t}> | unrecognized tool specification", file=sys.stderr)
-        self.callback_handler = _print_events if callback_handler is _DEFAULT else (
-            callback_handler or (lambda **event: None))
+        self.callback_handler = (
+            _print_events
+            if callback_handler is _DEFAULT
+            else (callback_handler or (lambda **event: None))
+        )
         self.attempts = MAX_ATTEMPTS if retry_strategy is _DEFAULT else 1
         self.hooks = HookRegistry()
         for hook in hooks or []:
@@ -118,8 +122,14 @@ class Agent:
         for attempt in range(1, self.attempts + 1):
             try:
                 return await asyncio.to_thread(
-                    complete, self.model.client, self.model.config["model_id"],
-                    self.system_prompt or "", self.messages, specs, self.model.max_tokens())
+                    complete,
+                    self.model.client,
+                    self.model.config["model_id"],
+                    self.system_prompt or "",
+                    self.messages,
+                    specs,
+                    self.model.max_tokens(),
+                )
             except ModelHTTPError as err:
                 if err.status != 429:
                     raise
@@ -141,24 +151,34 @@ class Agent:
         cancel: str | None = None
         exception: Exception | None = None
         if before.cancel_tool:
-            cancel = before.cancel_tool if isinstance(before.cancel_tool, str) \
+            cancel = (
+                before.cancel_tool
+                if isinstance(before.cancel_tool, str)
                 else "tool cancelled by user"
+            )
             result = {"toolUseId": use.id, "status": "error", "content": [{"text": cancel}]}
         elif selected is None:
-            result = {"toolUseId": use.id, "status": "error",
-                      "content": [{"text": f"Unknown tool: {use.name}"}]}
+            result = {
+                "toolUseId": use.id,
+                "status": "error",
+                "content": [{"text": f"Unknown tool: {use.name}"}],
+            }
         else:
             try:
                 value = await asyncio.to_thread(selected, **before.tool_use["input"])
-                result = {"toolUseId": use.id, "status": "success",
-                          "content": [{"text": value if isinstance(value, str) else str(value)}]}
+                result = {
+                    "toolUseId": use.id,
+                    "status": "success",
+                    "content": [{"text": value if isinstance(value, str) else str(value)}],
+                }
             except Exception as err:  # as Strands does: the error is the tool's answer
                 exception = err
-                result = {"toolUseId": use.id, "status": "error",
-                          "content": [{"text": f"Error: {type(err).__name__} - {err}"}]}
+                result = {
+                    "toolUseId": use.id,
+                    "status": "error",
+                    "content": [{"text": f"Error: {type(err).__name__} - {err}"}],
+                }
         after = AfterToolCallEvent(self, selected, before.tool_use, {}, result, exception, cancel)
         await self._invoke(after)
         text = "".join(c.get("text", "") for c in after.result["content"])
         return use, text, after.result["status"] == "error"
-
-

@@ -6,8 +6,14 @@ from typing import Any
 
 
 class Part:
-    def __init__(self, *, text: str | None = None, thought: bool | None = None,
-                 function_call: Any = None, function_response: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        text: str | None = None,
+        thought: bool | None = None,
+        function_call: Any = None,
+        function_response: Any = None,
+    ) -> None:
         self.text = text
         self.thought = thought
         self.function_call = function_call
@@ -25,7 +31,8 @@ class Content:
 
 
 class GenerateContentConfig:
-    def __init__(self, *, system_instruction: Any = None, max_output_tokens: int | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, system_instruction: Any = None, max_output_tokens: int | None = None, **kwargs: Any
+    ) -> None:
         self.system_instruction = system_instruction
         self.max_output_tokens = max_output_tokens

@@ -18,8 +18,13 @@ class HookEvent:
 class BeforeToolCallEvent(HookEvent):
     _writable = ("cancel_tool", "selected_tool", "tool_use")
 
-    def __init__(self, agent: Any, selected_tool: Any, tool_use: dict[str, Any],
-                 invocation_state: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        selected_tool: Any,
+        tool_use: dict[str, Any],
+        invocation_state: dict[str, Any],
+    ) -> None:
         self.agent = agent
         self.selected_tool = selected_tool
         self.tool_use = tool_use
@@ -31,9 +36,16 @@ class BeforeToolCallEvent(HookEvent):
 class AfterToolCallEvent(HookEvent):
     _writable = ("result",)
 
-    def __init__(self, agent: Any, selected_tool: Any, tool_use: dict[str, Any],
-                 invocation_state: dict[str, Any], result: dict[str, Any],
-                 exception: Exception | None = None, cancel_message: str | None = None) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        selected_tool: Any,
+        tool_use: dict[str, Any],
+        invocation_state: dict[str, Any],
+        result: dict[str, Any],
+        exception: Exception | None = None,
+        cancel_message: str | None = None,
+    ) -> None:
         self.agent = agent
         self.selected_tool = selected_tool
         self.tool_use = tool_use
@@ -56,5 +68,4 @@ class HookProvider(Protocol):
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None: ...
 
 
-__all__ = ["AfterToolCallEvent", "BeforeToolCallEvent", "HookEvent", "HookProvider",
-           "HookRegistry"]
+__all__ = ["AfterToolCallEvent", "BeforeToolCallEvent", "HookEvent", "HookProvider", "HookRegistry"]

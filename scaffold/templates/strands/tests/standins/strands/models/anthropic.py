@@ -22,8 +22,8 @@ class AnthropicModel:
         self.config = model_config
         self.client = Client(
             ANTHROPIC,
-            base_url=args.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL",
-                                                            "https://api.anthropic.com"),
+            base_url=args.get("base_url")
+            or os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
             api_key=args.get("api_key") or os.environ.get("ANTHROPIC_API_KEY", ""),
             headers=dict(args.get("default_headers") or {}),
             max_retries=args.get("max_retries", 2),

@@ -20,9 +20,14 @@ class DecoratedFunctionTool:
         return self._fn(*args, **kwargs)
 
 
-def tool(func: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None, inputSchema: Any = None,  # noqa: N803
-         context: bool | str = False) -> Any:
+def tool(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    inputSchema: Any = None,  # Strands' own spelling of the keyword
+    context: bool | str = False,
+) -> Any:
     """@tool, @tool(...) or tool(fn): a DecoratedFunctionTool."""
     if func is None:
         return lambda fn: DecoratedFunctionTool(fn, name)

@@ -10,7 +10,12 @@ class StreamingMode(enum.Enum):
 
 
 class RunConfig:
-    def __init__(self, *, streaming_mode: StreamingMode = StreamingMode.NONE,
-                 max_llm_calls: int = 500, **kwargs: object) -> None:
+    def __init__(
+        self,
+        *,
+        streaming_mode: StreamingMode = StreamingMode.NONE,
+        max_llm_calls: int = 500,
+        **kwargs: object,
+    ) -> None:
         self.streaming_mode = streaming_mode
         self.max_llm_calls = max_llm_calls

@@ -10,8 +10,14 @@ from .base_llm import BaseLlm
 
 
 class AnthropicLlm(BaseLlm):
-    def __init__(self, *, model: str = "claude-sonnet-4-20250514", max_tokens: int = 8192,
-                 client: AsyncAnthropic | None = None, **unknown: Any) -> None:
+    def __init__(
+        self,
+        *,
+        model: str = "claude-sonnet-4-20250514",
+        max_tokens: int = 8192,
+        client: AsyncAnthropic | None = None,
+        **unknown: Any,
+    ) -> None:
         if unknown:  # pydantic's extra="ignore": unknown fields are dropped without a word
             pass
         self.model = model

@@ -20,9 +20,14 @@ class InMemorySessionService:
     def __init__(self) -> None:
         self.sessions: dict[str, Session] = {}
 
-    async def create_session(self, *, app_name: str, user_id: str,
-                             state: dict[str, Any] | None = None,
-                             session_id: str | None = None) -> Session:
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
         sid = session_id or f"session-{next(_ids)}"
         self.sessions[sid] = Session(sid, app_name, user_id, dict(state or {}))
         return self.sessions[sid]

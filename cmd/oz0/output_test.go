@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cli/go-gh/v2/pkg/text"
+
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+)
+
+// Tables are gh's: on a terminal a header and columns fitted to its width; piped, tab-separated
+// values with no header, nothing cut, each cell on one line.
+func TestTable(t *testing.T) {
+	long := strings.Repeat("a very long input ", 10)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	render := func(tty bool, width int) string {
+		ios, _, out, _ := iostreams.Test()
+		ios.SetTTY(false, tty)
+		ios.SetTerminalWidth(width)
+		tb := newTable(ios, "JOB", "STATUS", "CREATED", "INPUT")
+		tb.row("job_1", "succeeded", tb.time(at), long)
+		tb.row("job_2", "failed", tb.time(time.Time{}), "two\nlines")
+		if err := tb.Render(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+
+	piped := render(false, 0)
+	want := "job_1\tsucceeded\t2026-11-30T12:00:00Z\t" + strings.TrimSpace(long) + "\n" + "job_2\tfailed\t\ttwo lines\n"
+	if piped != want {
+		t.Errorf("piped:\n%q\nwant\n%q", piped, want)
+	}
+
+	tty := render(true, 60)
+	lines := strings.Split(strings.TrimSuffix(tty, "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "JOB    STATUS") {
+		t.Fatalf("terminal:\n%s", tty)
+	}
+	for _, l := range lines {
+		if w := text.DisplayWidth(l); w > 60 {
+			t.Errorf("a line of %d columns on a terminal of 60: %q", w, l)
+		}
+	}
+	if !strings.Contains(lines[1], "...") || strings.Contains(tty, "\t") {
+		t.Errorf("the long input is not cut to fit, or tabs are left:\n%s", tty)
+	}
+	if !strings.Contains(lines[1], at.Local().Format(time.DateTime)) {
+		t.Errorf("a terminal shows local times: %s", lines[1])
+	}
+}

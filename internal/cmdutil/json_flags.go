@@ -1,0 +1,101 @@
+package cmdutil
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+
+	"github.com/cli/go-gh/v2/pkg/jq"
+	"github.com/cli/go-gh/v2/pkg/template"
+	"github.com/itchyny/gojq"
+	"github.com/spf13/cobra"
+
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+)
+
+// JSONFlags are --json, --jq and --template, which every command that lists or shows something
+// has, as gh has them. The shape is one convention everywhere (docs/cli.md): a list is a JSON
+// array (an empty one is []), one thing shown is an object; indented on a terminal, one line
+// when piped. --jq and --template imply --json and pick from that same document, with gh's jq
+// (gojq) and gh's template functions.
+type JSONFlags struct {
+	JSON     bool
+	JQ       string
+	Template string
+}
+
+// AddJSONFlags adds --json, --jq and --template to cmd; what says what the JSON is ("the jobs").
+func AddJSONFlags(cmd *cobra.Command, f *JSONFlags, what string) {
+	cmd.Flags().BoolVar(&f.JSON, "json", false, "print "+what+" as JSON")
+	cmd.Flags().StringVarP(&f.JQ, "jq", "q", "", "print what a jq expression picks from the JSON (implies --json)")
+	cmd.Flags().StringVarP(&f.Template, "template", "t", "", "format the JSON with a Go template, as gh does (implies --json)")
+	_ = cmd.RegisterFlagCompletionFunc("jq", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("template", cobra.NoFileCompletions)
+}
+
+// Enabled reports whether the command prints JSON (or what --jq or --template make of it)
+// rather than its table.
+func (f *JSONFlags) Enabled() bool { return f.JSON || f.JQ != "" || f.Template != "" }
+
+// Check parses --jq and --template, so that a mistake in one is a usage error before anything
+// runs.
+func (f *JSONFlags) Check() error {
+	if f.JQ != "" && f.Template != "" {
+		return Usagef("--jq and --template do not go together; choose one")
+	}
+	if f.JQ != "" {
+		if _, err := gojq.Parse(f.JQ); err != nil {
+			return Usagef("--jq %q: %v", f.JQ, err)
+		}
+	}
+	if f.Template != "" {
+		if err := template.New(io.Discard, 80, false).Parse(f.Template); err != nil {
+			return Usagef("--template: %v", err)
+		}
+	}
+	return nil
+}
+
+// Write prints v as the flags ask: JSON, or what --jq or --template make of it. A nil slice is
+// an empty list, [].
+func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
+	data := []byte("[]")
+	if rv := reflect.ValueOf(v); rv.Kind() != reflect.Slice || !rv.IsNil() {
+		var err error
+		if data, err = jsonutil.Marshal(v); err != nil {
+			return err
+		}
+	}
+	indent := ""
+	if ios.IsStdoutTTY() {
+		indent = "  "
+	}
+	switch {
+	case f.JQ != "":
+		if err := jq.EvaluateFormatted(bytes.NewReader(data), ios.Out, f.JQ, indent, false); err != nil {
+			return Usagef("--jq %q: %v", f.JQ, err)
+		}
+		return nil
+	case f.Template != "":
+		t := template.New(ios.Out, ios.TerminalWidth(), false)
+		if err := t.Parse(f.Template); err != nil {
+			return Usagef("--template: %v", err)
+		}
+		if err := t.Execute(bytes.NewReader(data)); err != nil {
+			return Usagef("--template: %v", err)
+		}
+		return t.Flush()
+	}
+	if indent != "" {
+		var b bytes.Buffer
+		if err := json.Indent(&b, data, "", indent); err != nil {
+			return err
+		}
+		data = b.Bytes()
+	}
+	_, err := fmt.Fprintf(ios.Out, "%s\n", data)
+	return err
+}

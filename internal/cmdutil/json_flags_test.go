@@ -1,0 +1,64 @@
+package cmdutil
+
+import (
+	"testing"
+
+	"github.com/orchestrator-zero/oz0/internal/iostreams"
+)
+
+type item struct {
+	ID   string `json:"id"`
+	Note string `json:"note,omitempty"`
+}
+
+func TestJSONFlagsWrite(t *testing.T) {
+	list := []item{{ID: "job_1", Note: "<b> & co"}, {ID: "job_2"}}
+	for _, c := range []struct {
+		name  string
+		flags JSONFlags
+		tty   bool
+		v     any
+		want  string
+	}{
+		{"a list, piped: one line, no HTML escaping", JSONFlags{JSON: true}, false, list, `[{"id":"job_1","note":"<b> & co"},{"id":"job_2"}]` + "\n"},
+		{"an empty list is []", JSONFlags{JSON: true}, false, []item(nil), "[]\n"},
+		{"an empty list is [] on a terminal too", JSONFlags{JSON: true}, true, []item{}, "[]\n"},
+		{"one thing on a terminal: indented", JSONFlags{JSON: true}, true, item{ID: "job_1"}, "{\n  \"id\": \"job_1\"\n}\n"},
+		{"--jq: strings raw, one a line", JSONFlags{JQ: ".[].id"}, false, list, "job_1\njob_2\n"},
+		{"--jq on an empty list", JSONFlags{JQ: ".[].id"}, false, []item(nil), ""},
+		{"--jq: objects as JSON", JSONFlags{JQ: ".[1]"}, false, list, `{"id":"job_2"}` + "\n"},
+		{"--template", JSONFlags{Template: `{{range .}}{{.id}} {{end}}`}, false, list, "job_1 job_2 "},
+	} {
+		ios, _, out, _ := iostreams.Test()
+		ios.SetTTY(false, c.tty)
+		if !c.flags.Enabled() {
+			t.Errorf("%s: not enabled", c.name)
+		}
+		if err := c.flags.Check(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := c.flags.Write(ios, c.v); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if out.String() != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, out.String(), c.want)
+		}
+	}
+}
+
+func TestJSONFlagsMistakesAreUsageErrors(t *testing.T) {
+	for _, f := range []JSONFlags{{JQ: ".["}, {Template: "{{.x"}, {JQ: ".", Template: "{{.}}"}} {
+		if err := f.Check(); ExitCode(err) != ExitUsage {
+			t.Errorf("%+v: %v", f, err)
+		}
+	}
+	// An expression that parses but does not fit the data fails when it runs, as usage.
+	ios, _, _, _ := iostreams.Test()
+	f := JSONFlags{JQ: ".id"}
+	if err := f.Write(ios, []item{{ID: "a"}}); ExitCode(err) != ExitUsage {
+		t.Errorf(".id of a list: %v", err)
+	}
+	if (&JSONFlags{}).Enabled() {
+		t.Error("no flags: enabled")
+	}
+}
