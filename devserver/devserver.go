@@ -59,6 +59,9 @@ type Config struct {
 	Started time.Time
 	// Record keeps every job's model calls, for `oz0 job replay` and `oz0 job script`.
 	Record bool
+	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
+	// (a release's tag); "" is main.
+	Ref string
 }
 
 // Server is a running dev server.

@@ -7,11 +7,13 @@ import (
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/devserver/api"
+	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/recording"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // MaxRecordingBytes bounds what is kept of one job's model calls: past it, its later calls are
@@ -129,5 +131,9 @@ func (s *Server) Script(id string) ([]byte, error) {
 	if len(exs) == 0 {
 		return nil, fmt.Errorf("%w: job %s has no recorded model call; run oz0 dev --record (or oz0 run --record) and run the job again", api.ErrNotRecorded, j.ID)
 	}
-	return recording.Script(j.ID, exs)
+	ref := s.cfg.Ref
+	if ref == "" {
+		ref = "main"
+	}
+	return recording.Script(j.ID, exs, schemas.URLAt(ref, fakemodel.SchemaName))
 }

@@ -22,6 +22,7 @@ import (
 type devOptions struct {
 	IO      *iostreams.IOStreams
 	Version string
+	Ref     string // the build's ref, which the scripts oz0 dev writes point their schema at
 	Getenv  func(string) string
 
 	Plugins    []string
@@ -43,7 +44,7 @@ var (
 )
 
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
-	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv}
+	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Ref: f.Build.Ref, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a dev server and a node with the plugin, offline",
@@ -134,7 +135,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
-		Getenv: opts.Getenv, HooksFile: opts.Hooks, Record: opts.Record,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks, Record: opts.Record, Ref: opts.Ref,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together

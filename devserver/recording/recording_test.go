@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 const system = "You sort support tickets.\nAnswer with JSON.\nBe brief."
@@ -177,7 +178,7 @@ rules:
 		exs = append(exs, ex)
 		answers = append(answers, answerText(t, c.path, body))
 	}
-	script, err := Script("job_x", exs)
+	script, err := Script("job_x", exs, schemas.URLAt("main", fakemodel.SchemaName))
 	if err != nil {
 		t.Fatal(err)
 	}

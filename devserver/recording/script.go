@@ -12,7 +12,6 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
-	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // A recorded job as a fake model script (docs/fake-model.md): one rule a model call, in the
@@ -29,8 +28,9 @@ import (
 // arguments) still gets the conversation's answer. Calls other than messages and chat
 // completions (models, count_tokens) are left out; the fake answers those itself.
 
-// Script writes the recorded calls of job as a fake model script.
-func Script(job string, exchanges []gateway.Exchange) ([]byte, error) {
+// Script writes the recorded calls of job as a fake model script; its modeline names schemaURL, the
+// fake model scripts' JSON Schema as the oz0 that writes it serves it.
+func Script(job string, exchanges []gateway.Exchange, schemaURL string) ([]byte, error) {
 	var rules []scriptRule
 	var skipped []string
 	var models []string
@@ -110,7 +110,7 @@ func Script(job string, exchanges []gateway.Exchange) ([]byte, error) {
 		return nil, fmt.Errorf("job %s has no recorded model call that a fake model script can answer", job)
 	}
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "# yaml-language-server: $schema=%s\n", schemas.URL(fakemodel.SchemaName))
+	out.WriteString("# yaml-language-server: $schema=" + schemaURL + "\n")
 	fmt.Fprintf(&out, "#\n# The model calls of job %s as oz0 dev recorded them: a fake model that answers them as the\n", job)
 	fmt.Fprintf(&out, "# model did. oz0 plugin test --script FILE, oz0 dev --fake-script FILE, oz0 fake-model serve --script FILE.\n")
 	for _, s := range skipped {
