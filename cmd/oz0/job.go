@@ -283,6 +283,7 @@ run's: 0 when the replayed job succeeds, 1 when it fails.`,
 			}
 			return jobReplayRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
 	}
 	cmd.Flags().BoolVar(&opts.Upstream, "upstream", false, "send the model calls that differ from the recording, and the rest, to the model's upstream")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
@@ -344,8 +345,10 @@ oz0 fake-model serve --script FILE in a plugin's own tests and CI.`,
 			}
 			return jobScriptRun(cmd.Context(), opts)
 		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the script to this file (default: stdout)")
+	_ = cmd.MarkFlagFilename("output", "yaml", "yml")
 	return cmd
 }
 
