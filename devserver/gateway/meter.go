@@ -111,7 +111,8 @@ func (m *MemMeter) Record(c Call) {
 	m.mu.Unlock()
 }
 
-// Calls returns the calls recorded so far, in the order they ended.
+// Calls returns the calls recorded so far, in the order they were metered (a job's in the order
+// their answers began).
 func (m *MemMeter) Calls() []Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()
