@@ -4,6 +4,7 @@ package devserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,11 @@ type Config struct {
 	// it, else none with a warning (sandbox.Resolve). A tier asked for that cannot work here is
 	// an environment error saying why.
 	Sandbox sandbox.Tier
+	// Record keeps every job's model calls, for `oz0 job replay` and `oz0 job script`.
+	Record bool
+	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
+	// (a release's tag); "" is main.
+	Ref string
 }
 
 // Server is a running dev server.
@@ -91,6 +97,7 @@ type Server struct {
 	leftovers   harnesskit.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
 	tier        sandbox.Tier
 	tierCh      chan resolvedTier
+	recorded    recordedBytes
 	log         *slog.Logger
 	out         io.Writer
 	outMu       sync.Mutex
@@ -319,10 +326,18 @@ func (s *Server) startGateway() error {
 	s.gw, err = gateway.New(gateway.Config{
 		Resolver: s.inflight,
 		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
-		Meter:    gateway.MeterFunc(s.meter),
+		Meter:    (*meter)(s),
 		Logger:   s.log.With("part", "gateway"),
+		// Model calls are metered in batches, a commit for all those that end within 2 ms.
+		MeterLinger: 2 * time.Millisecond,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// Undone after the API has stopped serving (so no call is left to end) and before the store
+	// closes: what is still queued for the meter is written.
+	s.undo = append(s.undo, s.gw.Close)
+	return nil
 }
 
 // startNode makes the node that runs the jobs; Close drains it before anything else goes.
@@ -334,8 +349,13 @@ func (s *Server) startNode() error {
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		SayStream: func() node.TextStream { return s.secrets.Stream() },
-		BeforeEnd: func(job string) { s.inflight.wait(job, 5*time.Second); s.inbox.EndJob(job) },
-		Decider:   &decider{hooks: s.hooks, inbox: s.inbox},
+		BeforeEnd: func(job string) {
+			s.inflight.wait(job, 5*time.Second)
+			s.inbox.EndJob(job)
+			s.recorded.forget(job)
+		},
+		Decider: &decider{hooks: s.hooks, inbox: s.inbox},
+		Record:  s.cfg.Record,
 		// The node's state (the store, secrets, provider records) may sit in the plugin, which
 		// sessions see: they must not see it.
 		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: []string{s.StateDir}, Gateway: gatewayOnly},
@@ -350,6 +370,7 @@ func (s *Server) serveAPI() error {
 	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
+		Recorder: s,
 	})))
 	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
@@ -429,38 +450,101 @@ func (s *Server) say(format string, args ...any) {
 	fmt.Fprintf(s.out, format+"\n", args...)
 }
 
-// meter records the gateway's calls as model_call events of their jobs.
-func (s *Server) meter(c gateway.Call) {
-	if c.Job == "" {
-		return // a call with no valid key: no job to record it under
+// meter records the gateway's calls as model_call events of their jobs. The gateway calls it
+// from its meter goroutine, after the clients have their answers, with a job's calls in order.
+type meter Server
+
+// Record records one call.
+func (m *meter) Record(c gateway.Call) { m.RecordBatch([]gateway.Call{c}) }
+
+// RecordBatch records the calls that ended together: one AppendBatch a job, the jobs' batches
+// in flight together so that the store commits them at once. A job's calls stay in order.
+func (m *meter) RecordBatch(calls []gateway.Call) {
+	s := (*Server)(m)
+	var jobs []string
+	byJob := map[string][]store.NewEvent{}
+	exchanges := map[string][]json.RawMessage{}
+	for _, c := range calls {
+		if c.Job == "" {
+			continue // a call with no valid key: no job to record it under
+		}
+		b, err := modelCallData(c)
+		if err != nil {
+			s.log.Warn("model call not recorded", "job", c.Job, "err", err)
+			continue
+		}
+		if _, ok := byJob[c.Job]; !ok {
+			jobs = append(jobs, c.Job)
+		}
+		var ex json.RawMessage
+		if c.Exchange != nil {
+			ex = s.exchangeData(c.Job, c.Exchange)
+		}
+		byJob[c.Job] = append(byJob[c.Job], store.NewEvent{Type: store.EventModelCall, Data: b})
+		exchanges[c.Job] = append(exchanges[c.Job], ex)
 	}
-	defer s.inflight.done(c.Job)
-	d := map[string]any{
-		"record": c.Record, "format": c.Format, "endpoint": c.Endpoint, "model": c.Model,
-		"status": c.Status, "input_tokens": c.Usage.InputTokens, "output_tokens": c.Usage.OutputTokens,
-		"cache_read_input_tokens": c.Usage.CacheReadTokens, "cache_creation_input_tokens": c.Usage.CacheCreationTokens,
-		"latency_ms": float64(c.Latency.Microseconds()) / 1000, "ttfb_ms": float64(c.TTFB.Microseconds()) / 1000,
-		"streamed": c.Streamed, "step": c.Step,
+	write := func(job string) {
+		evs := byJob[job]
+		if _, err := s.store.AppendBatchWithExchanges(job, evs, exchanges[job]); err != nil && !errors.Is(err, store.ErrClosed) {
+			s.log.Warn("model calls not recorded", "job", job, "calls", len(evs), "err", err)
+		}
+	}
+	if len(jobs) == 1 {
+		write(jobs[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, job := range jobs {
+			wg.Go(func() { write(job) })
+		}
+		wg.Wait()
+	}
+	// Only now, with the events committed, may the jobs end.
+	for _, c := range calls {
+		if c.Job != "" {
+			s.inflight.done(c.Job)
+		}
+	}
+}
+
+// modelCall is the data of a model_call event. Its fields are in the order of their names, as
+// the map this was before encoded them.
+type modelCall struct {
+	Aborted             string           `json:"aborted,omitempty"`
+	CacheCreationTokens int64            `json:"cache_creation_input_tokens"`
+	CacheReadTokens     int64            `json:"cache_read_input_tokens"`
+	CostUSD             *float64         `json:"cost_usd,omitempty"` // priced records only, 0 included
+	Endpoint            gateway.Endpoint `json:"endpoint"`
+	Error               string           `json:"error,omitempty"`
+	Format              gateway.Format   `json:"format"`
+	InputTokens         int64            `json:"input_tokens"`
+	LatencyMS           float64          `json:"latency_ms"`
+	Model               string           `json:"model"`
+	OutputTokens        int64            `json:"output_tokens"`
+	Record              string           `json:"record"`
+	Refused             string           `json:"refused,omitempty"`
+	Replayed            bool             `json:"replayed,omitempty"`
+	Status              int              `json:"status"`
+	Step                int              `json:"step"`
+	Streamed            bool             `json:"streamed"`
+	TTFBMS              float64          `json:"ttfb_ms"`
+}
+
+// modelCallData is the data of a call's model_call event.
+func modelCallData(c gateway.Call) ([]byte, error) {
+	d := modelCall{
+		Record: c.Record, Format: c.Format, Endpoint: c.Endpoint, Model: c.Model, Status: c.Status,
+		InputTokens: c.Usage.InputTokens, OutputTokens: c.Usage.OutputTokens,
+		CacheReadTokens: c.Usage.CacheReadTokens, CacheCreationTokens: c.Usage.CacheCreationTokens,
+		LatencyMS: float64(c.Latency.Microseconds()) / 1000, TTFBMS: float64(c.TTFB.Microseconds()) / 1000,
+		Streamed: c.Streamed, Step: c.Step, Refused: c.Refused, Error: c.Error, Replayed: c.Replayed,
 	}
 	if c.Priced {
-		d["cost_usd"] = c.CostUSD
+		d.CostUSD = &c.CostUSD
 	}
 	if c.Aborted {
-		d["aborted"] = c.AbortReason
+		d.Aborted = c.AbortReason
 	}
-	if c.Refused != "" {
-		d["refused"] = c.Refused
-	}
-	if c.Error != "" {
-		d["error"] = c.Error
-	}
-	b, err := jsonutil.Marshal(d)
-	if err == nil {
-		_, err = s.store.Append(c.Job, store.EventModelCall, b)
-	}
-	if err != nil && !errors.Is(err, store.ErrClosed) {
-		s.log.Warn("model call not recorded", "job", c.Job, "err", err)
-	}
+	return jsonutil.Marshal(d)
 }
 
 // gatewayFace is the gateway as sessions reach it: no dev-server token, the key is the session's.

@@ -285,3 +285,36 @@ func TestDecodeWithMaxLine(t *testing.T) {
 		t.Fatalf("%d bytes, %v", len(line), err)
 	}
 }
+
+// Say lines, which the decoder reads by a fast path when they are as the SDKs write them, decode
+// exactly as encoding/json reads them, whatever their shape.
+func TestDecodeSayLines(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"say","text":"hello"}`,
+		`{"type":"say","text":""}`,
+		`{"type":"say","text":"ünïcødé 🎉 <b>&amp;</b>"}`,
+		`{"type":"say","text":"event 99999"}`,
+		`{"type":"say","text":"a\"b"}`,
+		`{"type":"say","text":"a\\b"}`,
+		`{"type":"say","text":"a\nb \u00e9"}`,
+		`{"type":"say","text":"a` + "\xff" + `b"}`,
+		`{"type":"say","text":"a","extra":1}`,
+		`{"type":"say","text":"a"} `,
+		`{"type":"say", "text":"a"}`,
+		`{"text":"a","type":"say"}`,
+	} {
+		var want struct{ Text string }
+		if err := json.Unmarshal([]byte(line), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := harnesskit.DecodeHarnessMessage([]byte(line))
+		if s, ok := got.(harnesskit.Say); err != nil || !ok || s.Text != want.Text {
+			t.Errorf("%s: %#v %v, want %q", line, got, err, want.Text)
+		}
+	}
+	for _, line := range []string{`{"type":"say","text":"`, `{"type":"say","text":"}`, `{"type":"say","text":"a"`} {
+		if got, err := harnesskit.DecodeHarnessMessage([]byte(line)); err == nil {
+			t.Errorf("%s: decoded as %#v", line, got)
+		}
+	}
+}

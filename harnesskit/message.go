@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
@@ -384,6 +385,9 @@ type envelope struct {
 // harness message type whose fields do not match it, is a *DecodeError. Unknown fields are
 // ignored. Decoding copies what it keeps: line may be reused.
 func DecodeHarnessMessage(line []byte) (Message, error) {
+	if m, ok := decodePlainSay(line); ok {
+		return m, nil
+	}
 	env, typ, err := decodeEnvelope(line)
 	if err != nil || env == nil {
 		return Unknown{Type: typ, Raw: bytes.Clone(line)}, err
@@ -447,6 +451,31 @@ func DecodeHarnessMessage(line []byte) (Message, error) {
 		return ErrorMessage{Message: *env.Message}, nil
 	}
 	return Unknown{Type: typ, Raw: bytes.Clone(line)}, nil
+}
+
+var (
+	sayPrefix = []byte(`{"type":"say","text":"`)
+	saySuffix = []byte(`"}`)
+)
+
+// decodePlainSay decodes a say line as the SDKs write it, {"type":"say","text":"…"} with a text that
+// has no escape, without encoding/json: a chatty harness's every line is one, and a general
+// decoder costs several times the rest of the line's way to the store. Anything else is left to
+// DecodeHarnessMessage's decoder.
+func decodePlainSay(line []byte) (Say, bool) {
+	if len(line) < len(sayPrefix)+len(saySuffix) || !bytes.HasPrefix(line, sayPrefix) || !bytes.HasSuffix(line, saySuffix) {
+		return Say{}, false
+	}
+	text := line[len(sayPrefix) : len(line)-len(saySuffix)]
+	for _, c := range text {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return Say{}, false
+		}
+	}
+	if !utf8.Valid(text) {
+		return Say{}, false
+	}
+	return Say{Text: string(text)}, true
 }
 
 // DecodeNodeMessage reads one line a node wrote: SessionRequest, Permission, or Unknown for

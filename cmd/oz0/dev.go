@@ -23,6 +23,7 @@ import (
 type devOptions struct {
 	IO      *iostreams.IOStreams
 	Version string
+	Ref     string // the build's ref, which the scripts oz0 dev writes point their schema at
 	Getenv  func(string) string
 
 	Plugins    []string
@@ -36,6 +37,7 @@ type devOptions struct {
 	LogFormat  string
 	Verbose    bool
 	Sandbox    sandbox.Tier // "" (Auto): standard where this machine allows it, else none
+	Record     bool
 }
 
 var (
@@ -44,7 +46,7 @@ var (
 )
 
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
-	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv}
+	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Ref: f.Build.Ref, Getenv: f.Getenv}
 	var sandboxFlag string
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -57,7 +59,8 @@ It prints the export OZ0_CONTEXT=... line that oz0 run, oz0 job and oz0 secret n
 another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin.`,
 		Example: `  oz0 dev
   oz0 dev --plugin ./acme-triage --addr 127.0.0.1:7311
-  oz0 dev --ephemeral            # state in a temporary directory, gone when it stops`,
+  oz0 dev --ephemeral            # state in a temporary directory, gone when it stops
+  oz0 dev --record               # keep the jobs' model calls: oz0 job replay, oz0 job script`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Ephemeral && opts.StateDir != "" {
@@ -98,6 +101,7 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
+	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep every job's model calls, for oz0 job replay and oz0 job script")
 	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
 	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
@@ -141,7 +145,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
-		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: opts.Record, Ref: opts.Ref,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together

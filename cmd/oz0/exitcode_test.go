@@ -147,6 +147,8 @@ func TestExitCodes(t *testing.T) {
 		{"job show", "", 2, "needs one job ID"},
 		{"job cancel a b", "", 2, "takes one job ID"},
 		{"job trace", "", 2, "needs one job ID"},
+		{"job replay", "", 2, "needs one job ID"},
+		{"job script a b", "", 2, "takes one job ID"},
 		{"job frobnicate", "", 2, `unknown command "frobnicate" for "oz0 job"`},
 		{"secret set bad-name", "", 2, `secret name "bad-name" is not valid`},
 		{"secret list extra", "", 2, "takes no arguments"},
@@ -184,6 +186,7 @@ func TestExitCodes(t *testing.T) {
 	// refuses): 3. A dev server that refuses what was asked: 2.
 	for _, args := range []string{
 		"run hello hi", "job list", "job show job_x", "job cancel job_x", "job trace job_x",
+		"job replay job_x", "job script job_x",
 		"secret set NAME", "secret list", "secret rm NAME",
 		"approval list", "approval approve apr_x", "approval deny apr_x --reason no", "approval rules", "approval revoke rule_x",
 	} {

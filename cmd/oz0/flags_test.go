@@ -53,6 +53,8 @@ func TestRunFlags(t *testing.T) {
 	os.WriteFile(file, []byte("from a file\n"), 0o644)
 	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "--input-file", file)
 	check(t, "run AGENT --input-file", o, err, map[string]any{"Input": "from a file\n", "InputFile": file})
+	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "hi", "--record")
+	check(t, "run --record", o, err, map[string]any{"Record": true})
 }
 
 func TestDevFlags(t *testing.T) {
@@ -68,6 +70,8 @@ func TestDevFlags(t *testing.T) {
 	check(t, "dev -v --log-format json", o, err, map[string]any{"Verbose": true, "LogLevel": "debug", "LogFormat": "json"})
 	o, err = parseFlags(t, newCmdDev, "", "--log-level", "warn")
 	check(t, "dev --log-level warn", o, err, map[string]any{"LogLevel": "warn"})
+	o, err = parseFlags(t, newCmdDev, "", "--record")
+	check(t, "dev --record", o, err, map[string]any{"Record": true})
 }
 
 func TestFakeModelServeFlags(t *testing.T) {
@@ -103,6 +107,12 @@ func TestJobFlags(t *testing.T) {
 	check(t, "job cancel", cancel, err, map[string]any{"ID": "job_x"})
 	trace, err := parseFlags(t, newCmdJobTrace, "", "job_x")
 	check(t, "job trace", trace, err, map[string]any{"ID": "job_x"})
+	replay, err := parseFlags(t, newCmdJobReplay, "", "job_x")
+	check(t, "job replay", replay, err, map[string]any{"ID": "job_x", "Upstream": false, "JSON": false})
+	replay, err = parseFlags(t, newCmdJobReplay, "", "job_x", "--upstream", "--json")
+	check(t, "job replay with every flag", replay, err, map[string]any{"ID": "job_x", "Upstream": true, "JSON": true})
+	script, err := parseFlags(t, newCmdJobScript, "", "job_x", "-o", "recorded.yaml")
+	check(t, "job script", script, err, map[string]any{"ID": "job_x", "Output": "recorded.yaml"})
 }
 
 func TestSecretFlags(t *testing.T) {

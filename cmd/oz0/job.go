@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -11,15 +15,19 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/render"
 )
 
 func newCmdJob(f *cmdutil.Factory) *cobra.Command {
-	return groupCmd("job <command>", "List, show, cancel and trace the dev server's jobs", "",
+	return groupCmd("job <command>", "List, show, cancel, trace and replay the dev server's jobs", "",
 		`  oz0 job list
   oz0 job show job_abc…
-  oz0 job trace job_abc… > job.jsonl`,
-		newCmdJobList(f, nil), newCmdJobShow(f, nil), newCmdJobCancel(f, nil), newCmdJobTrace(f, nil))
+  oz0 job trace job_abc… > job.jsonl
+  oz0 job replay job_abc…
+  oz0 job script job_abc… -o recorded.yaml`,
+		newCmdJobList(f, nil), newCmdJobShow(f, nil), newCmdJobCancel(f, nil), newCmdJobTrace(f, nil),
+		newCmdJobReplay(f, nil), newCmdJobScript(f, nil))
 }
 
 type jobListOptions struct {
@@ -242,4 +250,124 @@ func jobTraceRun(ctx context.Context, opts *jobTraceOptions) error {
 		return err
 	}
 	return c.Trace(ctx, opts.ID, opts.IO.Out)
+}
+
+type jobReplayOptions struct {
+	clientOptions
+	Prompter prompt.Prompter
+	ID       string
+	Upstream bool
+	JSON     bool
+}
+
+func newCmdJobReplay(f *cmdutil.Factory, runF func(*jobReplayOptions) error) *cobra.Command {
+	opts := &jobReplayOptions{clientOptions: newClientOptions(f), Prompter: f.Prompter}
+	cmd := &cobra.Command{
+		Use:   "replay ID",
+		Short: "Run a recorded job again, its model calls answered from the recording",
+		Long: `Start a new job of the recorded job's agent with the same input, on the same model, whose
+model calls the gateway answers from the recording instead of upstream: offline, with no
+provider key, deterministically. Its live stream is shown as oz0 run shows it.
+
+Where the harness now sends a different model call than the recording has, the job fails with a
+diff of what changed; with --upstream that call and the rest go to the model's upstream instead.
+A job is recorded when oz0 dev runs with --record, or oz0 run with --record. Exit status as oz0
+run's: 0 when the replayed job succeeds, 1 when it fails.`,
+		Example: `  oz0 job replay job_abc…
+  oz0 job replay job_abc… --upstream   # the calls from the first that changed go to the model`,
+		Args: argsBetween(1, 1, "one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return jobReplayRun(cmd.Context(), opts)
+		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
+	}
+	cmd.Flags().BoolVar(&opts.Upstream, "upstream", false, "send the model calls that differ from the recording, and the rest, to the model's upstream")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
+	return cmd
+}
+
+func jobReplayRun(ctx context.Context, opts *jobReplayOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	job, err := c.Replay(ctx, opts.ID, opts.Upstream)
+	if err != nil {
+		return err
+	}
+	if !opts.JSON {
+		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: a replay of job %s: %s on model record %s (%s)\n", job.ID, opts.ID, job.Agent, job.ModelRecord, job.ModelName)
+	}
+	ro := &runOptions{IO: opts.IO, Client: opts.Client, Prompter: opts.Prompter, Agent: job.Agent, JSON: opts.JSON}
+	err = follow(ctx, ro, c, job, sigs)
+	// A replay that departed from its recording fails with a diff of several lines: the reason's
+	// first line, then the diff as it is.
+	var findings *cmdutil.FindingsError
+	if errors.As(err, &findings) {
+		if end, jerr := c.Job(ctx, job.ID); jerr == nil && strings.Contains(end.Reason, "\n") {
+			first, rest, _ := strings.Cut(end.Reason, "\n")
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s %s: %s\n%s\n", job.ID, end.Status, first, strings.TrimRight(rest, "\n"))
+			return &cmdutil.FindingsError{}
+		}
+	}
+	return err
+}
+
+type jobScriptOptions struct {
+	clientOptions
+	ID     string
+	Output string
+}
+
+func newCmdJobScript(f *cmdutil.Factory, runF func(*jobScriptOptions) error) *cobra.Command {
+	opts := &jobScriptOptions{clientOptions: newClientOptions(f)}
+	cmd := &cobra.Command{
+		Use:   "script ID",
+		Short: "Print a recorded job's model calls as a fake model script",
+		Long: `Print the model calls of a recorded job as a fake model script (docs/fake-model.md): a rule a
+call, answering what the model answered to the request the harness sent. With it a recorded run
+becomes a regression test: oz0 plugin test --script FILE, oz0 dev --fake-script FILE, or
+oz0 fake-model serve --script FILE in a plugin's own tests and CI.`,
+		Example: `  oz0 job script job_abc… -o recorded.yaml
+  oz0 plugin test --script recorded.yaml`,
+		Args: argsBetween(1, 1, "one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return jobScriptRun(cmd.Context(), opts)
+		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
+	}
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the script to this file (default: stdout)")
+	_ = cmd.MarkFlagFilename("output", "yaml", "yml")
+	return cmd
+}
+
+func jobScriptRun(ctx context.Context, opts *jobScriptOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	data, err := c.Script(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if opts.Output == "" {
+		_, err = opts.IO.Out.Write(data)
+		return err
+	}
+	if err := writeFileAtomic(opts.Output, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "oz0: wrote %s\n", opts.Output)
+	return nil
 }

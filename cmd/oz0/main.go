@@ -12,7 +12,12 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	stop := startProfile(os.Args[1:])
+	code := run(os.Args[1:])
+	stop()
+	os.Exit(code)
+}
 
 func run(args []string) int {
 	build := readBuildInfo()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,7 @@ type runOptions struct {
 	InputFile string
 	JSON      bool
 	Detach    bool
+	Record    bool
 }
 
 func newCmdRun(f *cmdutil.Factory, runF func(*runOptions) error) *cobra.Command {
@@ -86,6 +88,7 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "print the job id and return without following the job")
 	cmd.Flags().StringVar(&opts.InputFile, "input-file", "", "read the input from this file")
+	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls, for oz0 job replay and oz0 job script")
 	cmd.ValidArgsFunction = fromServer(f, listAgents)
 	return cmd
 }
@@ -95,7 +98,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input}
+	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input, Record: opts.Record}
 	if opts.Detach {
 		job, err := c.CreateJob(ctx, req)
 		if err != nil {
@@ -157,7 +160,9 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed)
 
 	r := render.New(ios.Out, job.Agent)
-	var line []byte
+	// JSON lines are the server's own encoding of each event, printed as they come: buffered, and
+	// flushed whenever the stream has nothing more waiting.
+	out := bufio.NewWriterSize(ios.Out, 64<<10)
 	// The job's outcome is its terminal status event: the dev server may be gone by the time the
 	// stream ends (it stops after its jobs have ended), so there is no asking it afterwards.
 	var outcome apiv1.StatusData
@@ -166,15 +171,26 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	// the terminal is left as it was.
 	var inline sync.WaitGroup
 	closeInline := func() {}
-	err := c.Events(ctx, job.ID, 0, func(ev apiv1.Event) error {
+	err := c.EventsRaw(ctx, job.ID, 0, func(raw client.RawEvent) error {
 		broke = ""
+		if asJSON {
+			if raw.Terminal() {
+				ev, _ := raw.Event()
+				_ = json.Unmarshal(ev.Data, &outcome)
+			}
+			out.Write(raw.JSON)
+			out.WriteByte('\n')
+			if raw.More {
+				return nil
+			}
+			return out.Flush()
+		}
+		ev, err := raw.Event()
+		if err != nil {
+			return fmt.Errorf("the dev server sent a bad event: %w", err)
+		}
 		if ev.Terminal() {
 			_ = json.Unmarshal(ev.Data, &outcome)
-		}
-		if asJSON {
-			line = append(ev.AppendJSON(line[:0]), '\n')
-			_, err := ios.Out.Write(line)
-			return err
 		}
 		if ev.Type == apiv1.EventStatus {
 			var st apiv1.StatusData
@@ -194,12 +210,18 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		}
 		return r.Event(ev)
 	}, func(err error) {
+		if asJSON {
+			out.Flush()
+		}
 		if !asJSON && err.Error() != broke {
 			broke = err.Error()
 			r.Close() // the note goes on a line of its own
 			fmt.Fprintf(ios.ErrOut, "oz0: the live stream broke (%v); resuming\n", err)
 		}
 	})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
 	r.Close()
 	closeInline()
 	inline.Wait()

@@ -29,13 +29,15 @@ import (
 
 // Backend is what the API serves from.
 type Backend struct {
-	Token   string       // the bearer token every call must carry
-	Store   *store.Store // the job records, read directly
-	Node    JobRunner
-	Inbox   Answerer
-	Secrets SecretStore
-	Info    func() apiv1.Info
-	Logger  *slog.Logger
+	Token string       // the bearer token every call must carry
+	Store *store.Store // the job records, read directly
+	Node  JobRunner
+	Inbox Answerer
+	// Recorder records and replays jobs; nil: the calls that need it answer 501.
+	Recorder Recorder
+	Secrets  SecretStore
+	Info     func() apiv1.Info
+	Logger   *slog.Logger
 	// Stopping is closed when the server stops: the feeds, which follow changes for as long as
 	// the client stays, end then. nil never closes.
 	Stopping <-chan struct{}
@@ -49,6 +51,24 @@ type JobRunner interface {
 	// Cancel cancels a running job; false when the node does not run it.
 	Cancel(id string) bool
 }
+
+// Recorder runs jobs whose model calls are recorded and replays them: the dev server.
+type Recorder interface {
+	// SubmitRecorded is JobRunner.Submit for a job whose model calls are kept.
+	SubmitRecorded(agent, input string) (store.Job, error)
+	// Replay starts a new job like job, its model calls answered from job's recording (with
+	// upstream, those from the first that departs from it go upstream). Besides Submit's errors,
+	// one wrapping ErrNotRecorded or ErrLive.
+	Replay(job string, upstream bool) (store.Job, error)
+	// Script is job's recording as a fake model script (YAML).
+	Script(job string) ([]byte, error)
+}
+
+// ErrNotRecorded is wrapped by a Recorder's error for a job whose model calls were not kept.
+var ErrNotRecorded = errors.New("the job's model calls were not recorded")
+
+// ErrLive is wrapped by Replay's error for a job that has not ended.
+var ErrLive = errors.New("the job has not ended")
 
 // Answerer answers approvals: the dev server's approvals inbox.
 type Answerer interface {
@@ -78,6 +98,8 @@ func Routes(b *Backend) http.Handler {
 	mux.HandleFunc("POST /api/v1/jobs/{id}/cancel", b.cancelJob)
 	mux.HandleFunc("GET /api/v1/jobs/{id}/events", b.events)
 	mux.HandleFunc("GET /api/v1/jobs/{id}/trace", b.trace)
+	mux.HandleFunc("POST /api/v1/jobs/{id}/replay", b.replayJob)
+	mux.HandleFunc("GET /api/v1/jobs/{id}/script", b.script)
 	mux.HandleFunc("GET /api/v1/approvals", b.listApprovals)
 	mux.HandleFunc("GET /api/v1/approvals/{id}", b.getApproval)
 	mux.HandleFunc("POST /api/v1/approvals/{id}/approve", b.approve)
@@ -166,7 +188,22 @@ func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON job: "+err.Error())
 		return
 	}
-	j, err := b.Node.Submit(req.Agent, req.Input)
+	var j store.Job
+	var err error
+	switch {
+	case req.Record && b.Recorder == nil:
+		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not record jobs")
+		return
+	case req.Record:
+		j, err = b.Recorder.SubmitRecorded(req.Agent, req.Input)
+	default:
+		j, err = b.Node.Submit(req.Agent, req.Input)
+	}
+	b.submitted(w, j, err)
+}
+
+// submitted answers a job just made, or why it was not.
+func (b *Backend) submitted(w http.ResponseWriter, j store.Job, err error) {
 	var inErr *node.InputError
 	switch {
 	case errors.As(err, &inErr):
@@ -332,6 +369,59 @@ func (b *Backend) trace(w http.ResponseWriter, r *http.Request) {
 	if err := b.Store.Trace(id, w); err != nil {
 		b.Logger.Error("trace", "job", id, "err", err)
 	}
+}
+
+// replayJob starts a replay of a job from its recording.
+func (b *Backend) replayJob(w http.ResponseWriter, r *http.Request) {
+	if b.Recorder == nil {
+		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not replay jobs")
+		return
+	}
+	var req apiv1.ReplayRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON replay request: "+err.Error())
+			return
+		}
+	}
+	j, err := b.Recorder.Replay(r.PathValue("id"), req.Upstream)
+	if b.recordingError(w, err) {
+		return
+	}
+	b.submitted(w, j, err)
+}
+
+// script answers a job's recording as a fake model script.
+func (b *Backend) script(w http.ResponseWriter, r *http.Request) {
+	if b.Recorder == nil {
+		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not record jobs")
+		return
+	}
+	data, err := b.Recorder.Script(r.PathValue("id"))
+	if b.recordingError(w, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(data)
+}
+
+// recordingError answers the errors of a job's recording; false for others.
+func (b *Backend) recordingError(w http.ResponseWriter, err error) bool {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		b.jobError(w, err)
+	case errors.Is(err, ErrNotRecorded):
+		writeError(w, http.StatusConflict, apiv1.CodeNotRecorded, err.Error())
+	case errors.Is(err, ErrLive):
+		writeError(w, http.StatusConflict, apiv1.CodeLive, err.Error())
+	default:
+		return false
+	}
+	return true
 }
 
 func (b *Backend) listSecrets(w http.ResponseWriter, r *http.Request) {

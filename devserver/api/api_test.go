@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,6 +56,50 @@ func (n *fakeNode) Cancel(id string) bool {
 	return n.st.FinishJob(id, store.StatusCancelled, "cancelled", nil) == nil
 }
 
+// fakeRecorder records and replays as the dev server does, without running anything: a job that
+// has not ended is live, one whose input is "unrecorded" was not recorded.
+type fakeRecorder struct {
+	node     *fakeNode
+	recorded []string
+}
+
+func (r *fakeRecorder) SubmitRecorded(agent, input string) (store.Job, error) {
+	j, err := r.node.Submit(agent, input)
+	if err == nil {
+		r.recorded = append(r.recorded, j.ID)
+	}
+	return j, err
+}
+
+func (r *fakeRecorder) recording(id string) (store.Job, error) {
+	j, err := r.node.st.GetJob(id)
+	switch {
+	case err != nil:
+		return j, err
+	case j.InputText == "unrecorded":
+		return j, fmt.Errorf("%w: job %s", ErrNotRecorded, id)
+	}
+	return j, nil
+}
+
+func (r *fakeRecorder) Replay(id string, upstream bool) (store.Job, error) {
+	j, err := r.recording(id)
+	if err != nil {
+		return j, err
+	}
+	if !j.Status.Terminal() {
+		return j, fmt.Errorf("%w: job %s is %s", ErrLive, id, j.Status)
+	}
+	return r.node.Submit(j.Agent, j.InputText)
+}
+
+func (r *fakeRecorder) Script(id string) ([]byte, error) {
+	if _, err := r.recording(id); err != nil {
+		return nil, err
+	}
+	return []byte("rules: []\n"), nil
+}
+
 // fakeSecrets keeps the tenant's secrets in memory.
 type fakeSecrets struct {
 	mu sync.Mutex
@@ -98,6 +143,7 @@ type testAPI struct {
 	st     *store.Store
 	node   *fakeNode
 	inbox  *approvals.Inbox
+	rec    *fakeRecorder
 	client *client.Client
 }
 
@@ -109,8 +155,9 @@ func newTestAPI(t *testing.T) *testAPI {
 	}
 	t.Cleanup(func() { st.Close() })
 	a := &testAPI{t: t, token: apiv1.NewToken(), st: st, node: &fakeNode{st: st}, inbox: approvals.New(st)}
+	a.rec = &fakeRecorder{node: a.node}
 	srv := httptest.NewServer(Handler(&Backend{
-		Token: a.token, Store: st, Node: a.node, Inbox: a.inbox,
+		Token: a.token, Store: st, Node: a.node, Inbox: a.inbox, Recorder: a.rec,
 		Secrets: &fakeSecrets{m: map[string]apiv1.SecretMeta{}},
 		Info:    func() apiv1.Info { return apiv1.Info{Version: "test", Agents: []apiv1.AgentInfo{{Name: "hello"}}} },
 		Logger:  slog.New(slog.DiscardHandler),
@@ -539,4 +586,47 @@ func mustMarshal(v any) []byte {
 		panic(err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func TestRecordAndReplay(t *testing.T) {
+	a := newTestAPI(t)
+	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","record":true}`); st != 201 || len(a.rec.recorded) != 1 || !strings.Contains(body, a.rec.recorded[0]) {
+		t.Fatalf("a recorded job: %d %s", st, body)
+	}
+	live := a.rec.recorded[0]
+	for _, tc := range []struct {
+		path, body string
+		status     int
+		code       string
+	}{
+		{"/api/v1/jobs/" + live + "/replay", "", 409, apiv1.CodeLive},
+		{"/api/v1/jobs/job_nope/replay", `{"upstream":true}`, 404, apiv1.CodeNotFound},
+		{"/api/v1/jobs/" + live + "/replay", `{"upstream":`, 400, apiv1.CodeBadRequest},
+	} {
+		st, body := a.call("POST", tc.path, tc.body)
+		var e apiv1.ErrorBody
+		if st != tc.status || json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != tc.code {
+			t.Errorf("POST %s %s: %d %s, want %d %s", tc.path, tc.body, st, body, tc.status, tc.code)
+		}
+	}
+	a.st.SetStatus(live, store.StatusRunning, "")
+	a.st.FinishJob(live, store.StatusSucceeded, "", json.RawMessage(`"ok"`))
+	j, err := a.client.Replay(t.Context(), live, false)
+	if err != nil || j.Agent != "hello" || j.InputText != "hi" || j.ID == live {
+		t.Fatalf("a replay: %+v %v", j, err)
+	}
+	if data, err := a.client.Script(t.Context(), live); err != nil || string(data) != "rules: []\n" {
+		t.Errorf("the script: %q %v", data, err)
+	}
+	un, _ := a.node.Submit("hello", "unrecorded")
+	a.st.FinishJob(un.ID, store.StatusCancelled, "cancelled", nil)
+	for _, call := range []func() error{
+		func() error { _, err := a.client.Replay(t.Context(), un.ID, false); return err },
+		func() error { _, err := a.client.Script(t.Context(), un.ID); return err },
+	} {
+		var apiErr *client.APIError
+		if err := call(); !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.Code != apiv1.CodeNotRecorded {
+			t.Errorf("a job that was not recorded: %v", err)
+		}
+	}
 }

@@ -371,3 +371,32 @@ func jsonType(v any) string {
 	}
 	return "a value"
 }
+
+// Conversation is what a script's match sees of a request: Describe reads it as the server does.
+type Conversation struct {
+	Model          string
+	System         string   // the system prompt (Anthropic's system; OpenAI's system and developer messages), joined by newlines
+	User           string   // the text of the last user message that has text
+	HasUser        bool     // whether a user message has text
+	Tools          []string // the names of the tools offered
+	ToolResult     bool     // the conversation ends with a tool result
+	ToolResultText string   // its text
+	Stream         bool
+}
+
+// Describe reads a Messages request (api Anthropic) or a Chat Completions request (OpenAI) as a
+// script's rules see it; a request the server would refuse gives its error message.
+func Describe(api string, body []byte) (Conversation, error) {
+	var c *convo
+	var e *apiError
+	if api == OpenAI {
+		c, e = parseOpenAI(body)
+	} else {
+		c, e = parseAnthropic(body, false)
+	}
+	if e != nil {
+		return Conversation{}, fmt.Errorf("%s", e.message)
+	}
+	return Conversation{Model: c.model, System: c.system, User: c.user, HasUser: c.hasUser,
+		Tools: c.tools, ToolResult: c.toolResult, ToolResultText: c.toolResultText, Stream: c.stream}, nil
+}

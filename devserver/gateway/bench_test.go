@@ -263,12 +263,12 @@ func BenchmarkSustained1000(b *testing.B) {
 // handler called directly, its upstream a RoundTripper that calls the fake in process. It is the
 // floor of the added latency, and what to profile (-cpuprofile) to see where the time goes.
 func BenchmarkHandlerInProcess(b *testing.B) {
-	for _, stream := range []bool{false, true} {
-		name := "messages"
-		if stream {
-			name = "messages-stream"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name              string
+		stream, recording bool
+	}{{"messages", false, false}, {"messages-stream", true, false}, {"messages-recorded", false, true}, {"messages-stream-recorded", true, true}} {
+		stream := tc.stream
+		b.Run(tc.name, func(b *testing.B) {
 			s, _ := fakemodel.ParseScript("bench.yaml", []byte(benchScript))
 			fake := fakemodel.New(s)
 			fake.KeepRequests = -1
@@ -277,7 +277,7 @@ func BenchmarkHandlerInProcess(b *testing.B) {
 				Transport: inProcess{fake}})
 			rec := FakeRecord("http://fake.invalid")
 			rec.Secret = "K"
-			key := keys.Issue(Grant{Job: "job_bench", Agent: "bench", Record: rec})
+			key := keys.Issue(Grant{Job: "job_bench", Agent: "bench", Record: rec, Recording: tc.recording})
 			body := anthBody
 			if stream {
 				body = `{"model":"fake-model","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hello"}]}`

@@ -111,6 +111,7 @@ func (c *call) forward(body []byte, info reqInfo) {
 	defer resp.Body.Close()
 	c.rec.TTFB = time.Since(c.rec.Start)
 	c.watchdog.Reset(g.idle)
+	c.answered = true
 
 	h := c.w.Header()
 	hop = connectionTokens(resp.Header)
@@ -130,6 +131,10 @@ func (c *call) forward(body []byte, info reqInfo) {
 	}
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
 	sse := ok2xx && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if k := c.capture; k != nil {
+		k.ex.ContentType = resp.Header.Get("Content-Type")
+		k.ex.Streamed = sse
+	}
 	if sse {
 		c.rec.Streamed = true
 		delete(h, "Content-Length")
@@ -194,6 +199,7 @@ func (c *call) abortReason() string {
 }
 
 func (c *call) writeHeader(status int) {
+	c.answerBegins()
 	c.w.WriteHeader(status)
 	c.rec.Status = status
 	c.wroteHeader = true
@@ -231,7 +237,7 @@ func (c *call) whole(resp *http.Response, wantUsage bool) {
 	}
 	maskInPlace(buf, c.keyBytes)
 	c.writeHeader(resp.StatusCode)
-	if _, err := c.w.Write(buf); err != nil {
+	if _, err := (clientWriter{c}).Write(buf); err != nil {
 		c.clientWriteFailed()
 		return
 	}
@@ -257,7 +263,7 @@ func (c *call) bodyFailed(status int, part []byte, err error) {
 		}
 		maskInPlace(part, c.keyBytes)
 		c.writeHeader(status)
-		c.w.Write(part)
+		clientWriter{c}.Write(part)
 	}
 	if reason != AbortClient {
 		c.rec.Error = c.mask("the upstream answer was cut short: " + err.Error())
@@ -270,7 +276,7 @@ func (c *call) copyThrough(resp *http.Response, wantUsage bool) {
 	pooled := bufPool.Get().(*[]byte)
 	defer bufPool.Put(pooled)
 	buf := *pooled
-	mw := &maskWriter{w: c.w, key: c.keyBytes}
+	mw := &maskWriter{w: clientWriter{c}, key: c.keyBytes}
 	var captured []byte
 	c.writeHeader(resp.StatusCode)
 	for {
@@ -317,7 +323,7 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 	defer bufPool.Put(pooled)
 	buf := *pooled
 	rc := http.NewResponseController(c.w)
-	mw := &maskWriter{w: c.w, key: c.keyBytes}
+	mw := &maskWriter{w: clientWriter{c}, key: c.keyBytes}
 	sp := &sseParser{face: c.rt.face, strip: info.injected}
 	c.writeHeader(resp.StatusCode)
 	if flush(rc) != nil {
@@ -382,7 +388,7 @@ func flush(rc *http.ResponseController) error {
 func (c *call) endStream(mw *maskWriter, rc *http.ResponseController, e *gwError) {
 	c.rec.Error = e.msg
 	mw.Flush()
-	c.w.Write(e.event(c.rt.face))
+	clientWriter{c}.Write(e.event(c.rt.face))
 	rc.Flush()
 }
 

@@ -64,6 +64,9 @@ type Config struct {
 	// MaxRequestBytes is the largest request body accepted; a larger one gets 413.
 	// 0: DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
+	// batch (after.go); 0: none.
+	MeterLinger time.Duration
 }
 
 // Gateway is the model gateway, an http.Handler. It is safe for concurrent use.
@@ -76,6 +79,8 @@ type Gateway struct {
 	idle        time.Duration
 	respTimeout time.Duration
 	maxBody     int64
+	linger      time.Duration
+	after       *afterQueue
 
 	mu   sync.Mutex
 	jobs map[string]*jobState
@@ -90,6 +95,9 @@ type jobState struct {
 	cost     float64
 	sessions map[string]*sessionState // by session key
 	live     map[*call]struct{}
+	// order is the job's calls not yet handed to the meter, in the order their answers began
+	// (after.go).
+	order []*call
 }
 
 type sessionState struct {
@@ -130,8 +138,8 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, rt: cfg.Transport,
-		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes,
-		jobs: map[string]*jobState{},
+		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger,
+		jobs: map[string]*jobState{}, after: newAfterQueue(),
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -149,6 +157,7 @@ func New(cfg Config) (*Gateway, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxRequestBytes
 	}
+	go g.afterLoop()
 	return g, nil
 }
 
@@ -292,13 +301,19 @@ type call struct {
 	counted     bool // a step: admitted against the limits and accounted for
 	registered  bool
 
-	writeDeadline bool // Kill set a write deadline on the response (guarded by js.mu)
+	writeDeadline bool     // Kill set a write deadline on the response (guarded by js.mu)
+	capture       *capture // what the client got, when the grant keeps its calls
+	answered      bool     // an answer came, from upstream or a recording
+	queued        bool     // in its job's order (guarded by js.mu)
+	ended         bool     // finished, end filled in (guarded by js.mu)
+	end           endedCall
 }
 
 // ServeHTTP serves one call.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{g: g, w: w, r: r}
 	c.rec.Start = time.Now()
+	g.after.begin()
 	c.serve()
 	c.finish()
 	if c.abortConn {
@@ -314,6 +329,7 @@ func (c *call) fail(e *gwError) {
 	if c.wroteHeader || c.clientGone {
 		return
 	}
+	c.answerBegins()
 	e.write(c.w, c.rt.face)
 	c.rec.Status = e.status
 	c.wroteHeader = true
@@ -361,6 +377,7 @@ func (c *call) serve() {
 	}
 	c.grant, c.key = grant, key
 	c.rec.Job, c.rec.Agent, c.rec.Record = grant.Job, grant.Agent, grant.Record.Name
+	c.js = g.job(grant.Job)
 
 	// Oz0-Job and Oz0-Agent: taken from the key when absent, and must match it when present.
 	if h, ok := headerValue(r.Header, "Oz0-Job"); ok && h != grant.Job {
@@ -388,6 +405,7 @@ func (c *call) serve() {
 	}
 
 	// The body: the model (mapped when the record maps it), whether it streams, include_usage.
+	sent := body // as the client sent it, for a recording
 	var info reqInfo
 	if rt.ep == EndpointMessages || rt.ep == EndpointChat || rt.ep == EndpointCountTokens {
 		body, info = rewriteRequest(body, rt.face, grant.Record.Models)
@@ -398,12 +416,18 @@ func (c *call) serve() {
 	}
 	c.counted = rt.ep == EndpointMessages || rt.ep == EndpointChat
 
-	c.js = g.job(grant.Job)
 	c.ctx, c.cancel = context.WithCancelCause(r.Context()) // before admit: Kill may cancel from then on
 	if e, limit := c.admit(); e != nil {
 		c.refuse(limit, e)
 		g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
 			slog.String("job", grant.Job), slog.String("agent", grant.Agent), slog.String("limit", limit), slog.String("reason", e.msg))
+		return
+	}
+
+	if grant.Recording {
+		c.capture = newCapture(c, sent)
+	}
+	if grant.Replay != nil && c.replay(grant.Replay, sent) {
 		return
 	}
 
@@ -473,7 +497,20 @@ func (c *call) admit() (*gwError, string) {
 
 func fmtUSD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// finish accounts for the call, meters and logs it.
+// answerBegins puts the call in its job's order as its answer begins (see after.go).
+func (c *call) answerBegins() {
+	if js := c.js; js != nil {
+		js.mu.Lock()
+		if !c.queued {
+			c.queued = true
+			js.order = append(js.order, c)
+		}
+		js.mu.Unlock()
+	}
+}
+
+// finish accounts for the call and hands it to the meter goroutine, which meters and logs it
+// once the client has its answer.
 func (c *call) finish() {
 	if c.watchdog != nil {
 		c.watchdog.Stop()
@@ -482,7 +519,8 @@ func (c *call) finish() {
 		c.cancel(nil)
 	}
 	c.rec.Latency = time.Since(c.rec.Start)
-	if c.rec.Priced = c.grant != nil && c.grant.Record.Prices != nil; c.rec.Priced {
+	// A call answered from a recording cost nothing.
+	if c.rec.Priced = c.grant != nil && c.grant.Record.Prices != nil && !c.rec.Replayed; c.rec.Priced {
 		c.rec.CostUSD = c.grant.Record.Prices.Cost(c.rec.Usage)
 	}
 	if c.rec.Status == 0 && c.clientGone {
@@ -491,9 +529,22 @@ func (c *call) finish() {
 	if c.keyBytes != nil {
 		c.rec.Error = c.mask(c.rec.Error)
 	}
-	if c.js != nil && c.registered {
-		js := c.js
-		js.mu.Lock()
+	if k := c.capture; k != nil && c.answered {
+		c.rec.Exchange = k.exchange(c.rec.Status)
+	}
+	c.end = endedCall{rec: c.rec, method: c.r.Method, path: c.r.URL.Path, metered: c.grant != nil}
+	q := c.g.after
+	q.waitRoom()
+	js := c.js
+	if js == nil {
+		if !q.push(c.end) {
+			c.g.report([]endedCall{c.end}, nil)
+			q.finished(1)
+		}
+		return
+	}
+	js.mu.Lock()
+	if c.registered {
 		if c.writeDeadline {
 			http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
 		}
@@ -505,20 +556,40 @@ func (c *call) finish() {
 			c.ss.usage = c.ss.usage.Add(c.rec.Usage)
 			c.ss.cost += c.rec.CostUSD
 		}
-		js.mu.Unlock()
 	}
-	if c.grant != nil && c.g.meter != nil {
-		c.g.meter.Record(c.rec)
+	c.ended = true
+	if !c.queued {
+		c.queued = true
+		js.order = append(js.order, c)
 	}
-	if c.g.log.Enabled(c.r.Context(), slog.LevelInfo) {
-		c.logCall()
+	// Hand over the ended calls at the head of the job's order, under its lock: a later call of
+	// the job never reaches the meter before an earlier one.
+	n := 0
+	for n < len(js.order) && js.order[n].ended {
+		n++
+	}
+	var ready []endedCall
+	if n > 0 {
+		ready = make([]endedCall, n)
+		for i, o := range js.order[:n] {
+			ready[i] = o.end
+		}
+		rest := copy(js.order, js.order[n:])
+		clear(js.order[rest:])
+		js.order = js.order[:rest]
+	}
+	pushed := len(ready) == 0 || q.push(ready...)
+	js.mu.Unlock()
+	if !pushed { // the gateway is closed: meter here
+		c.g.report(ready, nil)
+		q.finished(len(ready))
 	}
 }
 
-func (c *call) logCall() {
-	rec := &c.rec
+func (g *Gateway) logCall(e *endedCall) {
+	rec := &e.rec
 	attrs := []slog.Attr{
-		slog.String("method", c.r.Method), slog.String("path", c.r.URL.Path), slog.Int("status", rec.Status),
+		slog.String("method", e.method), slog.String("path", e.path), slog.Int("status", rec.Status),
 		slog.String("job", rec.Job), slog.String("agent", rec.Agent), slog.String("record", rec.Record),
 		slog.String("format", string(rec.Format)), slog.String("endpoint", string(rec.Endpoint)),
 	}
@@ -550,7 +621,7 @@ func (c *call) logCall() {
 	if rec.Error != "" {
 		attrs = append(attrs, slog.String("error", rec.Error))
 	}
-	c.g.log.LogAttrs(c.r.Context(), slog.LevelInfo, "gateway: call", attrs...)
+	g.log.LogAttrs(context.Background(), slog.LevelInfo, "gateway: call", attrs...)
 }
 
 // readBody reads the request body, up to max bytes.

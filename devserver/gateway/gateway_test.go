@@ -953,3 +953,92 @@ func TestKillStalledClient(t *testing.T) {
 // rather than hanging it; far above what a loaded machine takes. How fast things happen is for
 // the benchmarks (BenchmarkKillToStreamEnd).
 const liveness = 30 * time.Second
+
+// blockingMeter holds the meter goroutine in its first Record until released.
+type blockingMeter struct {
+	MemMeter
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (m *blockingMeter) Record(c Call) {
+	m.once.Do(func() {
+		close(m.entered)
+		<-m.release
+	})
+	m.MemMeter.Record(c)
+}
+
+// The meter runs after the client has its answer: a meter that blocks (a store waiting for its
+// commit) delays no answer, and a session's calls still reach it in the order they were made.
+func TestMeterOffTheAnswersPath(t *testing.T) {
+	m := &blockingMeter{entered: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, helloScript, withConfig(func(c *Config) { c.Meter = m }))
+	key := e.issue("job_m", "agent", Limits{}, Budget{})
+	const n = 50
+	for i := range n {
+		r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody)
+		if r.status != 200 {
+			t.Fatalf("call %d: %d %s", i+1, r.status, r.body)
+		}
+		if i == 0 {
+			<-m.entered // the first call is in the meter, which is stuck there from now on
+		}
+	}
+	if got := len(m.Job("job_m")); got != 0 {
+		t.Fatalf("%d calls metered while the meter was blocked", got)
+	}
+	close(m.release)
+	e.gw.Flush()
+	calls := m.Job("job_m")
+	if len(calls) != n {
+		t.Fatalf("%d calls metered, want %d", len(calls), n)
+	}
+	for i, c := range calls {
+		if c.Step != i+1 {
+			t.Fatalf("metered call %d is step %d: out of order", i+1, c.Step)
+		}
+	}
+}
+
+// batchMeter records the batches a BatchMeter gets.
+type batchMeter struct {
+	mu      sync.Mutex
+	batches [][]Call
+}
+
+func (m *batchMeter) Record(c Call) { m.RecordBatch([]Call{c}) }
+
+func (m *batchMeter) RecordBatch(cs []Call) {
+	m.mu.Lock()
+	m.batches = append(m.batches, append([]Call(nil), cs...))
+	m.mu.Unlock()
+}
+
+// With a linger, calls are metered in batches, every one, in order.
+func TestMeterLingerBatches(t *testing.T) {
+	m := &batchMeter{}
+	e := newEnv(t, helloScript, withConfig(func(c *Config) { c.Meter = m; c.MeterLinger = 20 * time.Millisecond }))
+	key := e.issue("job_l", "agent", Limits{}, Budget{})
+	const n = 30
+	for i := range n {
+		if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody); r.status != 200 {
+			t.Fatalf("call %d: %d", i+1, r.status)
+		}
+	}
+	e.gw.Flush()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	step := 0
+	for _, b := range m.batches {
+		for _, c := range b {
+			if step++; c.Step != step {
+				t.Fatalf("call %d metered as step %d", step, c.Step)
+			}
+		}
+	}
+	if step != n {
+		t.Errorf("%d calls metered, want %d", step, n)
+	}
+}

@@ -149,6 +149,7 @@ func newEnv(t *testing.T, script string, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.gw.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/gateway/", http.StripPrefix("/gateway", e.gw))
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +158,7 @@ func newEnv(t *testing.T, script string, opts ...envOpt) *env {
 	t.Cleanup(e.srv.Close)
 	// Whatever the test did, the tenant key never reached a client or a log line.
 	t.Cleanup(func() {
+		e.gw.Flush()
 		if strings.Contains(e.out.String(), tenantKey) {
 			t.Errorf("the tenant key appears in what the gateway sent to a client:\n%s", e.out.String())
 		}

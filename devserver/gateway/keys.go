@@ -16,6 +16,10 @@ type Grant struct {
 	Record Record
 	Limits Limits // per session (per key)
 	Budget Budget // per job (all its keys together)
+	// Recording keeps each call that got an answer as Call.Exchange.
+	Recording bool
+	// Replay, when set, answers the session's calls from a recording instead of upstream.
+	Replay Replay
 }
 
 // Limits are an agent's limits, which apply to each session: to the calls made with one key.

@@ -71,12 +71,25 @@ type Call struct {
 	Refused       string // the limit or rule that refused the call (e.g. "limits.max_steps"); "" when it went upstream
 	StreamError   string // the type of an error event the upstream sent in a stream, e.g. overloaded_error
 	Error         string // the gateway's own error, e.g. an unreachable upstream; never holds a key
+	Replayed      bool   // answered from a recording (Grant.Replay), not upstream
+	// Exchange is the call's request and answer, when its grant keeps them (Grant.Recording) and
+	// an answer came, from upstream or a recording.
+	Exchange *Exchange
 }
 
-// Meter records calls. Record is called once per call, when it ends, from the call's goroutine:
-// it must be safe for concurrent use and should not block.
+// Meter records calls. Record is called once per call, after the call has ended and the client
+// has its answer, from the gateway's one meter goroutine: a job's calls in the order their
+// answers began, so a session's calls in the order it made them. It may block (a durable write);
+// calls wait for it only when tens of thousands are queued.
 type Meter interface {
 	Record(Call)
+}
+
+// BatchMeter is a Meter that takes every call that is waiting at once, in the same order: a
+// durable store commits them together instead of one commit a call.
+type BatchMeter interface {
+	Meter
+	RecordBatch([]Call)
 }
 
 // MeterFunc is a Meter that is a function.
@@ -98,7 +111,8 @@ func (m *MemMeter) Record(c Call) {
 	m.mu.Unlock()
 }
 
-// Calls returns the calls recorded so far, in the order they ended.
+// Calls returns the calls recorded so far, in the order they were metered (a job's in the order
+// their answers began).
 func (m *MemMeter) Calls() []Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -76,6 +76,7 @@ type world struct {
 	node    *node.Node
 	store   *store.Store
 	meter   *gateway.MemMeter
+	gw      *gateway.Gateway
 	tempDir string
 }
 
@@ -97,11 +98,14 @@ func newWorld(t *testing.T, p *plugin.Plugin, change func(*node.Config)) *world 
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.gw = gw
 	gwServer := httptest.NewServer(gw)
 	cfg := node.Config{
 		Store: st, Keys: keys, Gateway: gw, GatewayURL: gwServer.URL,
 		Plugins: plugins{p}, Records: records{gateway.FakeRecord(upstream.URL)},
 		TempDir: w.tempDir, Grace: 3 * time.Second,
+		// As the dev server waits for its meter: the job's calls are metered before it ends.
+		BeforeEnd: func(string) { gw.Flush() },
 	}
 	if change != nil {
 		change(&cfg)
@@ -114,6 +118,7 @@ func newWorld(t *testing.T, p *plugin.Plugin, change func(*node.Config)) *world 
 			t.Errorf("closing the node: %v", err)
 		}
 		gwServer.Close()
+		gw.Close()
 		upstream.Close()
 		if err := st.Close(); err != nil {
 			t.Errorf("closing the store: %v", err)

@@ -73,6 +73,37 @@ type Config struct {
 	// BeforeEnd is called when a session has ended, before the job's end is recorded: the dev
 	// server waits there for the job's model calls still being metered.
 	BeforeEnd func(job string)
+	// Record keeps every job's model calls (gateway.Grant.Recording), for replay.
+	Record bool
+}
+
+// Replay is a recording that answers a replayed job's model calls (package recording).
+type Replay interface {
+	gateway.Replay
+	// Divergence says how the session departed from the recording once it has ended; "" when
+	// it did not. A job whose session departed fails with it.
+	Divergence() string
+	// WentUpstream says where the replay left the recording for the upstream; "" when it did not.
+	WentUpstream() string
+}
+
+// SubmitOptions are what a job may have beyond its agent and input.
+type SubmitOptions struct {
+	// Record keeps the job's model calls, for replay (as Config.Record does for every job).
+	Record bool
+	// Replay answers the job's model calls from a recording.
+	Replay Replay
+	// Model is the model the job runs on, as another job ran it: the record of that name among
+	// the tenant's (or, when it is gone, a record of that name that reaches no upstream) and the
+	// model name the session is told. nil: the agent's model, resolved as always.
+	Model *ModelAs
+}
+
+// ModelAs names a job's model as a recorded job had it.
+type ModelAs struct {
+	Record string
+	Name   string
+	Format gateway.Format // the format the session spoke; "" the harness's first that the record takes
 }
 
 // TextStream masks a stream of texts cut anywhere: Write returns what may be shown now, Flush
@@ -113,6 +144,7 @@ type Job struct {
 	tools    map[string]string
 	deciders map[string]string // permission id → who decided
 	rec      *recorder
+	opts     SubmitOptions
 	says     TextStream // the job's says, masked as one stream
 
 	// Once the session's last line (its result or error) has come, what stdout brings after it
@@ -180,6 +212,11 @@ var ErrClosed = errors.New("the node is shutting down")
 
 // Submit makes a job for agent with input as the user gave it, and starts it.
 func (n *Node) Submit(agentName, input string) (store.Job, error) {
+	return n.SubmitWith(agentName, input, SubmitOptions{})
+}
+
+// SubmitWith is Submit with options: a recorded job, a replayed one.
+func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Job, error) {
 	p, a := n.findAgent(agentName)
 	if a == nil {
 		var names []string
@@ -193,8 +230,10 @@ func (n *Node) Submit(agentName, input string) (store.Job, error) {
 	if err != nil {
 		return store.Job{}, err
 	}
-	model, err := jobspec.ResolveModel(n.cfg.Records.Records(), h, a)
-	if err != nil {
+	var model jobspec.Model
+	if opts.Model != nil {
+		model = modelAs(n.cfg.Records.Records(), h, *opts.Model)
+	} else if model, err = jobspec.ResolveModel(n.cfg.Records.Records(), h, a); err != nil {
 		return store.Job{}, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
 	n.mu.Lock()
@@ -215,12 +254,41 @@ func (n *Node) Submit(agentName, input string) (store.Job, error) {
 	}
 	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: model.Record,
 		spec:  jobspec.Job{ID: j.ID, Plugin: p, Harness: h, Agent: a, Input: in, Model: model},
-		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}}
+		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}, opts: opts}
 	n.mu.Lock()
 	n.running[j.ID] = job
 	n.mu.Unlock()
 	go n.run(job)
 	return j, nil
+}
+
+// modelAs is the model of a job that runs as another ran: its record by name, or, when the
+// tenant's records have none of that name any more, a record of that name that reaches no
+// upstream (a replay answers from its recording, with no key).
+func modelAs(records []gateway.Record, h *plugin.Harness, m ModelAs) jobspec.Model {
+	var rec *gateway.Record
+	for i := range records {
+		if records[i].Name == m.Record {
+			rec = &records[i]
+			break
+		}
+	}
+	format := m.Format
+	if rec == nil {
+		if format == "" && len(h.Formats) > 0 {
+			format = gateway.Format(h.Formats[0])
+		}
+		rec = &gateway.Record{Name: m.Record, Formats: []gateway.Format{format}}
+	}
+	if format == "" {
+		for _, f := range h.Formats {
+			if rec.Takes(gateway.Format(f)) {
+				format = gateway.Format(f)
+				break
+			}
+		}
+	}
+	return jobspec.Model{Record: *rec, Format: format, Name: m.Name}
 }
 
 func (n *Node) findAgent(name string) (*plugin.Plugin, *plugin.Agent) {

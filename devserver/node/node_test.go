@@ -160,6 +160,7 @@ func TestEndRecordedAfterBeforeEnd(t *testing.T) {
 	var callsAtBeforeEnd int
 	w = newWorld(t, loadPlugin(t, map[string]string{"triage": ""}), func(c *node.Config) {
 		c.BeforeEnd = func(job string) {
+			w.gw.Flush() // as the dev server waits for its meter
 			j, err := w.store.GetJob(job)
 			if err != nil {
 				t.Error(err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
 )
@@ -32,12 +34,42 @@ func newRecorder(s *store.Store, job string, log *slog.Logger) *recorder {
 // add queues an event; it blocks while the queue is full, which slows the harness down rather
 // than losing events.
 func (r *recorder) add(typ string, data any) {
-	b, err := json.Marshal(data)
-	if err != nil {
-		r.log.Error("event not encodable", "job", r.job, "type", typ, "err", err)
-		return
+	b, ok := data.(json.RawMessage) // encoded already (sayJSON)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			r.log.Error("event not encodable", "job", r.job, "type", typ, "err", err)
+			return
+		}
 	}
 	r.queue <- store.NewEvent{Type: typ, Data: b}
+}
+
+// sayJSON is a say event's data, the bytes json.Marshal writes, without reflection when the text
+// needs no escaping.
+func sayJSON(text string) json.RawMessage {
+	if !plainJSONText(text) {
+		b, _ := json.Marshal(sayData{text}) // a string always encodes
+		return b
+	}
+	b := make([]byte, 0, len(text)+11)
+	b = append(b, `{"text":"`...)
+	b = append(b, text...)
+	return append(b, `"}`...)
+}
+
+// plainJSONText reports whether json.Marshal writes s as it is, between quotes.
+func plainJSONText(s string) bool {
+	high := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		case c >= 0x80:
+			high = true
+		}
+	}
+	return !high || utf8.ValidString(s) && !strings.ContainsRune(s, '\u2028') && !strings.ContainsRune(s, '\u2029')
 }
 
 // close writes what is queued and stops.

@@ -39,7 +39,12 @@ func (n *Node) run(job *Job) {
 		n.cfg.Logger.Error("job could not start", "job", job.ID, "err", err)
 		return
 	}
-	key := n.cfg.Keys.Issue(job.spec.Grant())
+	grant := job.spec.Grant()
+	grant.Recording = n.cfg.Record || job.opts.Record
+	if job.opts.Replay != nil {
+		grant.Replay = job.opts.Replay
+	}
+	key := n.cfg.Keys.Issue(grant)
 	// Deferred calls run last first: revoke the job's keys, then forget its account, so that no
 	// call can land between them and make the account anew.
 	defer n.cfg.Gateway.Forget(job.ID)
@@ -96,7 +101,7 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	case harnesskit.Say:
 		if ev.Kind == harnesskit.EventSay {
 			if text := job.says.Write(m.Text); text != "" {
-				job.add(store.EventSay, sayData{text}) // the hot path: a struct, not a map
+				job.add(store.EventSay, sayJSON(text)) // the hot path: encoded without reflection
 			}
 			return
 		}
@@ -177,8 +182,20 @@ func (n *Node) decisionData(job *Job, m harnesskit.Permission, by string) map[st
 }
 
 // end records the session's end as the job's: the last line the harness wrote, what came after
-// it, and the job's status.
+// it, and the job's status. A replayed job whose session departed from its recording fails with
+// how it departed, however the session ended.
 func (n *Node) end(job *Job, end harnesskit.End) {
+	if rp := job.opts.Replay; rp != nil && end.Status != harnesskit.Cancelled {
+		if d := rp.Divergence(); d != "" {
+			reason := "replay: " + d
+			n.append(job.ID, store.EventError, map[string]any{"message": reason})
+			n.finish(job.ID, store.StatusFailed, reason, nil)
+			return
+		}
+		if w := rp.WentUpstream(); w != "" {
+			n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": "replay: went upstream from here on: " + w})
+		}
+	}
 	switch end.Status {
 	case harnesskit.Completed:
 		output := json.RawMessage(n.cfg.Mask(end.Output))

@@ -174,3 +174,41 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("a's masker: %q", got)
 	}
 }
+
+// Get sees another process's change within GetRecheck, and at once after Reload; its own at once.
+func TestGetSeesOtherWriters(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	if err := s.Set("K", "one"); err != nil {
+		t.Fatal(err)
+	}
+	other := open(t, dir)
+	if err := other.Set("K", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Get("K"); v != "two" {
+		t.Fatalf("after Reload: %q", v)
+	}
+	if err := other.Set("K", "three"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * GetRecheck)
+	for {
+		if v, _ := s.Get("K"); v == "three" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Get did not see another writer's change in %s", 10*GetRecheck)
+		}
+		time.Sleep(GetRecheck / 10)
+	}
+	if err := s.Set("K", "four"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Get("K"); v != "four" {
+		t.Fatalf("its own change: %q", v)
+	}
+}

@@ -104,6 +104,12 @@
 // Write functions (Store.write) return the changes they made. UsageByRecord sums the model calls
 // by agent, model record and model.
 //
+// # Recorded model calls
+//
+// A recorded job's model calls (AppendBatchWithExchanges) are kept on their model_call events,
+// in a column of their own (exchange.go), masked like event data and written in the event's
+// commit; Exchanges reads them back. The live stream and the trace never carry a call's megabytes.
+//
 // # Secrets
 //
 // SetMasker's function is applied to everything the store writes: event data, the job's input,

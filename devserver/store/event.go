@@ -95,9 +95,10 @@ func validType(t string) bool {
 }
 
 type pendingEvent struct {
-	typ   string
-	data  json.RawMessage
-	usage *usageDelta
+	typ      string
+	data     json.RawMessage
+	usage    *usageDelta
+	exchange json.RawMessage
 }
 
 type usageDelta struct {
@@ -179,6 +180,14 @@ func (s *Store) Append(job, typ string, data json.RawMessage) (Event, error) {
 // AppendBatch appends events to one job in order, atomically (all or none), with consecutive
 // Seqs, in one commit: the fastest way to write many.
 func (s *Store) AppendBatch(job string, events []NewEvent) ([]Event, error) {
+	return s.AppendBatchWithExchanges(job, events, nil)
+}
+
+// AppendBatchWithExchanges is AppendBatch with recorded model calls: exchanges[i], when not
+// empty, is the request and answer of the model call events[i] (any JSON, masked like event
+// data), kept with the event in the same commit and read back by Exchanges; the live stream and
+// the trace never carry it.
+func (s *Store) AppendBatchWithExchanges(job string, events []NewEvent, exchanges []json.RawMessage) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
@@ -187,6 +196,11 @@ func (s *Store) AppendBatch(job string, events []NewEvent) ([]Event, error) {
 		pe, err := s.prepEvent(ne.Type, ne.Data)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		if i < len(exchanges) && len(exchanges[i]) > 0 {
+			if pe.exchange, err = s.prepJSON("the recorded model call", exchanges[i]); err != nil {
+				return nil, fmt.Errorf("event %d: %w", i, err)
+			}
 		}
 		o.events[i] = pe
 	}

@@ -80,6 +80,10 @@ var migrations = []migration{
 			created_at INTEGER NOT NULL
 		)`,
 	}},
+	{"recorded model calls", []string{
+		// A recorded model call's request and answer, on its model_call event; NULL for others.
+		`ALTER TABLE events ADD COLUMN exchange TEXT`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

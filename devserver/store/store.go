@@ -51,7 +51,7 @@ type Options struct {
 	MaxBatch int
 	// LiveBuffer is how many live events a subscriber may fall behind before it is switched back to
 	// catching up from the database, and how many changes a watcher of the change feed may fall
-	// behind before it is told to read everything again (default 1024).
+	// behind before it is told to read everything again (default twice MaxBatch).
 	LiveBuffer int
 }
 
@@ -63,7 +63,10 @@ func (o *Options) defaults() {
 		o.MaxBatch = 4096
 	}
 	if o.LiveBuffer <= 0 {
-		o.LiveBuffer = 1024
+		// Twice a group commit: a batch the writer publishes at once never overflows a
+		// subscriber that keeps up (with less, a chatty harness's every large batch sent its
+		// live streams back to reading the database).
+		o.LiveBuffer = 2 * o.MaxBatch
 	}
 }
 

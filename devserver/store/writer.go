@@ -55,7 +55,7 @@ func (o *op) size() (events, bytes int) {
 		return 1, len(o.reason) + len(o.output)
 	}
 	for _, e := range o.events {
-		bytes += len(e.data)
+		bytes += len(e.data) + len(e.exchange)
 	}
 	return len(o.events), bytes
 }
@@ -108,6 +108,7 @@ type writerState struct {
 
 	beginStmt, commitStmt, rollbackStmt *sql.Stmt
 	insEvents                           map[int]*sql.Stmt // by row count
+	insExchange                         *sql.Stmt         // one event with its recorded model call
 	selJob, maxSeq, updStatus           *sql.Stmt
 	insJob, updUsage                    *sql.Stmt
 	batch                               []*op
@@ -120,7 +121,7 @@ type writerState struct {
 type row struct {
 	job, seq, time int64
 	typ            string
-	data           json.RawMessage
+	data, exchange json.RawMessage
 }
 
 func (w *writerState) init(s *Store) {
@@ -152,6 +153,7 @@ func (w *writerState) prepare() error {
 		q := `INSERT INTO events (job, seq, time, type, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, k-1)
 		w.insEvents[k] = p(q)
 	}
+	w.insExchange = p(`INSERT INTO events (job, seq, time, type, data, exchange) VALUES (?, ?, ?, ?, ?, ?)`)
 	w.selJob = p(`SELECT n, status FROM jobs WHERE id = ?`)
 	w.maxSeq = p(`SELECT coalesce(max(seq), 0) FROM events WHERE job = ?`)
 	w.updStatus = p(`UPDATE jobs SET status = ?, reason = ?, started_at = coalesce(started_at, ?), ended_at = ?, output = coalesce(?, output) WHERE n = ?`)
@@ -299,7 +301,18 @@ func (w *writerState) commit() {
 
 // flushRows inserts the pending rows, as few statements as insertChunks allow.
 func (w *writerState) flushRows() error {
-	rows := w.rows
+	// Events with a recorded model call go one by one, the others in chunks that bind no
+	// exchange: the order of rows in the table is not the events' order (seq is).
+	rows := w.rows[:0]
+	for _, r := range w.rows {
+		if r.exchange == nil {
+			rows = append(rows, r)
+			continue
+		}
+		if _, err := w.insExchange.Exec(r.job, r.seq, r.time, r.typ, bytesString(r.data), bytesString(r.exchange)); err != nil {
+			return err
+		}
+	}
 	for len(rows) > 0 {
 		for _, k := range insertChunks {
 			for len(rows) >= k {
@@ -316,6 +329,7 @@ func (w *writerState) flushRows() error {
 		}
 	}
 	clear(w.args)
+	clear(w.rows)
 	w.rows = w.rows[:0]
 	return nil
 }
@@ -358,9 +372,9 @@ func (bt *batchTx) lookup(id string) (*jobState, error) {
 }
 
 // insert assigns the next seq of js's job to an event and queues its row.
-func (bt *batchTx) insert(o *op, js *jobState, typ string, data json.RawMessage) {
+func (bt *batchTx) insert(o *op, js *jobState, typ string, data, exchange json.RawMessage) {
 	js.seq++
-	bt.w.rows = append(bt.w.rows, row{js.n, js.seq, bt.now.UnixNano(), typ, data})
+	bt.w.rows = append(bt.w.rows, row{js.n, js.seq, bt.now.UnixNano(), typ, data, exchange})
 	o.out = append(o.out, Event{Job: js.id, Seq: js.seq, Time: bt.now, Type: typ, Data: data})
 }
 
@@ -377,7 +391,7 @@ func (bt *batchTx) apply(o *op) error {
 		}
 		bt.touch(js)
 		for _, pe := range o.events {
-			bt.insert(o, js, pe.typ, pe.data)
+			bt.insert(o, js, pe.typ, pe.data, pe.exchange)
 			if pe.usage != nil {
 				js.usage.add(pe.usage)
 				js.dirty = true
@@ -400,7 +414,7 @@ func (bt *batchTx) apply(o *op) error {
 		w.jobs[j.ID] = js
 		bt.touch(js)
 		data, _ := json.Marshal(statusData{Status: j.Status})
-		bt.insert(o, js, EventStatus, data)
+		bt.insert(o, js, EventStatus, data, nil)
 		return nil
 
 	case opStatus:
@@ -487,7 +501,7 @@ func (bt *batchTx) setStatus(o *op, js *jobState, to Status, reason string, outp
 	js.status = to
 	bt.touch(js)
 	data, _ := json.Marshal(statusData{Status: to, From: from, Reason: reason})
-	bt.insert(o, js, EventStatus, data)
+	bt.insert(o, js, EventStatus, data, nil)
 	return nil
 }
 

@@ -186,6 +186,7 @@ type env struct {
 	keys     *gateway.MemResolver
 	meter    *gateway.MemMeter
 	sandbox  harnesskit.Sandbox
+	gw       *gateway.Gateway
 	jobs     atomic.Int64
 }
 
@@ -218,9 +219,11 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer gw.Close()
 	e.gwServer = httptest.NewServer(gw)
 	defer e.gwServer.Close()
 	e.sandbox = harnesskit.Sandbox{Tier: tier, Gateway: gw}
+	e.gw = gw
 
 	var targets []*target
 	for i := range p.Manifest.Harnesses {
@@ -594,11 +597,13 @@ func (s *session) checkRefused(what, how string) outcome {
 }
 
 func (e *env) maxSteps(ctx context.Context, t *target) outcome {
+	e.gw.Flush()
 	before := len(e.meter.Calls())
 	s := e.run(ctx, t, sessionSpec{maxSteps: 1, spendSteps: 1})
 	if got, ok := s.protocolOK(); !ok {
 		return failed(got)
 	}
+	e.gw.Flush() // the session's last calls may still be on their way to the meter
 	refused := 0
 	for _, c := range e.meter.Calls()[before:] {
 		if c.Refused != "" {

@@ -160,6 +160,7 @@ func runOnNode(t *testing.T, p *plugin.Plugin, agent, input string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer gw.Close()
 	gwServer := httptest.NewServer(gw)
 	defer gwServer.Close()
 	n := node.New(node.Config{

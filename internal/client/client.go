@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -155,6 +154,23 @@ func (c *Client) Cancel(ctx context.Context, id string) (apiv1.Job, error) {
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j)
 }
 
+// Replay starts a new job like id, its model calls answered from id's recording; with upstream,
+// those from the first that departs from the recording go to the model's upstream.
+func (c *Client) Replay(ctx context.Context, id string, upstream bool) (apiv1.Job, error) {
+	var j apiv1.Job
+	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/replay", apiv1.ReplayRequest{Upstream: upstream}, &j)
+}
+
+// Script returns a job's recorded model calls as a fake model script (YAML).
+func (c *Client) Script(ctx context.Context, id string) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id)+"/script", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
 // Trace copies a job's whole record, as JSON lines, to w.
 func (c *Client) Trace(ctx context.Context, id string, w io.Writer) error {
 	resp, err := c.send(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id)+"/trace", nil, nil)
@@ -183,10 +199,50 @@ func (c *Client) RemoveSecret(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/secrets/"+url.PathEscape(name), nil, nil)
 }
 
+// RawEvent is one event of a live stream as the server sent it: its seq and type (the stream's id
+// and event fields) and its JSON, an apiv1.Event as the server encoded it. JSON is valid only until
+// the callback returns. More says another event has already arrived, so a printer may wait before
+// it flushes.
+type RawEvent struct {
+	Seq  int64
+	Type string
+	JSON []byte
+	More bool
+}
+
+// Event decodes the event.
+func (r RawEvent) Event() (apiv1.Event, error) {
+	var ev apiv1.Event
+	err := json.Unmarshal(r.JSON, &ev)
+	return ev, err
+}
+
+// Terminal reports whether the event is its job's last: a status event with a terminal status.
+// Only status events are decoded.
+func (r RawEvent) Terminal() bool {
+	if r.Type != apiv1.EventStatus {
+		return false
+	}
+	ev, err := r.Event()
+	return err == nil && ev.Terminal()
+}
+
 // Events follows a job's live stream from after the event numbered after, calling fn for each
 // event in order until the job's last event. A dropped connection is resumed from the last event
 // seen, so no event is lost or repeated; reconnects is told of each resume (may be nil).
 func (c *Client) Events(ctx context.Context, job string, after int64, fn func(apiv1.Event) error, reconnects func(err error)) error {
+	return c.EventsRaw(ctx, job, after, func(r RawEvent) error {
+		ev, err := r.Event()
+		if err != nil {
+			return fmt.Errorf("the dev server sent a bad event: %w", err)
+		}
+		return fn(ev)
+	}, reconnects)
+}
+
+// EventsRaw is Events without decoding the events: what a printer of JSON lines needs, at a
+// fraction of the cost.
+func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func(RawEvent) error, reconnects func(err error)) error {
 	failures := 0
 	for {
 		last, done, err := c.follow(ctx, job, after, fn)
@@ -217,8 +273,9 @@ func (c *Client) Events(ctx context.Context, job string, after int64, fn func(ap
 }
 
 // follow reads one SSE connection. done is true when the job's terminal event was delivered or
-// fn failed.
-func (c *Client) follow(ctx context.Context, job string, after int64, fn func(apiv1.Event) error) (last int64, done bool, err error) {
+// fn failed. The stream's id and event fields give each event's seq and type, so the JSON of an
+// event is decoded only when fn asks.
+func (c *Client) follow(ctx context.Context, job string, after int64, fn func(RawEvent) error) (last int64, done bool, err error) {
 	h := http.Header{"Accept": {"text/event-stream"}}
 	resp, err := c.send(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(job)+"/events?after="+strconv.FormatInt(after, 10), nil, h)
 	if err != nil {
@@ -228,8 +285,18 @@ func (c *Client) follow(ctx context.Context, job string, after int64, fn func(ap
 	last = after
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	var data []byte
+	var ev RawEvent
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer (a large event): gather the rest.
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -242,25 +309,36 @@ func (c *Client) follow(ctx context.Context, job string, after int64, fn func(ap
 			if len(data) == 0 {
 				continue
 			}
-			var ev apiv1.Event
-			if err := json.Unmarshal(data, &ev); err != nil {
-				return last, true, fmt.Errorf("the dev server sent a bad event: %w", err)
-			}
+			ev.JSON = data
 			data = data[:0]
-			if ev.Seq <= last {
-				continue // already seen before a reconnect
+			if ev.Seq == 0 || ev.Type == "" { // a server that sends no id or event field
+				full, err := ev.Event()
+				if err != nil {
+					return last, true, fmt.Errorf("the dev server sent a bad event: %w", err)
+				}
+				ev.Seq, ev.Type = full.Seq, full.Type
 			}
-			last = ev.Seq
-			if err := fn(ev); err != nil {
-				return last, true, err
-			}
-			if ev.Terminal() {
+			seq, terminal := ev.Seq, ev.Terminal()
+			ev.More = br.Buffered() > 0
+			if seq > last {
+				last = seq
+				if err := fn(ev); err != nil {
+					return last, true, err
+				}
+				if terminal {
+					return last, true, nil
+				}
+			} // else already seen before a reconnect
+			ev = RawEvent{}
+		case bytes.HasPrefix(line, []byte("data:")):
+			data = append(data, bytes.TrimPrefix(line[5:], []byte(" "))...)
+		case bytes.HasPrefix(line, []byte("id:")):
+			ev.Seq, _ = strconv.ParseInt(string(bytes.TrimSpace(line[3:])), 10, 64)
+		case bytes.HasPrefix(line, []byte("event:")):
+			ev.Type = string(bytes.TrimSpace(line[6:]))
+			if ev.Type == "end" { // the server's own: the stream is over
 				return last, true, nil
 			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
-		case strings.HasPrefix(string(line), "event: end"):
-			return last, true, nil
 		}
 	}
 }

@@ -16,6 +16,10 @@ import (
 // TestHarness is the import path of harnesskit's Go test harness (modes: ok, flood N, hang, …).
 const TestHarness = "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness"
 
+// BareProxy is the import path of a bare httputil.ReverseProxy in a process of its own: the
+// floor the gateway's added latency is measured against.
+const BareProxy = "github.com/orchestrator-zero/oz0/internal/testbin/bareproxy"
+
 var (
 	mu    sync.Mutex
 	dir   string

@@ -85,6 +85,17 @@ type Usage struct {
 type JobRequest struct {
 	Agent string `json:"agent"`
 	Input string `json:"input"` // at most MaxInput bytes
+	// Record keeps the job's model calls, for replay (as oz0 dev --record does for every job).
+	Record bool `json:"record,omitempty"`
+}
+
+// ReplayRequest is the body of POST /api/v1/jobs/{id}/replay, which starts a new job of the
+// same agent and input whose model calls are answered from job id's recording, and answers it as
+// POST /api/v1/jobs does. Upstream sends the calls from the first that departs from the
+// recording to the model record's upstream; without it such a call fails the job with a diff.
+// GET /api/v1/jobs/{id}/script answers the recording as a fake model script (YAML).
+type ReplayRequest struct {
+	Upstream bool `json:"upstream,omitempty"`
 }
 
 // MaxInput is the most bytes a job's input may have.
@@ -369,6 +380,8 @@ const (
 	CodeNotFound      = "not_found"      // 404: no such job, approval, rule or call
 	CodeUnknownAgent  = "unknown_agent"  // 404: the dev server runs no such agent
 	CodeEnded         = "ended"          // 409: the job has already ended
+	CodeLive          = "live"           // 409: the job has not ended (a replay needs it ended)
+	CodeNotRecorded   = "not_recorded"   // 409: the job's model calls were not recorded
 	CodeDecided       = "decided"        // 409: the approval was already answered
 	CodeBadInput      = "bad_input"      // 422: the input does not fit the agent
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret

@@ -4,9 +4,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -204,6 +206,23 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		}
 		return triage(s, arg)
 	},
+	// calls makes ARG model calls one after another, each as soon as the last has answered, and
+	// answers with how many it made.
+	"calls": func(s *harness.Session, arg string) (any, error) {
+		n, _ := strconv.Atoi(arg)
+		for i := range n {
+			if _, err := s.Complete("call " + strconv.Itoa(i+1)); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	},
+	// gwbench times model calls alternated one at a time between the upstream directly, a bare
+	// proxy and the gateway (the session's own ANTHROPIC_BASE_URL and key), as the input says:
+	// {"direct": URL, "proxy": URL, "rounds": N, "stream": false}. It answers with each path's
+	// latencies in microseconds and its failed calls: {"direct": […], "proxy": […],
+	// "gateway": […], "errors": {"proxy": N, …}}.
+	"gwbench": gwbench,
 	// steps makes model calls until one fails, and answers with the error.
 	"steps": func(s *harness.Session, _ string) (any, error) {
 		for i := 0; ; i++ {
@@ -212,6 +231,86 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 			}
 		}
 	},
+}
+
+func gwbench(s *harness.Session, _ string) (any, error) {
+	var in struct {
+		Direct, Proxy string
+		Rounds        int
+		Stream        bool
+	}
+	if err := json.Unmarshal([]byte(s.Text()), &in); err != nil {
+		return nil, fmt.Errorf("gwbench input: %w", err)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"model": s.Model().Name, "max_tokens": 64, "stream": in.Stream,
+		"messages": []map[string]string{{"role": "user", "content": "Say hello."}},
+	})
+	type target struct {
+		name, url, key string
+		client         *http.Client
+		took           []float64
+		errors         int
+	}
+	newClient := func() *http.Client {
+		return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
+	}
+	targets := []*target{
+		{name: "direct", url: in.Direct, key: "bench"},
+		{name: "proxy", url: in.Proxy, key: "bench"},
+		{name: "gateway", url: os.Getenv("ANTHROPIC_BASE_URL"), key: os.Getenv("ANTHROPIC_API_KEY")},
+	}
+	for _, t := range targets {
+		t.client = newClient()
+	}
+	call := func(t *target) (time.Duration, error) {
+		req, err := http.NewRequest(http.MethodPost, strings.TrimRight(t.url, "/")+"/v1/messages", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("x-api-key", t.key)
+		req.Header.Set("anthropic-version", harness.AnthropicVersion)
+		req.Header.Set("content-type", "application/json")
+		req.Header.Set("Oz0-Job", s.Job())
+		req.Header.Set("Oz0-Agent", s.Agent())
+		start := time.Now()
+		resp, err := t.client.Do(req)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", t.name, err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if err != nil {
+			err = fmt.Errorf("%s: reading the answer: %w", t.name, err)
+		} else if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: status %d", t.name, resp.StatusCode)
+		}
+		return took, err
+	}
+	const warmup = 20
+	for round := range in.Rounds + warmup {
+		for k := range targets {
+			t := targets[(round+k)%len(targets)] // each path goes first, second and last in turn
+			d, err := call(t)
+			if err != nil {
+				t.errors++
+				fmt.Fprintln(os.Stderr, "gwbench:", err)
+				continue
+			}
+			if round >= warmup {
+				t.took = append(t.took, float64(d.Nanoseconds())/1000)
+			}
+		}
+	}
+	out := map[string]any{}
+	errs := map[string]int{}
+	for _, t := range targets {
+		out[t.name] = t.took
+		errs[t.name] = t.errors
+	}
+	out["errors"] = errs
+	return out, nil
 }
 
 var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*\\s*(.*?)```")

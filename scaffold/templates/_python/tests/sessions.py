@@ -37,16 +37,23 @@ Answer = Callable[["Run", dict[str, Any]], None]
 
 
 class FakeModelAPI:
-    """Anthropic's Messages API and OpenAI's Chat Completions (not streamed), scripted: records
-    every request and answers `text`. With `tool_arguments` set, it answers as a model that uses
-    tools: a request that offers tools gets a call of the first, with those arguments; one that
-    ends with the tool's answer gets "The tool answered: <the answer>". With `status` set, it
-    answers that HTTP error instead."""
+    """Anthropic's Messages API and OpenAI's Chat Completions, scripted: records every request
+    and answers `text`. With `tool_arguments` set, it answers as a model that uses tools: a
+    request that offers tools gets a call of the first, with those arguments; one that ends with
+    the tool's answer gets "The tool answered: <the answer>". With `status` set, it answers that
+    HTTP error instead. A request with "stream": true gets the text as server-sent events, one
+    event for each of `pieces` (default: the text whole); with `paced` set, each piece after the
+    first waits for release(), so a test can see one arrive before the next is sent; with
+    `stream_error` set, the stream ends with that error event after the pieces."""
 
     def __init__(self, text: str = "") -> None:
         self.text = text
         self.tool_arguments: dict[str, Any] | None = None
         self.status = 0
+        self.pieces: list[str] = []
+        self.paced = False
+        self.stream_error = ""
+        self._released = threading.Semaphore(0)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         api = self
@@ -77,6 +84,8 @@ class FakeModelAPI:
                             },
                         },
                     )
+                elif body.get("stream"):
+                    self.stream(api.stream_events(self.path, body))
                 elif self.path.endswith("/v1/messages"):
                     self.answer(200, api.anthropic(body))
                 elif self.path.endswith("/chat/completions"):
@@ -92,6 +101,14 @@ class FakeModelAPI:
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def stream(self, events: Any) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(event.encode("utf-8"))
+                    self.wfile.flush()
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -166,6 +183,91 @@ class FakeModelAPI:
             "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59},
         }
+
+    def release(self) -> None:
+        """Lets the next piece of a paced stream go."""
+        self._released.release()
+
+    def stream_events(self, path: str, body: dict[str, Any]) -> Any:
+        """The server-sent events of a streamed answer, in either API's shape, paced."""
+        openai = path.endswith("/chat/completions")
+        model = body.get("model")
+
+        def event(name: str, data: Any) -> str:
+            head = "" if openai else f"event: {name}\n"
+            return head + "data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+            return event(
+                "",
+                {
+                    "id": "chatcmpl-fake1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                },
+            )
+
+        if openai:
+            yield chunk({"role": "assistant", "content": ""})
+        else:
+            yield event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_fake_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 42, "output_tokens": 1},
+                    },
+                },
+            )
+            yield event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        for i, piece in enumerate(self.pieces or [self.text]):
+            if i > 0 and self.paced and not self._released.acquire(timeout=TIMEOUT):
+                return  # the test gave up: end the stream cut short
+            if openai:
+                yield chunk({"content": piece})
+            else:
+                yield event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+        if self.stream_error:
+            error = {"type": self.stream_error, "message": "the fake model API is overloaded"}
+            yield event("error", {"error": error} if openai else {"type": "error", "error": error})
+            return
+        if openai:
+            yield chunk({}, "stop")
+            yield event("", "[DONE]")
+            return
+        yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        yield event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 17},
+            },
+        )
+        yield event("message_stop", {"type": "message_stop"})
 
     def close(self) -> None:
         self.server.shutdown()

@@ -193,6 +193,85 @@ class ModelCallTest(SessionCase):
             ],
         )
 
+    def streamed(self, request: dict[str, Any], argv: list[str]) -> list[dict[str, Any]]:
+        """Runs a session against a paced stream: each piece is sent once the one before it
+        has reached the live view as a say event."""
+        self.api.pieces = ["Sorry ", "about the ", "double ", "charge."]
+        self.api.paced = True
+        run = self.start(argv)
+        run.send(request)
+        events = []
+        while (event := run.next_event()) is not None:
+            events.append(event)
+            if event["type"] == "say":
+                self.api.release()
+            if event["type"] in ("result", "error"):
+                break
+        self.assertEqual(run.finish(), 0, run.log())
+        return events
+
+    def test_streamed_text_reaches_say_as_it_arrives(self) -> None:
+        argv = agent("return session.complete(session.text, say=True)")
+        for model in (
+            {"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
+            {"name": "gpt-fake", "format": "openai-chat", "record": "openai"},
+        ):
+            with self.subTest(model["format"]):
+                self.api.requests.clear()
+                events = self.streamed(self.request(model=model), argv)
+                self.assertEqual(
+                    events,
+                    [
+                        {"type": "say", "text": "Sorry "},
+                        {"type": "say", "text": "about the "},
+                        {"type": "say", "text": "double "},
+                        {"type": "say", "text": "charge."},
+                        {"type": "result", "output": "Sorry about the double charge."},
+                    ],
+                )
+                call = self.api.calls()[0]
+                self.assertIs(call["body"]["stream"], True)
+                self.assertEqual(call["body"]["model"], model["name"])
+
+    def test_stream_yields_pieces_without_saying(self) -> None:
+        argv = agent("""
+pieces = []
+for piece in session.stream(session.text):
+    pieces.append(piece)
+    session.log(f'piece {len(pieces)}')
+return pieces
+""")
+        self.api.pieces = ["one ", "two"]
+        events, code, run = self.session(argv=argv)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual([e["type"] for e in events], ["log", "log", "result"])
+        self.assertEqual(events[-1]["output"], ["one ", "two"])
+
+    def test_stream_that_fails(self) -> None:
+        self.api.status = 429
+        events, code, _ = self.session(argv=agent("return session.complete('hi', say=True)"))
+        self.assertEqual(code, 1)
+        self.assertEqual(len(events), 1)
+        self.assertIn("the model API answered 429", events[0]["message"])
+
+    def test_stream_that_ends_with_an_error_event(self) -> None:
+        self.api.pieces = ["Sorry ", "about"]
+        self.api.stream_error = "overloaded_error"
+        argv = agent("return session.complete('hi', say=True)")
+        for model in (
+            {"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"},
+            {"name": "gpt-fake", "format": "openai-chat", "record": "openai"},
+        ):
+            with self.subTest(model["format"]):
+                events, code, run = self.session(request=self.request(model=model), argv=argv)
+                self.assertEqual(code, 1, run.log())
+                self.assertEqual([e["type"] for e in events], ["say", "say", "error"])
+                self.assertIn(
+                    "ended the stream with an error: overloaded_error: the fake model "
+                    "API is overloaded",
+                    events[-1]["message"],
+                )
+
     def test_max_steps(self) -> None:
         request = self.request(limits={"max_steps": 1, "timeout_s": 600})
         argv = agent("session.complete('one')\nsession.complete('two')\nreturn 'not reached'")

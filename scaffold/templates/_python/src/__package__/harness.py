@@ -30,7 +30,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 PROTOCOLS = (1,)
@@ -332,26 +332,26 @@ class Session:
         *,
         max_tokens: int = 1024,
         system: str | None = None,
+        say: bool = False,
     ) -> str:
         """One model call through the node's LLM proxy, in the format of the session's model
         record: Anthropic's Messages API or OpenAI's Chat Completions (session.model.format_name).
 
         The system prompt is the agent's instructions unless `system` is given. `prompt` is the
         user message, or a list of messages in the record's format. Returns the text of the
-        answer. Counts toward limits.max_steps: past it, raises StepLimitExceeded without
-        calling. Raises ModelError when the call fails.
+        answer. With say=True the answer is streamed, and each piece of its text is said to the
+        job's live view as it arrives (stream() without saying). Counts toward limits.max_steps:
+        past it, raises StepLimitExceeded without calling. Raises ModelError when the call fails.
         """
-        system = self.instructions if system is None else system
-        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-        if self.model.format_name == "openai-chat":
-            if system:
-                messages = [{"role": "system", "content": system}, *messages]
-            answer = self._post(
-                "OPENAI",
-                "/chat/completions",
-                {"model": self.model_name, "max_tokens": max_tokens, "messages": messages},
-                {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")},
-            )
+        if say:
+            pieces = []
+            for piece in self.stream(prompt, max_tokens=max_tokens, system=system):
+                self.say(piece)
+                pieces.append(piece)
+            return "".join(pieces)
+        provider, path, body, headers = self._model_request(prompt, max_tokens, system, False)
+        answer = self._post(provider, path, body, headers)
+        if provider == "OPENAI":
             choices = answer.get("choices")
             message = (
                 choices[0].get("message")
@@ -361,22 +361,6 @@ class Session:
             if not isinstance(message, dict):
                 raise ModelError(f"the model API's answer has no message: {str(answer)[:200]}")
             return str(message.get("content") or "")
-        body: dict[str, Any] = {
-            "model": self.model_name,
-            "max_tokens": max_tokens,
-            "messages": messages,
-        }
-        if system:
-            body["system"] = system
-        answer = self._post(
-            "ANTHROPIC",
-            "/v1/messages",
-            body,
-            {
-                "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
-                "anthropic-version": ANTHROPIC_VERSION,
-            },
-        )
         content = answer.get("content")
         if not isinstance(content, list):
             raise ModelError(f"the model API's answer has no content: {str(answer)[:200]}")
@@ -386,11 +370,83 @@ class Session:
             if isinstance(block, dict) and block.get("type") == "text"
         )
 
-    def _post(
-        self, provider: str, path: str, body: dict[str, Any], headers: dict[str, str]
-    ) -> dict[str, Any]:
+    def stream(
+        self,
+        prompt: str | list[dict[str, Any]],
+        *,
+        max_tokens: int = 1024,
+        system: str | None = None,
+    ) -> Iterator[str]:
+        """complete(), streamed: yields the pieces of the answer's text as they arrive, and
+        ends when the answer does. The call is made when iteration starts; it counts toward
+        limits.max_steps like complete(). Raises ModelError when the call fails, or the model
+        API ends the stream with an error."""
+        provider, path, body, headers = self._model_request(prompt, max_tokens, system, True)
+        with self._open(provider, path, body, headers, "text/event-stream") as response:
+            event, data = "", []
+            for raw in response:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if line:
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].removeprefix(" "))
+                    continue
+                if not data:
+                    continue
+                piece, done = _stream_piece(provider, event, "\n".join(data))
+                event, data = "", []
+                if piece:
+                    yield piece
+                if done:
+                    return
+
+    def _model_request(
+        self,
+        prompt: str | list[dict[str, Any]],
+        max_tokens: int,
+        system: str | None,
+        stream: bool,
+    ) -> tuple[str, str, dict[str, Any], dict[str, str]]:
+        """A model call in the record's format: (provider, path, body, headers)."""
+        system = self.instructions if system is None else system
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        body: dict[str, Any] = {"model": self.model_name, "max_tokens": max_tokens}
+        if stream:
+            body["stream"] = True
+        if self.model.format_name == "openai-chat":
+            if system:
+                messages = [{"role": "system", "content": system}, *messages]
+            body["messages"] = messages
+            return (
+                "OPENAI",
+                "/chat/completions",
+                body,
+                {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")},
+            )
+        body["messages"] = messages
+        if system:
+            body["system"] = system
+        return (
+            "ANTHROPIC",
+            "/v1/messages",
+            body,
+            {
+                "x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+                "anthropic-version": ANTHROPIC_VERSION,
+            },
+        )
+
+    def _open(
+        self,
+        provider: str,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        accept: str = "application/json",
+    ) -> Any:
         """POSTs one model call to {provider}_BASE_URL + path with the job's headers; returns
-        the answer's JSON object."""
+        the open response (an http.client.HTTPResponse)."""
         base = os.environ.get(f"{provider}_BASE_URL", "").rstrip("/")
         if not base:
             raise ModelError(
@@ -409,14 +465,13 @@ class Session:
             headers={
                 **headers,
                 "content-type": "application/json",
-                "accept": "application/json",
+                "accept": accept,
                 "Oz0-Job": self.job,
                 "Oz0-Agent": self.agent,
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=MODEL_TIMEOUT_S) as response:
-                raw = response.read()
+            return urllib.request.urlopen(request, timeout=MODEL_TIMEOUT_S)
         except urllib.error.HTTPError as err:
             raise ModelError(
                 f"the model API answered {err.code}: {_error_message(err)}", status=err.code
@@ -425,6 +480,16 @@ class Session:
             raise ModelError(f"cannot reach the model API at {base}: {err.reason}") from None
         except OSError as err:  # a timeout included
             raise ModelError(f"the model API did not answer: {err}") from None
+
+    def _post(
+        self, provider: str, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> dict[str, Any]:
+        """One model call; returns the answer's JSON object."""
+        with self._open(provider, path, body, headers) as response:
+            try:
+                raw = response.read()
+            except OSError as err:  # a timeout included
+                raise ModelError(f"the model API did not answer: {err}") from None
         try:
             answer = json.loads(raw)
         except ValueError:
@@ -505,6 +570,49 @@ class ToolCall:
             return
         self._reported = True
         self._writer.write({"type": "tool_result", "id": self.id, "tool": self.tool, **outcome})
+
+
+def _stream_piece(provider: str, event: str, data: str) -> tuple[str, bool]:
+    """The text in one server-sent event of a streamed answer, and whether it ends the stream.
+    Anthropic's: text_delta events carry text, message_stop ends; OpenAI's: each chunk's
+    delta.content, [DONE] ends. An error event raises ModelError."""
+    if data == "[DONE]":
+        return "", True
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return "", False
+    if not isinstance(message, dict):
+        return "", False
+    error = message.get("error")
+    if event == "error" or message.get("type") == "error" or error is not None:
+        if isinstance(error, dict) and error.get("message"):
+            kind = error.get("type") or error.get("code")
+            raise ModelError(
+                f"the model API ended the stream with an error: "
+                f"{kind + ': ' if kind else ''}{error['message']}"
+            )
+        raise ModelError(f"the model API ended the stream with an error: {data[:500]}")
+    if provider == "OPENAI":
+        choices = message.get("choices")
+        delta = (
+            choices[0].get("delta")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            else None
+        )
+        content = delta.get("content") if isinstance(delta, dict) else None
+        return (content if isinstance(content, str) else ""), False
+    kind = message.get("type")
+    if kind == "message_stop":
+        return "", True
+    delta = message.get("delta")
+    if (
+        kind == "content_block_delta"
+        and isinstance(delta, dict)
+        and delta.get("type") == "text_delta"
+    ):
+        return str(delta.get("text") or ""), False
+    return "", False
 
 
 def _error_message(err: Any) -> str:  # an urllib.error.HTTPError

@@ -1,7 +1,8 @@
 """Your agent: run(session) gets the job's session and returns the answer.
 
 The answer is text, or anything JSON can hold. Use session.say() to stream, session.complete()
-for a model call through the node's LLM proxy, and session.call_tool() before each tool call.
+for a model call through the node's LLM proxy (session.complete(prompt, say=True) streams the
+model's text to the live view as it arrives), and session.call_tool() before each tool call.
 """
 
 from .harness import Refused, Session

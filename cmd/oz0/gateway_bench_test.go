@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
+)
+
+// goProgram builds the Go program pkg into the benchmark's temporary directory.
+func goProgram(b *testing.B, pkg string) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// startReady starts a server process that writes its URL (or OZ0_CONTEXT) to ready, waits for
+// it, and stops the process with SIGINT when the benchmark ends. Its output goes to a file, as
+// a terminal would take it.
+func startReady(b *testing.B, env []string, ready string, name string, args ...string) string {
+	b.Helper()
+	logFile, err := os.Create(filepath.Join(b.TempDir(), filepath.Base(name)+".log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		logFile.Close()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
+			return strings.TrimSpace(string(data))
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s %v: not ready in 30 s", name, args)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// benchPlugin writes a plugin whose agent, NAME, runs the Go test harness with args.
+func benchPlugin(b *testing.B, name, harnessBin string, args ...string) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), name)
+	cmd, _ := json.Marshal(append([]string{harnessBin}, args...))
+	files := map[string]string{
+		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
+		// Limits on, as a tenant's agents have them.
+		"agents/" + name + ".yaml": fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\nlimits:\n  max_steps: 1000000\n  max_tokens: 1000000000\n  timeout: 30m\n", name, name),
+		"prompts/p.md":             "Say hello.\n",
+	}
+	for p, data := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// profileEnv has the oz0 processes a benchmark starts write CPU profiles when OZ0_BENCH_PROFILE
+// names a path prefix (PREFIX.dev.PID, PREFIX.run.PID).
+func profileEnv() []string {
+	if p := os.Getenv("OZ0_BENCH_PROFILE"); p != "" {
+		return []string{ProfileEnv + "=" + p}
+	}
+	return nil
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// BenchmarkGatewayThroughDev is the gateway where users meet it: a harness session under a real
+// `oz0 dev` (recording, metering and limits on, its log going to a file) times its calls
+// alternated one at a time between the upstream directly (`oz0 fake-model serve`, a process of
+// its own), a bare httputil.ReverseProxy in its own process (the floor: one more loopback hop
+// between processes) and the gateway with the session's key. added-* is the gateway less the
+// bare proxy: the gateway's own work.
+func BenchmarkGatewayThroughDev(b *testing.B) {
+	const rounds = 500
+	bin := oz0Binary(b)
+	harnessBin := goProgram(b, testbin.TestHarness)
+	proxyBin := goProgram(b, testbin.BareProxy)
+	tmp := b.TempDir()
+
+	fake := startReady(b, nil, filepath.Join(tmp, "fm.url"), bin, "fake-model", "serve", "--ready-file", filepath.Join(tmp, "fm.url"))
+	proxy := startReady(b, nil, filepath.Join(tmp, "proxy.url"), proxyBin, fake, filepath.Join(tmp, "proxy.url"))
+	dir := benchPlugin(b, "gwbench", harnessBin, "gwbench")
+	ctxFile := filepath.Join(tmp, "ctx")
+	ctxLine := startReady(b, append(profileEnv(), "OZ0_ANTHROPIC_BASE_URL="+fake), ctxFile,
+		bin, "dev", "--plugin", dir, "--ephemeral", "--record", "--ready-file", ctxFile)
+	devCtx, err := apiv1.ParseContext(ctxLine)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := client.New(devCtx)
+	ctx := context.Background()
+	if err := c.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-ant-bench-0123456789", ""); err != nil {
+		b.Fatal(err)
+	}
+
+	for _, stream := range []bool{false, true} {
+		name := "messages"
+		if stream {
+			name = "stream"
+		}
+		b.Run(name, func(b *testing.B) {
+			took := map[string][]float64{}
+			errs := map[string]int{}
+			input, _ := json.Marshal(map[string]any{"direct": fake, "proxy": proxy, "rounds": rounds, "stream": stream})
+			for b.Loop() {
+				j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "gwbench", Input: string(input)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Events(ctx, j.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
+					b.Fatal(err)
+				}
+				end, err := c.Job(ctx, j.ID)
+				if err != nil || end.Status != apiv1.StatusSucceeded {
+					b.Fatalf("job %s: %s %s %v", j.ID, end.Status, end.Reason, err)
+				}
+				var out struct {
+					Direct, Proxy, Gateway []float64
+					Errors                 map[string]int
+				}
+				if err := json.Unmarshal(end.Output, &out); err != nil {
+					b.Fatal(err)
+				}
+				took["direct"] = append(took["direct"], out.Direct...)
+				took["proxy"] = append(took["proxy"], out.Proxy...)
+				took["gateway"] = append(took["gateway"], out.Gateway...)
+				for k, n := range out.Errors {
+					errs[k] += n
+				}
+			}
+			p := map[string][2]float64{}
+			for k, v := range took {
+				slices.Sort(v)
+				p[k] = [2]float64{percentile(v, 0.5), percentile(v, 0.99)}
+			}
+			for _, k := range []string{"direct", "proxy", "gateway"} {
+				b.ReportMetric(p[k][0], k+"-p50-µs")
+				b.ReportMetric(p[k][1], k+"-p99-µs")
+			}
+			for _, k := range []string{"direct", "proxy", "gateway"} {
+				if errs[k] > 0 {
+					b.ReportMetric(float64(errs[k]), k+"-errors")
+				}
+			}
+			b.ReportMetric(p["gateway"][0]-p["proxy"][0], "added-p50-µs")
+			b.ReportMetric(p["gateway"][1]-p["proxy"][1], "added-p99-µs")
+			b.ReportMetric(0, "ns/op") // the job's time is the harness's, not a figure here
+		})
+	}
+}
+
+// BenchmarkEventsThroughDevAndRun is a chatty harness's events per second end to end, where users
+// meet them: the Go test harness says 100,000 short lines as fast as it can under a real `oz0 dev`,
+// and a real `oz0 run --json` prints them, timed from its start to its exit after the last. Every
+// event is committed to the store before the live stream carries it.
+func BenchmarkEventsThroughDevAndRun(b *testing.B) {
+	const n = 100_000
+	bin := oz0Binary(b)
+	harnessBin := goProgram(b, testbin.TestHarness)
+	dir := benchPlugin(b, "flood", harnessBin, "flood", "100000")
+	tmp := b.TempDir()
+	ctxFile := filepath.Join(tmp, "ctx")
+	ctxLine := startReady(b, profileEnv(), ctxFile, bin, "dev", "--plugin", dir, "--ephemeral", "--ready-file", ctxFile)
+	out := filepath.Join(tmp, "run.jsonl")
+	events, took := 0, time.Duration(0)
+	for b.Loop() {
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", "flood", "go", "--json")
+		cmd.Env = append(append(os.Environ(), "OZ0_CONTEXT="+ctxLine), profileEnv()...)
+		cmd.Stdout = f
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("oz0 run: %v", err)
+		}
+		took += time.Since(start)
+		f.Close()
+		data, _ := os.ReadFile(out)
+		lines := strings.Count(string(data), "\n")
+		if lines < n {
+			b.Fatalf("%d events printed, want at least %d", lines, n)
+		}
+		events += lines
+	}
+	b.ReportMetric(float64(events)/took.Seconds(), "events/s")
+}

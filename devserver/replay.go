@@ -1,0 +1,139 @@
+package devserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/orchestrator-zero/oz0/devserver/api"
+	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/devserver/node"
+	"github.com/orchestrator-zero/oz0/devserver/recording"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/schemas"
+)
+
+// MaxRecordingBytes bounds what is kept of one job's model calls: past it, its later calls are
+// kept as truncated (what they were, without their bodies), and a replay stops there.
+const MaxRecordingBytes = 64 << 20
+
+// recordedBytes counts what is kept of each live job's model calls.
+type recordedBytes struct {
+	mu    sync.Mutex
+	bytes map[string]int
+}
+
+// take counts n bytes of job's; false once the job is over MaxRecordingBytes.
+func (r *recordedBytes) take(job string, n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bytes == nil {
+		r.bytes = map[string]int{}
+	}
+	if r.bytes[job]+n > MaxRecordingBytes {
+		r.bytes[job] = MaxRecordingBytes + 1
+		return false
+	}
+	r.bytes[job] += n
+	return true
+}
+
+func (r *recordedBytes) forget(job string) {
+	r.mu.Lock()
+	delete(r.bytes, job)
+	r.mu.Unlock()
+}
+
+// exchangeData is a recorded model call of job as the store keeps it with its model_call event,
+// truncated once the job's recording is over its bound.
+func (s *Server) exchangeData(job string, ex *gateway.Exchange) json.RawMessage {
+	if !s.recorded.take(job, len(ex.Request)+len(ex.Body)+chunkBytes(ex)) {
+		ex = &gateway.Exchange{Method: ex.Method, Path: ex.Path, Query: ex.Query, Status: ex.Status, Streamed: ex.Streamed, Truncated: true}
+	}
+	b, err := jsonutil.Marshal(ex)
+	if err != nil { // an Exchange is strings and numbers: it always encodes
+		s.log.Warn("model call not kept for replay", "job", job, "err", err)
+		return nil
+	}
+	return b
+}
+
+func chunkBytes(ex *gateway.Exchange) int {
+	n := 0
+	for _, c := range ex.Chunks {
+		n += len(c.Data)
+	}
+	return n
+}
+
+// recording loads a job and its recorded model calls; a live job, or one whose calls were not
+// recorded, is an error.
+func (s *Server) recording(id string, mustHaveEnded bool) (store.Job, []gateway.Exchange, error) {
+	j, err := s.store.GetJob(id)
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	if mustHaveEnded && !j.Status.Terminal() {
+		return j, nil, fmt.Errorf("%w: job %s is %s; replay it once it has ended", api.ErrLive, id, j.Status)
+	}
+	raw, err := s.store.Exchanges(id)
+	if err != nil {
+		return j, nil, err
+	}
+	if len(raw) == 0 && j.Usage.ModelCalls > 0 {
+		return j, nil, fmt.Errorf("%w: job %s made %d model call(s) that were not kept; run oz0 dev --record (or oz0 run --record) and run the job again", api.ErrNotRecorded, id, j.Usage.ModelCalls)
+	}
+	exs, err := recording.Decode(raw)
+	return j, exs, err
+}
+
+// SubmitRecorded starts a job whose model calls are recorded.
+func (s *Server) SubmitRecorded(agent, input string) (store.Job, error) {
+	return s.node.SubmitWith(agent, input, node.SubmitOptions{Record: true})
+}
+
+// Replay starts a new job of the agent of job id with its input, on its model, its model calls
+// answered from id's recording; with upstream, calls from the first that departs from the
+// recording go to the record's upstream.
+func (s *Server) Replay(id string, upstream bool) (store.Job, error) {
+	j, exs, err := s.recording(id, true)
+	if err != nil {
+		return store.Job{}, err
+	}
+	var format gateway.Format
+	for _, ex := range exs {
+		switch {
+		case strings.HasPrefix(ex.Path, "/anthropic/"):
+			format = gateway.AnthropicMessages
+		case strings.HasPrefix(ex.Path, "/openai/"):
+			format = gateway.OpenAIChat
+		}
+		if format != "" {
+			break
+		}
+	}
+	return s.node.SubmitWith(j.Agent, j.InputText, node.SubmitOptions{
+		Replay: recording.NewReplay(j.ID, exs, s.secrets.Masker(), upstream),
+		Model:  &node.ModelAs{Record: j.ModelRecord, Name: j.ModelName, Format: format},
+		Record: s.cfg.Record,
+	})
+}
+
+// Script is a job's recorded model calls as a fake model script.
+func (s *Server) Script(id string) ([]byte, error) {
+	j, exs, err := s.recording(id, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(exs) == 0 {
+		return nil, fmt.Errorf("%w: job %s has no recorded model call; run oz0 dev --record (or oz0 run --record) and run the job again", api.ErrNotRecorded, j.ID)
+	}
+	ref := s.cfg.Ref
+	if ref == "" {
+		ref = "main"
+	}
+	return recording.Script(j.ID, exs, schemas.URLAt(ref, fakemodel.SchemaName))
+}
