@@ -1,13 +1,17 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/harnesskit"
 )
 
 const ticket = "I was charged twice for my order"
@@ -211,5 +215,65 @@ func TestLinesAfterTheResultComeAfterIt(t *testing.T) {
 	}
 	if got := types(evs[len(evs)-1:]); got != "status:succeeded" {
 		t.Errorf("the job ends with %s", got)
+	}
+}
+
+// statusDecider decides as the approvals inbox does: it sets the job waiting for approval in the
+// store directly, then running again, and allows. It notes each request it is asked about that is
+// not in the job's record yet.
+type statusDecider struct {
+	st      *store.Store
+	mu      sync.Mutex
+	asked   int
+	missing []string
+}
+
+func (d *statusDecider) Decide(_ context.Context, job *node.Job, ask *harnesskit.Ask) (harnesskit.Decision, string) {
+	evs, err := d.st.Events(job.ID, 0, 0)
+	committed := false
+	for _, e := range evs {
+		var req struct{ ID string }
+		if e.Type == store.EventPermissionRequest && json.Unmarshal(e.Data, &req) == nil && req.ID == ask.ID {
+			committed = true
+		}
+	}
+	d.mu.Lock()
+	d.asked++
+	if err != nil || !committed {
+		d.missing = append(d.missing, fmt.Sprintf("%s %s (%v)", job.ID, ask.ID, err))
+	}
+	d.mu.Unlock()
+	// Concurrent requests of one job: the status may be set already; that is refused, harmlessly.
+	_ = d.st.SetStatus(job.ID, store.StatusWaitingForApproval, ask.Tool+" waits for a person")
+	_ = d.st.SetStatus(job.ID, store.StatusRunning, "")
+	return harnesskit.Allow(nil), "person"
+}
+
+// The trace records what happened in order: a permission request is in the record before its
+// decider writes anything, such as the status waiting_for_approval (the recorder writes the
+// session's events asynchronously; the inbox sets the status directly).
+func TestPermissionRequestIsRecordedBeforeItIsDecided(t *testing.T) {
+	d := &statusDecider{}
+	w := newWorld(t, loadPlugin(t, map[string]string{
+		"triage": "",
+		"tools": "harness:\n  options:\n    calls:\n" + strings.Repeat("      - {tool: notify_team, arguments: {team: billing}}\n", 8),
+	}), func(c *node.Config) { d.st, c.Decider = c.Store, d })
+	for range 5 {
+		evs, end := w.events(t, w.submit(t, "triage", ticket).ID, nil)
+		if end.Status != store.StatusSucceeded {
+			t.Fatalf("job %s: %s", end.Status, end.Reason)
+		}
+		want := "status:queued status:running say permission_request status:waiting_for_approval status:running permission_decision tool_result result status:succeeded"
+		if got := types(evs); got != want {
+			t.Errorf("events %s\nwant   %s", got, want)
+		}
+	}
+	for range 3 {
+		if _, end := w.events(t, w.submit(t, "tools", ticket).ID, nil); end.Status != store.StatusSucceeded {
+			t.Fatalf("job %s: %s", end.Status, end.Reason)
+		}
+	}
+	if d.asked != 5+3*8 || len(d.missing) > 0 {
+		t.Errorf("asked %d times; these requests were not in the record when their decider was asked: %v", d.asked, d.missing)
 	}
 }

@@ -13,20 +13,28 @@ import (
 // recorder writes one job's session events to the store in order, batching whatever has queued
 // up while the last commit ran: one commit per event caps a chatty harness at the store's commit
 // rate, a batch per commit does not. Nothing is shown before it is committed, as the live stream
-// reads from the store.
+// reads from the store. What the node writes to the store directly (a status a decider sets)
+// comes after what is queued only once flush has returned.
 type recorder struct {
 	store *store.Store
 	job   string
 	log   *slog.Logger
-	queue chan store.NewEvent
+	queue chan queued
 	done  chan struct{}
+}
+
+// queued is an event to record, or (flushed set) a mark to close once everything before it is
+// committed.
+type queued struct {
+	ev      store.NewEvent
+	flushed chan struct{}
 }
 
 // maxBatch bounds one commit of a recorder.
 const maxBatch = 1024
 
 func newRecorder(s *store.Store, job string, log *slog.Logger) *recorder {
-	r := &recorder{store: s, job: job, log: log, queue: make(chan store.NewEvent, 4*maxBatch), done: make(chan struct{})}
+	r := &recorder{store: s, job: job, log: log, queue: make(chan queued, 4*maxBatch), done: make(chan struct{})}
 	go r.run()
 	return r
 }
@@ -42,7 +50,14 @@ func (r *recorder) add(typ string, data any) {
 			return
 		}
 	}
-	r.queue <- store.NewEvent{Type: typ, Data: b}
+	r.queue <- queued{ev: store.NewEvent{Type: typ, Data: b}}
+}
+
+// flush returns once every event queued before it is committed (or failed to be).
+func (r *recorder) flush() {
+	done := make(chan struct{})
+	r.queue <- queued{flushed: done}
+	<-done
 }
 
 // sayJSON is a say event's data, the bytes json.Marshal writes, without reflection when the text
@@ -81,22 +96,37 @@ func (r *recorder) close() {
 func (r *recorder) run() {
 	defer close(r.done)
 	batch := make([]store.NewEvent, 0, maxBatch)
-	for ev := range r.queue {
-		batch = append(batch[:0], ev)
+	for q := range r.queue {
+		var flushed chan struct{}
+		batch = batch[:0]
+		if q.flushed != nil {
+			flushed = q.flushed
+		} else {
+			batch = append(batch, q.ev)
+		}
 	drain:
-		for len(batch) < maxBatch {
+		for flushed == nil && len(batch) < maxBatch {
 			select {
-			case ev, ok := <-r.queue:
-				if !ok {
+			case q, ok := <-r.queue:
+				switch {
+				case !ok:
 					break drain
+				case q.flushed != nil:
+					flushed = q.flushed // commit what came before it, then tell
+				default:
+					batch = append(batch, q.ev)
 				}
-				batch = append(batch, ev)
 			default:
 				break drain
 			}
 		}
-		if _, err := r.store.AppendBatch(r.job, batch); err != nil && !errors.Is(err, store.ErrClosed) {
-			r.log.Error("events not recorded", "job", r.job, "events", len(batch), "err", err)
+		if len(batch) > 0 {
+			if _, err := r.store.AppendBatch(r.job, batch); err != nil && !errors.Is(err, store.ErrClosed) {
+				r.log.Error("events not recorded", "job", r.job, "events", len(batch), "err", err)
+			}
+		}
+		if flushed != nil {
+			close(flushed)
 		}
 	}
 }

@@ -86,8 +86,11 @@ func (n *Node) run(job *Job) {
 	n.end(job, end)
 }
 
-// decide asks the node's Decider and remembers who decided, for the trace.
+// decide asks the node's Decider and remembers who decided, for the trace. The request is
+// committed first: a decider writes to the job's record directly (the approvals inbox sets the
+// job waiting for approval), and the trace must have the request before what it led to.
 func (n *Node) decide(ctx context.Context, job *Job, ask *harnesskit.Ask) harnesskit.Decision {
+	job.rec.flush()
 	d, who := n.cfg.Decider.Decide(ctx, job, ask)
 	job.mu.Lock()
 	job.deciders[ask.ID] = who
