@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 )
 
@@ -142,20 +143,21 @@ func Run(ctx context.Context, spec Spec) (End, error) {
 // plugin's src/ on PYTHONPATH; a path with a slash is relative to PluginDir; a bare name is
 // looked up on the session's PATH.
 //
-// An error means that nothing was started and nothing is left behind.
+// An error means that nothing was started and nothing is left behind. Its text is written for
+// the harness's author (a node shows it as the job's reason): what is wrong, and how to mend it.
 func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("harnesskit: not starting the session: %w", err)
+		return nil, fmt.Errorf("not starting the session: %w", err)
 	}
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
-		return nil, errors.New("harnesskit: the harness has no command")
+		return nil, errors.New("the harness has no command")
 	}
 	pluginDir, err := filepath.Abs(cmpOr(spec.PluginDir, "."))
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: plugin directory: %w", err)
+		return nil, fmt.Errorf("plugin directory: %w", err)
 	}
 	s := &Session{
 		spec:      spec,
@@ -181,13 +183,13 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 
 	s.root, err = os.MkdirTemp(spec.TempDir, sessionDirPattern())
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+		return nil, fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	s.workdir = filepath.Join(s.root, "work")
 	s.stateDir = filepath.Join(s.root, "state")
 	for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
 		if err = os.Mkdir(d, 0o700); err != nil {
-			return nil, fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+			return nil, fmt.Errorf("cannot make the session's directories: %w", err)
 		}
 	}
 
@@ -199,12 +201,12 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	s.req.Tools = slices.Clone(s.req.Tools)
 	first, err := encodeLine(s.req)
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: the session request: %w", err)
+		return nil, fmt.Errorf("the session request: %w", err)
 	}
 
 	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: %w", err)
+		return nil, err
 	}
 	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
 	if tier.Isolated() {
@@ -216,7 +218,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
 			for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
 				if err = os.Chown(d, uid, gid); err != nil {
-					return nil, fmt.Errorf("harnesskit: cannot give the session's directories to its sandbox's user: %w", err)
+					return nil, fmt.Errorf("cannot give the session's directories to its sandbox's user: %w", err)
 				}
 			}
 		}
@@ -227,17 +229,17 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	// After the process exits, the readers drain what is left with a bound (pipeReader.drain).
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: %w", err)
+		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
 	}
 	closers = append(closers, inR, inW)
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: %w", err)
+		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
 	}
 	closers = append(closers, outR, outW)
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("harnesskit: %w", err)
+		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
 	}
 	closers = append(closers, errR, errW)
 
@@ -262,11 +264,11 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	s.start = time.Now()
 	if s.box != nil {
 		if err = s.box.Start(); err != nil {
-			return nil, fmt.Errorf("harnesskit: %w", err)
+			return nil, err
 		}
 		s.serveGateway()
 	} else if err = s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("harnesskit: cannot start the harness %s: %w", strings.Join(spec.Command, " "), err)
+		return nil, execerr.Explain(argv[0], "on this machine", err)
 	}
 	s.pid = s.cmd.Process.Pid
 	s.writeRecord(string(tier))
@@ -293,7 +295,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
 	box := filepath.Join(s.root, "sandbox")
 	if err := os.Mkdir(box, 0o700); err != nil {
-		return fmt.Errorf("harnesskit: cannot make the session's directories: %w", err)
+		return fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	cfg := sandbox.Config{
 		Tier: tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
@@ -301,16 +303,16 @@ func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
 	}
 	if tier == sandbox.Strict {
 		if s.spec.Sandbox.Gateway == nil {
-			return errors.New("harnesskit: a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
+			return errors.New("a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
 		}
 		var err error
 		if cfg.Listen, err = sandbox.ListenAddrs(s.spec.Env.AnthropicBaseURL, s.spec.Env.OpenAIBaseURL); err != nil {
-			return fmt.Errorf("harnesskit: %w", err)
+			return err
 		}
 	}
 	var err error
 	if s.box, err = sandbox.Prepare(s.cmd, cfg); err != nil {
-		return fmt.Errorf("harnesskit: %w", err)
+		return err
 	}
 	s.cmd = s.box.Cmd() // the init, started: Wait waits for every process of the session
 	return nil

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -84,8 +85,21 @@ type SecretStore interface {
 }
 
 // Handler returns the API's handler, to mount at /api/: its calls behind Guard, with the bearer
-// token.
-func Handler(b *Backend) http.Handler { return Guard(b.Token, Routes(b)) }
+// token, and GET /api/v1/debug/goroutines (Goroutines), which the dev UI does not serve.
+func Handler(b *Backend) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/api/", Routes(b))
+	mux.HandleFunc("GET /api/v1/debug/goroutines", Goroutines)
+	return Guard(b.Token, mux)
+}
+
+// Goroutines answers the dev server's goroutines as Go's goroutine profile in text: the first
+// line is "goroutine profile: total N", then the stacks, grouped. It is for finding a leak in
+// oz0 dev itself (the fault matrix's tests count them before and after).
+func Goroutines(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_ = pprof.Lookup("goroutine").WriteTo(w, 1)
+}
 
 // Routes are the API's calls, at /api/v1/…, without Guard: for a caller that guards them another
 // way (the dev UI, with a login cookie). A Backend without Secrets serves no secrets calls.
@@ -278,7 +292,7 @@ func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !b.Node.Cancel(id) {
-		_ = b.Store.FinishJob(id, store.StatusCancelled, "cancelled", nil)
+		_ = b.Store.FinishJob(id, store.StatusCancelled, node.StoppedOnRequest, nil)
 	}
 	// Answer once the job has ended, so that `oz0 job cancel` can say it is gone.
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)

@@ -238,6 +238,23 @@ func TestGuard(t *testing.T) {
 	a.wantError("no such call", status, body, 404, apiv1.CodeNotFound)
 }
 
+// The goroutines of the server, for finding a leak: behind the token, and not among the calls
+// the dev UI serves (Routes).
+func TestDebugGoroutines(t *testing.T) {
+	a := newTestAPI(t)
+	status, body := a.call("GET", "/api/v1/debug/goroutines", "")
+	if status != 200 || !strings.HasPrefix(body, "goroutine profile: total ") || !strings.Contains(body, "TestDebugGoroutines") {
+		t.Errorf("with the token: %d %.200s", status, body)
+	}
+	status, body = a.call("GET", "/api/v1/debug/goroutines", "", "Authorization", "")
+	a.wantError("no token", status, body, 401, apiv1.CodeUnauthorized)
+	rec := httptest.NewRecorder()
+	Routes(&Backend{}).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/debug/goroutines", nil))
+	if rec.Code != 404 {
+		t.Errorf("Routes serves it: %d", rec.Code)
+	}
+}
+
 func TestJobs(t *testing.T) {
 	a := newTestAPI(t)
 	ctx := context.Background()

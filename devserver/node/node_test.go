@@ -85,8 +85,8 @@ func TestCancelEndsALiveJob(t *testing.T) {
 			}
 		}
 	})
-	if end.Status != store.StatusCancelled || end.Reason != "cancelled" {
-		t.Errorf("job ended %s: %q, want cancelled", end.Status, end.Reason)
+	if end.Status != store.StatusCancelled || end.Reason != node.StoppedOnRequest {
+		t.Errorf("job ended %s: %q, want cancelled: %s", end.Status, end.Reason, node.StoppedOnRequest)
 	}
 	if ids := w.node.Running(); len(ids) != 0 {
 		t.Errorf("running after the end: %v", ids)
@@ -256,7 +256,7 @@ func TestPermissionRequestIsRecordedBeforeItIsDecided(t *testing.T) {
 	d := &statusDecider{}
 	w := newWorld(t, loadPlugin(t, map[string]string{
 		"triage": "",
-		"tools": "harness:\n  options:\n    calls:\n" + strings.Repeat("      - {tool: notify_team, arguments: {team: billing}}\n", 8),
+		"tools":  "harness:\n  options:\n    calls:\n" + strings.Repeat("      - {tool: notify_team, arguments: {team: billing}}\n", 8),
 	}), func(c *node.Config) { d.st, c.Decider = c.Store, d })
 	for range 5 {
 		evs, end := w.events(t, w.submit(t, "triage", ticket).ID, nil)

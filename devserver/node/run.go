@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,7 @@ func (n *Node) run(job *Job) {
 	n.mu.Unlock()
 	switch {
 	case cancelled:
-		n.finish(job.ID, store.StatusCancelled, "cancelled before it started", nil)
+		n.finish(job.ID, store.StatusCancelled, StoppedOnRequest+" before it started", nil)
 		return
 	case closing:
 		n.finish(job.ID, store.StatusInterrupted, "oz0 dev stopped before the job started", nil)
@@ -218,7 +219,11 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 			n.finish(job.ID, store.StatusInterrupted, "oz0 dev stopped while the job ran", nil)
 			return
 		}
-		n.finish(job.ID, store.StatusCancelled, "cancelled", nil)
+		reason := StoppedOnRequest
+		if end.Killed {
+			reason += fmt.Sprintf("; the harness did not exit within %s of SIGTERM, so its processes were killed", cmp.Or(n.cfg.Grace, harnesskit.DefaultGrace))
+		}
+		n.finish(job.ID, store.StatusCancelled, reason, nil)
 	case harnesskit.TimedOut:
 		n.append(job.ID, store.EventError, map[string]any{"message": end.Reason})
 		n.finish(job.ID, store.StatusTimedOut, end.Reason, nil)
@@ -259,6 +264,10 @@ func (n *Node) finish(job string, st store.Status, reason string, output json.Ra
 		n.cfg.Logger.Error("could not record a job's end", "job", job, "err", err)
 	}
 }
+
+// StoppedOnRequest is the reason of a job cancelled by a person (oz0 job cancel, Ctrl-C in oz0
+// run, the dev UI): the status says cancelled, the reason says how.
+const StoppedOnRequest = "stopped on request"
 
 // Cancel cancels a live job: SIGTERM to its session's process group, a grace period, SIGKILL;
 // its model calls in flight are cut. It reports whether the job was live here.

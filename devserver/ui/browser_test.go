@@ -206,7 +206,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		br.do("open the waiting job", chromedp.Navigate(base+"#/jobs/"+j.ID), chromedp.WaitVisible("#job-approvals .approval"),
-			chromedp.Click("#cancel-job"), br.waitText("#failure", "cancelled"), br.waitText("h1 .status", "cancelled"),
+			chromedp.Click("#cancel-job"), br.waitText("#failure", "stopped on request"), br.waitText("h1 .status", "cancelled"),
 			poll(`document.getElementById('approval-count').hidden`), chromedp.WaitNotPresent("#job-approvals .approval"))
 		if got, _ := d.client.Job(ctx, j.ID); got.Status != apiv1.StatusCancelled {
 			t.Errorf("the job after Cancel: %s", got.Status)

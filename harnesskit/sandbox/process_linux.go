@@ -219,6 +219,9 @@ func (p *Process) configure() error {
 	var r initproc.Reply
 	if err := json.Unmarshal(buf[:n], &r); err != nil || !r.Ready {
 		closeFDs(fds)
+		if r.Exec {
+			return fail(r.Error)
+		}
 		if r.Error != "" {
 			return fail("the session's sandbox could not be set up: " + r.Error)
 		}

@@ -79,11 +79,15 @@ func (s *Stream) Event(ev apiv1.Event) error {
 		}
 		return s.line("%s ← %s %s", s.agent, d.Tool, Text(d.Result))
 	case apiv1.EventStrayOutput:
-		var d struct{ Line string }
+		var d struct{ Line, Note string }
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		return s.line("%s ! stray output (not protocol JSON): %s", s.agent, d.Line)
+		what := "not protocol JSON"
+		if strings.HasPrefix(d.Note, "not valid UTF-8") {
+			what = "not valid UTF-8" // it may well be JSON
+		}
+		return s.line("%s ! stray output (%s): %s", s.agent, what, d.Line)
 	case apiv1.EventResult:
 		var d struct{ Output json.RawMessage }
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

@@ -60,12 +60,14 @@ func TestRefusalsChangesAndOddValues(t *testing.T) {
 	s.Event(ev("tool_result", `{"tool":"t","error":"boom"}`))
 	s.Event(ev("tool_result", `{"tool":"t","result":{"z":1,"a":[1,2]}}`))
 	s.Event(ev("stray_output", `{"line":"hello"}`))
+	s.Event(ev("stray_output", `{"line":"{\"type\":\"say\",\"text\":\"caf\ufffd\"}","note":"not valid UTF-8"}`))
 	s.Event(ev("result", `{"output":{"team":"billing"}}`))
 	want := `a ✗ t refused by hook policy: not today
 a → t {"a":"<x>","b":1} (arguments changed by hook redact)
 a ← t failed: boom
 a ← t {"a":[1,2],"z":1}
 a ! stray output (not protocol JSON): hello
+a ! stray output (not valid UTF-8): {"type":"say","text":"caf�"}
 {"team":"billing"}
 `
 	if b.String() != want {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr" // the standard library's basic packages only
 )
 
 // The init runs from this package's init function rather than from main, and imports only the
@@ -103,7 +105,7 @@ func initMain() int {
 		Dir: cfg.Dir, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys,
 	})
 	if err != nil {
-		reply(Reply{Error: fmt.Sprintf("cannot start the harness %s in the sandbox: %v", cfg.Argv[0], err)})
+		reply(Reply{Error: execerr.Explain(cfg.Argv[0], "in the sandbox", err).Error(), Exec: true})
 		return 1
 	}
 	harness := proc.Pid

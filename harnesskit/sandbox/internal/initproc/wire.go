@@ -32,6 +32,7 @@ type Config struct {
 // listening sockets of Listen come with it, in that order), or the harness's exit.
 type Reply struct {
 	Error string  `json:"error,omitempty"`
+	Exec  bool    `json:"exec,omitempty"` // the Error is the harness's exec failing: the sandbox was built
 	Ready bool    `json:"ready,omitempty"`
 	PID   int     `json:"pid,omitempty"`
 	Exit  *uint32 `json:"exit,omitempty"` // a wait status

@@ -44,7 +44,8 @@ class FakeModelAPI:
     HTTP error instead. A request with "stream": true gets the text as server-sent events, one
     event for each of `pieces` (default: the text whole); with `paced` set, each piece after the
     first waits for release(), so a test can see one arrive before the next is sent; with
-    `stream_error` set, the stream ends with that error event after the pieces."""
+    `stream_error` set, the stream ends with that error event after the pieces; with
+    `stream_cut` set, it stops after the pieces, as a connection cut short."""
 
     def __init__(self, text: str = "") -> None:
         self.text = text
@@ -53,6 +54,7 @@ class FakeModelAPI:
         self.pieces: list[str] = []
         self.paced = False
         self.stream_error = ""
+        self.stream_cut = False
         self._released = threading.Semaphore(0)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -250,6 +252,8 @@ class FakeModelAPI:
                         "delta": {"type": "text_delta", "text": piece},
                     },
                 )
+        if self.stream_cut:
+            return
         if self.stream_error:
             error = {"type": self.stream_error, "message": "the fake model API is overloaded"}
             yield event("error", {"error": error} if openai else {"type": "error", "error": error})

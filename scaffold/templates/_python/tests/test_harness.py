@@ -272,6 +272,22 @@ return pieces
                     events[-1]["message"],
                 )
 
+    def test_stream_cut_short_is_an_error_not_an_answer(self) -> None:
+        self.api.pieces = ["Sorry ", "about"]
+        self.api.stream_cut = True
+        argv = agent("return session.complete('hi', say=True)")
+        anthropic = {"name": MODEL_NAME, "format": "anthropic-messages", "record": "fake"}
+        openai = {"name": "gpt-fake", "format": "openai-chat", "record": "openai"}
+        for model, end in ((anthropic, "message_stop"), (openai, "[DONE]")):
+            with self.subTest(model["format"]):
+                events, code, run = self.session(request=self.request(model=model), argv=argv)
+                self.assertEqual(code, 1, run.log())
+                self.assertEqual([e["type"] for e in events], ["say", "say", "error"])
+                self.assertIn(
+                    f"the model API's stream stopped before the answer's end (no {end})",
+                    events[-1]["message"],
+                )
+
     def test_max_steps(self) -> None:
         request = self.request(limits={"max_steps": 1, "timeout_s": 600})
         argv = agent("session.complete('one')\nsession.complete('two')\nreturn 'not reached'")

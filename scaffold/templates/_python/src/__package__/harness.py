@@ -379,27 +379,40 @@ class Session:
     ) -> Iterator[str]:
         """complete(), streamed: yields the pieces of the answer's text as they arrive, and
         ends when the answer does. The call is made when iteration starts; it counts toward
-        limits.max_steps like complete(). Raises ModelError when the call fails, or the model
-        API ends the stream with an error."""
+        limits.max_steps like complete(). Raises ModelError when the call fails, the model API
+        ends the stream with an error, or the stream stops before the answer's end (a cut
+        connection): a partial answer is never taken for a whole one."""
         provider, path, body, headers = self._model_request(prompt, max_tokens, system, True)
         with self._open(provider, path, body, headers, "text/event-stream") as response:
+            import http.client  # loaded with urllib.request by _open: costs nothing here
+
             event, data = "", []
-            for raw in response:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if line:
-                    if line.startswith("event:"):
-                        event = line[6:].strip()
-                    elif line.startswith("data:"):
-                        data.append(line[5:].removeprefix(" "))
-                    continue
-                if not data:
-                    continue
-                piece, done = _stream_piece(provider, event, "\n".join(data))
-                event, data = "", []
-                if piece:
-                    yield piece
-                if done:
-                    return
+            try:
+                for raw in response:
+                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                    if line:
+                        if line.startswith("event:"):
+                            event = line[6:].strip()
+                        elif line.startswith("data:"):
+                            data.append(line[5:].removeprefix(" "))
+                        continue
+                    if not data:
+                        continue
+                    piece, done = _stream_piece(provider, event, "\n".join(data))
+                    event, data = "", []
+                    if piece:
+                        yield piece
+                    if done:
+                        return
+            except (OSError, http.client.HTTPException) as err:  # a timeout, a cut chunk
+                raise ModelError(
+                    f"the model API's stream broke off: {err or type(err).__name__}"
+                ) from None
+        end = "[DONE]" if provider == "OPENAI" else "message_stop"
+        raise ModelError(
+            f"the model API's stream stopped before the answer's end (no {end}): "
+            "the connection was cut short"
+        )
 
     def _model_request(
         self,
