@@ -200,6 +200,15 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 			n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": "replay: went upstream from here on: " + w})
 		}
 	}
+	if end.StderrDropped > 0 && end.StderrTail != "" {
+		// Lines of stderr were left out of the trace (over its budget): the end of stderr, which
+		// says most about how the session ended, is kept here, as the notes of what was left out
+		// say.
+		n.append(job.ID, store.EventStderr, map[string]any{
+			"note": fmt.Sprintf("the last %d bytes of stderr (of %d), as the session ended", len(end.StderrTail), end.StderrBytes),
+			"tail": end.StderrTail,
+		})
+	}
 	switch end.Status {
 	case harnesskit.Completed:
 		output := json.RawMessage(n.cfg.Mask(end.Output))

@@ -16,6 +16,9 @@ import (
 // TestHarness is the import path of harnesskit's Go test harness (modes: ok, flood N, hang, …).
 const TestHarness = "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness"
 
+// CrashHook is the import path of a plugin hook that dies in the middle of its first call.
+const CrashHook = "github.com/orchestrator-zero/oz0/internal/testbin/crashhook"
+
 // BareProxy is the import path of a bare httputil.ReverseProxy in a process of its own: the
 // floor the gateway's added latency is measured against.
 const BareProxy = "github.com/orchestrator-zero/oz0/internal/testbin/bareproxy"

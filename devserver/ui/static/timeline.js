@@ -85,7 +85,7 @@ export function spans(events) {
         row(rows, ev, 'log', t, t, `log ${d.level || ''}`.trim(), d.message || '');
         break;
       case 'stderr':
-        row(rows, ev, 'stderr', t, t, 'stderr', d.line || '');
+        row(rows, ev, 'stderr', t, t, 'stderr', d.line || d.tail || d.note || '');
         break;
       case 'stray_output':
         row(rows, ev, 'stray', t, t, 'stray output', d.line || '').failed = true;

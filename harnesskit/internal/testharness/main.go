@@ -223,6 +223,37 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 	// latencies in microseconds and its failed calls: {"direct": […], "proxy": […],
 	// "gateway": […], "errors": {"proxy": N, …}}.
 	"gwbench": gwbench,
+	// overstep makes model calls over HTTP itself, without the SDK's count of limits.max_steps,
+	// until the gateway refuses one; it fails with the refusal, as a harness that does not count
+	// its steps would.
+	"overstep": func(s *harness.Session, _ string) (any, error) {
+		body, _ := json.Marshal(map[string]any{
+			"model": s.Model().Name, "max_tokens": 16,
+			"messages": []map[string]string{{"role": "user", "content": s.Text()}},
+		})
+		for i := 1; ; i++ {
+			req, err := http.NewRequest(http.MethodPost, strings.TrimRight(os.Getenv("ANTHROPIC_BASE_URL"), "/")+"/v1/messages", bytes.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("x-api-key", os.Getenv("ANTHROPIC_API_KEY"))
+			req.Header.Set("anthropic-version", harness.AnthropicVersion)
+			req.Header.Set("content-type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return nil, fmt.Errorf("model call %d: %w", i, err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				var e struct {
+					Error struct{ Type, Message string }
+				}
+				_ = json.Unmarshal(raw, &e)
+				return nil, fmt.Errorf("model call %d: the model API answered %d: %s: %s", i, resp.StatusCode, e.Error.Type, e.Error.Message)
+			}
+		}
+	},
 	// steps makes model calls until one fails, and answers with the error.
 	"steps": func(s *harness.Session, _ string) (any, error) {
 		for i := 0; ; i++ {
@@ -472,6 +503,11 @@ var rawModes = map[string]func(arg string){
 		fmt.Fprintln(os.Stderr, `  File "agent.py", line 3, in run`)
 		fmt.Fprintln(os.Stderr, "ValueError: the ticket is empty")
 		os.Exit(3)
+	},
+	// tworesults answers twice.
+	"tworesults": func(string) {
+		readRequest()
+		put(`{"type":"result","output":"first"}`, `{"type":"result","output":"second"}`)
 	},
 	// after writes lines after its result.
 	"after": func(string) {
