@@ -76,6 +76,9 @@ var faultHarnesses = []struct{ name, mode, arg, agentExtra string }{
 	{"overstep", "overstep", "", "limits: {max_steps: 3}\n"},
 	{"hookcrash", "triage", "", ""},
 	{"approval", "triage", "", "harness: {requires_approval: [notify_team]}\n"},
+	// For the crash loop: a chatty job, and one that makes model calls one after another.
+	{"chatty", "flood", "3000", ""},
+	{"caller", "calls", "1000000", "limits: {max_steps: 1000000}\n"},
 }
 
 var faults = []fault{
@@ -172,6 +175,9 @@ const faultsScript = `rules:
   - name: overloaded-midway
     match: {user: "fault-overloaded"}
     reply: {text: "one two three four five six seven eight nine ten", error: {kind: overloaded, after: 4}}
+  - name: slow
+    match: {user: "^call [0-9]+$"}
+    reply: {text: "fine", delay: 20ms}
   - name: answer
     reply: {text: "fine"}
 `
@@ -371,24 +377,31 @@ type faultDev struct {
 
 func (fx *faultFixtures) startDev(t *testing.T, tier sandbox.Tier) *faultDev {
 	t.Helper()
-	dir := filepath.Join(fx.root, string(tier))
+	return fx.startDevIn(t, tier, filepath.Join(fx.root, string(tier)), "dev.log")
+}
+
+// startDevIn starts `oz0 dev` on dir/state, its sessions in dir/tmp, its log in dir/logName.
+func (fx *faultFixtures) startDevIn(t *testing.T, tier sandbox.Tier, dir, logName string) *faultDev {
+	t.Helper()
 	d := &faultDev{fx: fx, tmp: filepath.Join(dir, "tmp"), state: filepath.Join(dir, "state"),
 		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	if err := os.MkdirAll(d.tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"dev", "--state-dir", d.state, "--sandbox", string(tier), "--hooks", fx.hooks, "--ready-file", filepath.Join(dir, "ctx")}
+	ready := filepath.Join(dir, "ctx")
+	os.Remove(ready) // a stale one, from the server before
+	args := []string{"dev", "--state-dir", d.state, "--sandbox", string(tier), "--hooks", fx.hooks, "--ready-file", ready}
 	for _, p := range fx.plugins {
 		args = append(args, "--plugin", p)
 	}
-	out, err := os.Create(filepath.Join(dir, "dev.log"))
+	out, err := os.Create(filepath.Join(dir, logName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.p = &proc{cmd: exec.Command(fx.bin, args...), log: out.Name(), done: make(chan struct{})}
 	d.p.cmd.Stdout, d.p.cmd.Stderr = out, out
 	d.p.cmd.Env = append(os.Environ(), "TMPDIR="+d.tmp)
-	d.p.start(t, filepath.Join(dir, "ctx"), out)
+	d.p.start(t, ready, out)
 	if d.ctx, err = apiv1.ParseContext(d.p.ready); err != nil {
 		t.Fatal(err)
 	}
@@ -814,6 +827,7 @@ func (d *faultDev) leftovers(t *testing.T, base restState) []string {
 // procInfo is a process as /proc shows it.
 type procInfo struct {
 	pid, parent     int
+	start           uint64 // in clock ticks since boot: with pid, the process (pids are reused)
 	arg0, comm, cwd string
 }
 
@@ -832,9 +846,10 @@ func liveProcesses() []procInfo {
 		if !ok || state == "Z" || state == "X" {
 			continue
 		}
+		start, _ := procStart(pid)
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		arg0, _, _ := strings.Cut(string(cmdline), "\x00")
-		out = append(out, procInfo{pid: pid, parent: ppid, arg0: arg0, comm: comm})
+		out = append(out, procInfo{pid: pid, parent: ppid, start: start, arg0: arg0, comm: comm})
 	}
 	return out
 }
@@ -871,6 +886,21 @@ func sessionOrphans(root string, mine []procInfo) []procInfo {
 		}
 	}
 	return out
+}
+
+// procStart reads when a live process started, from /proc/PID/stat; false when it is gone or a
+// zombie.
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64) // field 22 of stat, the 20th after the name
+	return start, err == nil
 }
 
 // procStat reads a process's state, parent and name from /proc/PID/stat.
