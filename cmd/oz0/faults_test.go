@@ -150,7 +150,7 @@ var faults = []fault{
 		reason: `model call 4: the model API answered 429: rate_limit_error: oz0 gateway: limits\.max_steps of 3 reached for job job_[a-z2-7]+ \(agent overstep's session has made 3 model calls\)`,
 		trace:  wantEvents(`"type":"model_call","data":\{.*"refused":"limits\.max_steps".*"step":0`)},
 	{name: "a hook that crashes", agent: "hookcrash", status: apiv1.StatusSucceeded,
-		out: `^hookcrash ✗ notify_team refused by hook crashy: hook crashy failed: the plugin exited during the call \(exit status 3; its last words: crashhook: the policy tripped over hookcrash\.notify_team\); it is restarted on the next call\n`},
+		out: `^hookcrash ✗ notify_team refused: hook crashy failed: the plugin exited during the call \(exit status 3; its last words: crashhook: the policy tripped over hookcrash\.notify_team\); it is restarted on the next call\n`},
 	{name: "an approval never answered, the job cancelled", agent: "approval", cancelAt: `^oz0: waiting for approval: `, status: apiv1.StatusCancelled, none: true,
 		reason: `stopped on request`,
 		out:    `^approval → notify_team \{"summary":"I was charged twice for my order","team":"general"\}$`,

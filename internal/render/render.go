@@ -60,7 +60,11 @@ func (s *Stream) Event(ev apiv1.Event) error {
 		}
 		switch {
 		case d.Decision == "deny":
-			return s.line("%s ✗ %s refused%s: %s", s.agent, d.Tool, by(d.By), d.Reason)
+			who := by(d.By)
+			if name, ok := strings.CutPrefix(d.By, "hook:"); ok && strings.HasPrefix(d.Reason, "hook "+name+" ") {
+				who = "" // a failed hook's reason names it: "hook NAME failed: …"
+			}
+			return s.line("%s ✗ %s refused%s: %s", s.agent, d.Tool, who, d.Reason)
 		case d.Changed:
 			return s.line("%s → %s %s (arguments changed%s)", s.agent, d.Tool, CompactJSON(d.Arguments), by(d.By))
 		}

@@ -56,6 +56,7 @@ func TestRefusalsChangesAndOddValues(t *testing.T) {
 	var b strings.Builder
 	s := New(&b, "a")
 	s.Event(ev("permission_decision", `{"tool":"t","decision":"deny","reason":"not today","by":"hook:policy"}`))
+	s.Event(ev("permission_decision", `{"tool":"t","decision":"deny","reason":"hook policy failed: the plugin exited","by":"hook:policy"}`))
 	s.Event(ev("permission_decision", `{"tool":"t","decision":"allow","changed":true,"arguments":{"b":1,"a":"<x>"},"by":"hook:redact"}`))
 	s.Event(ev("tool_result", `{"tool":"t","error":"boom"}`))
 	s.Event(ev("tool_result", `{"tool":"t","result":{"z":1,"a":[1,2]}}`))
@@ -63,6 +64,7 @@ func TestRefusalsChangesAndOddValues(t *testing.T) {
 	s.Event(ev("stray_output", `{"line":"{\"type\":\"say\",\"text\":\"caf\ufffd\"}","note":"not valid UTF-8"}`))
 	s.Event(ev("result", `{"output":{"team":"billing"}}`))
 	want := `a ✗ t refused by hook policy: not today
+a ✗ t refused: hook policy failed: the plugin exited
 a → t {"a":"<x>","b":1} (arguments changed by hook redact)
 a ← t failed: boom
 a ← t {"a":[1,2],"z":1}

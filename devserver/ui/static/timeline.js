@@ -50,7 +50,7 @@ export function spans(events) {
         r.end = Math.max(r.end, t);
         r.decided = t;
         r.decision = d.decision === 'deny'
-          ? `denied${by(d.by)}: ${d.reason || ''}`
+          ? `denied${saysWho(d.by, d.reason) ? '' : by(d.by)}: ${d.reason || ''}`
           : `allowed${by(d.by)}${d.changed ? ' (arguments changed)' : ''}`;
         if (d.decision === 'deny') {
           r.failed = true;
@@ -110,6 +110,11 @@ export function spans(events) {
 
 // by says who decided a call, as oz0 run says it, from the trace's word for it: person, node,
 // hook:NAME, rule:ID, policy.
+// A failed hook's reason names it ("hook NAME failed: …"): no need to say it twice.
+function saysWho(who, reason) {
+  return Boolean(who && who.startsWith('hook:') && (reason || '').startsWith(`hook ${who.slice(5)} `));
+}
+
 function by(who) {
   if (!who) return '';
   if (who === 'person') return ' by a person';
