@@ -26,6 +26,9 @@ type Template struct {
 	// NextSteps are the commands that get a new plugin of the template tested, in order, after
 	// cd into it.
 	NextSteps []string
+	// NeedsTool is the program NextSteps run (uv, npm). WithoutTool, when set, is the command
+	// that tests a new plugin without it, for when NeedsTool is not installed.
+	NeedsTool, WithoutTool string
 	// layers are the directories under templates/ the plugin is rendered from, in order: a file
 	// of a later layer replaces one of the same path in an earlier one. Templates share files
 	// (the Python harness) through a common layer, so that there is one source of each.
@@ -51,19 +54,23 @@ var (
 	nodeSteps   = []string{"npm ci", "npm test", "oz0 plugin lint"}
 )
 
+// pythonStdlibTests runs a Python template's tests on the standard library alone, as its README
+// says: the tests need nothing uv installs.
+const pythonStdlibTests = "python3 -m unittest discover -s tests -v"
+
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
 // directory of the same name under templates/, its last layer.
 var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
 	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
 	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
 	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
 	{Name: "strands-ts", Description: "An AWS Strands Agents TypeScript agent on Node, its model on the gateway (Anthropic or OpenAI Chat Completions) and its tool calls asked first",
-		NextSteps: nodeSteps, layers: []string{agentLayer, nodeLayer, "strands-ts"}},
+		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "strands-ts"}},
 }
 
 // Templates returns the catalogue.
