@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,8 @@ agent says, each tool call (→) and its result (←), then the answer. Exit sta
 succeeds, 1 when it fails, with the reason on stderr. Ctrl-C cancels the job (on a terminal,
 after asking).
 
-INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
+INPUT is the job's input; - (or --input-file) reads it from stdin (or a file). Of stdin, one
+line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AGENT - sends "x".`,
 		Example: `  oz0 run acme-triage "I was charged twice for my order"
   echo '{"order": 42}' | oz0 run order-bot -
   oz0 run acme-triage --input-file ticket.txt --json
@@ -60,6 +62,13 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 				b, err := io.ReadAll(io.LimitReader(opts.IO.In, apiv1.MaxInput+1))
 				if err != nil {
 					return fmt.Errorf("cannot read the input from stdin: %w", err)
+				}
+				if len(b) <= apiv1.MaxInput { // past it, the input was cut: refused below as it is
+					// echo and a here-string end what they send with a line break that is not
+					// the input's: drop one.
+					if n := len(b); n > 0 && b[n-1] == '\n' {
+						b = bytes.TrimSuffix(b[:n-1], []byte("\r"))
+					}
 				}
 				opts.Input = string(b)
 			case len(args) == 2:
