@@ -601,10 +601,11 @@ func (s *Server) banner() {
 		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}
 	if len(s.interrupted) > 0 {
-		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(s.interrupted))
+		s.say("  marked %s interrupted that were live when oz0 dev last stopped", count(len(s.interrupted), "job", "jobs"))
 	}
 	if s.leftovers.Sessions > 0 {
-		s.say("  cleaned up after an oz0 that crashed: %d session directory(ies) removed, %d process(es) killed", s.leftovers.Sessions, s.leftovers.Killed)
+		s.say("  cleaned up after an oz0 that crashed: %s removed, %s killed",
+			count(s.leftovers.Sessions, "session directory", "session directories"), count(s.leftovers.Killed, "process", "processes"))
 	}
 	s.say("export %s=%s", apiv1.ContextEnv, s.Context())
 	s.say("ready in %d ms", time.Since(s.cfg.Started).Milliseconds())
