@@ -19,8 +19,11 @@ func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("plugin name is empty; give one like acme-triage (lowercase letters, digits and hyphens)")
 	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("plugin name %q is not UTF-8 text; use only lowercase letters, digits and hyphens", clip(name))
+	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLen {
-		return fmt.Errorf("plugin name %q is %d characters; use at most %d", name, n, MaxNameLen)
+		return fmt.Errorf("plugin name %q is %d characters; use at most %d", clip(name), n, MaxNameLen)
 	}
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return fmt.Errorf("plugin name %q is a path; give a bare name and choose the parent directory with --dir", name)
@@ -54,6 +57,14 @@ func ValidateName(name string) error {
 		return fmt.Errorf("plugin name %q has two hyphens in a row; use one", name)
 	}
 	return nil
+}
+
+// clip shortens a name too long to be one for a message: a mistyped megabyte stays a line.
+func clip(s string) string {
+	if r := []rune(s); len(r) > MaxNameLen+1 {
+		return string(r[:MaxNameLen]) + "…"
+	}
+	return s
 }
 
 // PackageName is the Python package for a plugin name: hyphens become underscores.

@@ -41,7 +41,7 @@ Besides commands and flags, it completes what the dev server in OZ0_CONTEXT has:
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(out)
 			}
-			return cmdutil.Usagef("unknown shell %q; choose bash, zsh, fish or powershell", args[0])
+			return cmdutil.Usagef("unknown shell %s; choose bash, zsh, fish or powershell", quote(args[0]))
 		},
 	}
 }

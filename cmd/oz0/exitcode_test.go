@@ -172,7 +172,7 @@ func TestExitCodes(t *testing.T) {
 		{"dev --ephemeral --plugin plug --fake-script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"dev --ephemeral --plugin plug --fake-script " + missing, "", 3, "cannot read the fake model script"},
 		{"dev --ephemeral --plugin plug --hooks " + in("bad-hooks.yaml"), "", 1, "bad-hooks.yaml has 1 error; nothing was run"},
-		{"dev --ephemeral --plugin plug --hooks " + missing, "", 3, "--hooks: "},
+		{"dev --ephemeral --plugin plug --hooks " + missing, "", 3, "cannot read --hooks "},
 		{"dev --ephemeral --plugin plug --plugin plug", "", 1, "agent hello is in both hello and hello"},
 		{"fake-model serve --script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"fake-model serve --script " + missing, "", 3, "cannot read the fake model script"},

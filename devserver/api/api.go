@@ -455,11 +455,11 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 
 func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
 	if err := b.Secrets.Remove(r.PathValue("name")); err != nil {
-		status := http.StatusInternalServerError
+		status, msg := http.StatusInternalServerError, err.Error()
 		if errors.Is(err, secrets.ErrNotFound) {
-			status = http.StatusNotFound
+			status, msg = http.StatusNotFound, msg+"; `oz0 secret list` shows the secrets"
 		}
-		writeError(w, status, apiv1.CodeBadSecret, err.Error())
+		writeError(w, status, apiv1.CodeBadSecret, msg)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -21,6 +21,16 @@ func TestParseContext(t *testing.T) {
 		"http://example.com:7311#oz0t_x":  "only listens on loopback",
 		"http://127.0.0.1:7311":           "no token",
 		"http://127.0.0.1:7311#notatoken": "no token",
+		"garbage":                         "want an http://host:port URL",
+		"http://127.0.0.1#oz0t_x":         "no port",
+		"http://127.0.0.1:99999#oz0t_x":   "no port",
+		"http://127.0.0.1:7311/x#oz0t_x":  "and nothing more",
+		"http://u:p@127.0.0.1:1#oz0t_x":   "and nothing more",
+		"http://127.0.0.1:1?q=1#oz0t_x":   "and nothing more",
+		"http://127.0.0.1:1#oz0t_":        "has characters no token",
+		"http://127.0.0.1:1#oz0t_a\nb":    "has characters no token",
+		"http://127.0.0.1:1#oz0t_a b":     "has characters no token",
+		"http://127.0.0.1:1#oz0t_\xff":    "has characters no token",
 	} {
 		_, err := ParseContext(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -33,6 +43,17 @@ func TestIsLoopbackHost(t *testing.T) {
 	for host, want := range map[string]bool{"127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true, "localhost": true, "LocalHost": true, "10.0.0.1": false, "example.com": false, "0.0.0.0": false} {
 		if got := IsLoopbackHost(host); got != want {
 			t.Errorf("IsLoopbackHost(%q) = %v", host, got)
+		}
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"job_4k2vaaaaaaaaaaaaaaaa": true, "job_a": true, "job_": false, "": false, "job_A": false,
+		"job_1": false, "apr_abc": false, "job_../x": false, "job_" + strings.Repeat("a", 65): false,
+	} {
+		if got := ValidID(JobIDPrefix, id); got != want {
+			t.Errorf("ValidID(job_, %q) = %v", id, got)
 		}
 	}
 }
