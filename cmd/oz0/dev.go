@@ -88,6 +88,9 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 				return err
 			}
 			opts.Addr = addr
+			if err := checkOutputFile("--ready-file", opts.ReadyFile); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}

@@ -125,7 +125,7 @@ func TestExitCodes(t *testing.T) {
 		{"plugn", "", 2, `unknown command "plugn" for "oz0"; did you mean "plugin"?`},
 		{"help plugn", "", 2, `unknown command "plugn" for "oz0"; did you mean "plugin"?`},
 		{"job list --jq .[", "", 2, "--jq \".[\""},
-		{"job list --template {{.x", "", 2, "--template:"},
+		{"job list --template {{.x", "", 2, `--template "{{.x" is not a Go template: unclosed action`},
 		{"schema nope", "", 2, `no schema "nope"`},
 		{"schema agent --json", "", 2, "give no NAME or --write with them"},
 		{"dev --log-level loud", "", 2, `unknown --log-level "loud"`},

@@ -139,10 +139,23 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
 	}
-	if near := cmd.SuggestionsFor(name); len(near) > 0 {
+	if near := plausible(name, cmd.SuggestionsFor(name)); len(near) > 0 {
 		return cmdutil.Usagef("unknown command %s for %q; did you mean %s? See '%s --help'", quote(name), cmd.CommandPath(), orList(near, ""), cmd.CommandPath())
 	}
 	return cmdutil.Usagef("unknown command %s for %q; see '%s --help'", quote(name), cmd.CommandPath(), cmd.CommandPath())
+}
+
+// plausible keeps the suggestions that look like name: within two edits and fewer than its
+// length (two edits turn "x1" into "rm"), or starting with it.
+func plausible(name string, suggestions []string) []string {
+	var out []string
+	for _, s := range suggestions {
+		d := editDistance(strings.ToLower(name), strings.ToLower(s))
+		if (d <= 2 && d < len([]rune(name))) || (name != "" && strings.HasPrefix(s, name)) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // orList quotes names, each after prefix, and joins them with "or".
@@ -157,17 +170,8 @@ func orList(names []string, prefix string) string {
 	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
-// nearest returns the names within two edits of name, or that start with it, as cobra suggests
-// commands.
-func nearest(name string, names []string) []string {
-	var near []string
-	for _, n := range names {
-		if editDistance(strings.ToLower(name), strings.ToLower(n)) <= 2 || (name != "" && strings.HasPrefix(n, name)) {
-			near = append(near, n)
-		}
-	}
-	return near
-}
+// nearest returns the names that look like name (plausible), as cobra suggests commands.
+func nearest(name string, names []string) []string { return plausible(name, names) }
 
 // editDistance is the Levenshtein distance between a and b.
 func editDistance(a, b string) int {
