@@ -24,8 +24,9 @@ import (
 
 // Client calls the dev server's control API.
 type Client struct {
-	ctx  apiv1.Context
-	http *http.Client
+	ctx           apiv1.Context
+	http          *http.Client
+	answerTimeout time.Duration
 }
 
 // AnswerTimeout is how long a call waits for the dev server to begin its answer. Every call
@@ -39,7 +40,7 @@ func New(ctx apiv1.Context) *Client {
 }
 
 func newClient(ctx apiv1.Context, answerTimeout time.Duration) *Client {
-	return &Client{ctx: ctx, http: &http.Client{
+	return &Client{ctx: ctx, answerTimeout: answerTimeout, http: &http.Client{
 		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, ResponseHeaderTimeout: answerTimeout},
 		// The control API never redirects: a redirect is another server's, and following one
 		// would take a call somewhere it was not meant to go.
@@ -150,7 +151,7 @@ func (c *Client) unreachable(err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("no dev server at %s (connection refused); %s", c.ctx.URL, mend)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.ctx.URL, AnswerTimeout)
+		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.ctx.URL, c.answerTimeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return c.notDevServer("closed the connection without an answer")
 	case strings.Contains(err.Error(), "malformed HTTP"):
