@@ -64,12 +64,14 @@ func newExitFixtures(t *testing.T) *exitFixtures {
 	gone.Close()
 
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiv1.ServerHeader, "v1")
 		w.WriteHeader(http.StatusNotFound)
 		w.Write([]byte(`{"error":{"code":"not_found","message":"no such thing; oz0 job list shows the jobs"}}`))
 	}))
 	t.Cleanup(refusing.Close)
 	fx.refusingCtx = refusing.URL + "#" + apiv1.NewToken()
 	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiv1.ServerHeader, "v1")
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"error":{"code":"unauthorized","message":"missing or wrong bearer token"}}`))
 	}))

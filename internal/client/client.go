@@ -129,8 +129,13 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		defer resp.Body.Close()
 		var body apiv1.ErrorBody
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(b, &body) != nil || body.Error.Message == "" {
-			// Every error of the control API is an apiv1.ErrorBody: this is another server.
+		if json.Unmarshal(b, &body) != nil || body.Error.Message == "" || resp.Header.Get(apiv1.ServerHeader) == "" {
+			if resp.StatusCode == http.StatusRequestEntityTooLarge || resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge {
+				// Go's HTTP server refuses these before the API sees them.
+				return nil, &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("the dev server at %s refused a request this large (%s); give shorter values", c.ctx.URL, resp.Status)}
+			}
+			// Every answer of the control API carries apiv1.ServerHeader, and an error an
+			// apiv1.ErrorBody: this is another server.
 			return nil, c.notDevServer("answered " + resp.Status)
 		}
 		apiErr := &APIError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}

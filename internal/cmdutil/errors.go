@@ -66,7 +66,7 @@ func ExitCode(err error) int {
 // than that the caller may not ask (a wrong token: the environment) or that it failed.
 func refused(status int) bool {
 	switch status {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusRequestHeaderFieldsTooLarge:
 		return true
 	}
 	return false
