@@ -408,6 +408,8 @@ func pathCases(fx *badFixtures) []badCase {
 		{args: cl("plugin lint afile"), code: 3, want: "afile is not a directory; pass the plugin's directory"},
 		{args: cl("plugin lint loop"), code: 3, want: "cannot read plugin directory loop: too many levels of symbolic links"},
 		{args: cl("plugin test nowhere"), code: 3, want: "plugin directory nowhere does not exist"},
+		{args: cl("plugin lint", ""), code: 3, want: "the plugin directory is an empty path; pass a plugin's directory, or . for the current one"},
+		{args: cl("dev --plugin", ""), code: 3, want: "the plugin directory is an empty path"},
 		{args: cl("plugin test afile"), code: 3, want: "afile is not a directory"},
 		{args: cl("plugin test loop"), code: 3, want: "cannot read plugin directory loop: too many levels of symbolic links"},
 		{args: cl("dev --ephemeral --plugin nowhere"), code: 3, want: "plugin directory nowhere does not exist"},
