@@ -127,8 +127,9 @@ const (
 	// {"id":"p1","tool":"notify_team","arguments":{…}}.
 	EventPermissionRequest = "permission_request"
 	// EventPermissionDecision is its answer: {"id":"p1","tool":"…","decision":"allow"|"deny",
-	// "arguments":{…},"changed":true,"reason":"…","by":"…"}; by says who decided: the node, a
-	// hook (hook:<name>), a person, or a rule (rule:<id>).
+	// "arguments":{…},"changed":true,"reason":"…","by":"…"}; by says who decided: "node" (a
+	// tool outside the agent's list), "policy" (allowed, nothing asked), "hook:<name>", "person",
+	// "person (for this job)", "rule:<id>" (an always rule), or "withdrawn" (the job ended first).
 	EventPermissionDecision = "permission_decision"
 	// EventToolResult is a tool call's result: {"id":"p1","tool":"…","result":…} or with "error".
 	EventToolResult = "tool_result"
