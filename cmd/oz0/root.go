@@ -94,7 +94,7 @@ func flagError(cmd *cobra.Command, err error) error {
 				names = append(names, fl.Name)
 			}
 		})
-		if near := nearest(notExist.GetSpecifiedName(), names); len(near) > 0 {
+		if near := plausible(notExist.GetSpecifiedName(), names); len(near) > 0 {
 			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
 		}
 	case errors.As(err, &invalid):
@@ -169,9 +169,6 @@ func orList(names []string, prefix string) string {
 	}
 	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
-
-// nearest returns the names that look like name (plausible), as cobra suggests commands.
-func nearest(name string, names []string) []string { return plausible(name, names) }
 
 // editDistance is the Levenshtein distance between a and b.
 func editDistance(a, b string) int {
