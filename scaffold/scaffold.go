@@ -120,6 +120,17 @@ type File struct {
 // ErrTargetNotEmpty is returned, wrapped, when the target exists and has something in it.
 var ErrTargetNotEmpty = errors.New("target is not empty")
 
+// targetError is a message about the target that is ErrTargetNotEmpty without saying its words
+// again.
+type targetError struct{ msg string }
+
+func (e *targetError) Error() string        { return e.msg }
+func (e *targetError) Is(target error) bool { return target == ErrTargetNotEmpty }
+
+func targetErrorf(format string, args ...any) error {
+	return &targetError{msg: fmt.Sprintf(format, args...)}
+}
+
 // CheckTarget refuses a target that exists and is not an empty directory. It is called before
 // anything is asked, and again just before writing.
 func CheckTarget(dir string) error {
@@ -131,14 +142,14 @@ func CheckTarget(dir string) error {
 		return fmt.Errorf("cannot check %s: %w", dir, err)
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("%s exists and is a file: %w; choose another name or --dir", dir, ErrTargetNotEmpty)
+		return targetErrorf("%s exists and is a file; choose another name or --dir", dir)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", dir, err)
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("%s already exists and is not empty: %w; choose another name or --dir, or remove it", dir, ErrTargetNotEmpty)
+		return targetErrorf("%s already exists and is not empty; choose another name or --dir, or remove it", dir)
 	}
 	return nil
 }
@@ -276,11 +287,11 @@ func Create(o Options) ([]File, error) {
 	// An empty target directory makes way; os.Remove fails on one that has filled up since the
 	// check, and os.Rename never replaces a directory, so nothing of the user's is overwritten.
 	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)
+		return nil, targetErrorf("%s appeared while writing; nothing was written", target)
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		if CheckTarget(target) != nil {
-			return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)
+			return nil, targetErrorf("%s appeared while writing; nothing was written", target)
 		}
 		return nil, fmt.Errorf("cannot move the new plugin into %s: %w", target, err)
 	}

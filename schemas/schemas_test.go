@@ -363,7 +363,7 @@ func TestParseYAML(t *testing.T) {
 // A syntax error is reported where the parser failed, not where yaml.v3's message says (the start
 // of the mapping or list it was parsing, often line 1).
 func TestParseYAMLSyntaxErrorPosition(t *testing.T) {
-	manifest := `# yaml-language-server: $schema=https://example.com/oz0-plugin.schema.json
+	manifest := `# the scaffold writes its schema modeline here
 apiVersion: oz0/v1
 name: acme
 version: 0.1.0

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -88,6 +91,14 @@ func pluginNewRun(opts *pluginNewOptions) error {
 			return fmt.Errorf("cannot find the current directory: %w", err)
 		}
 		parent = wd
+	}
+	if opts.Dir != "" {
+		// A --dir that is missing is made; one that cannot be is refused before anything is asked.
+		if st, err := os.Stat(opts.Dir); err == nil && !st.IsDir() {
+			return cmdutil.Usagef("--dir %s is a file; give the directory to make the plugin in", opts.Dir)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot use --dir %s: %w", opts.Dir, err)
+		}
 	}
 	// A target in the way is refused before anything is asked.
 	if opts.Name != "" {

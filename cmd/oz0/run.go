@@ -55,6 +55,10 @@ line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AG
 		Args: argsBetween(1, 2, "AGENT and an INPUT (or --input-file)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Agent = args[0]
+			if opts.JSON && opts.Detach {
+				return cmdutil.Usagef("--json and --detach do not go together")
+			}
+			var from string // where the input came from, for messages
 			switch {
 			case len(args) == 2 && opts.InputFile != "":
 				return cmdutil.Usagef("give the input as INPUT or --input-file, not both")
@@ -70,23 +74,23 @@ line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AG
 						b = bytes.TrimSuffix(b[:n-1], []byte("\r"))
 					}
 				}
-				opts.Input = string(b)
+				opts.Input, from = string(b), "the input on stdin"
 			case len(args) == 2:
-				opts.Input = args[1]
+				opts.Input, from = args[1], "INPUT"
 			case opts.InputFile != "":
-				b, err := os.ReadFile(opts.InputFile)
+				b, err := readInputFile(opts.InputFile)
 				if err != nil {
-					return fmt.Errorf("cannot read --input-file: %w", err)
+					return err
 				}
-				opts.Input = string(b)
+				opts.Input, from = string(b), "--input-file "+opts.InputFile
 			default:
 				return cmdutil.Usagef("%s needs an INPUT: oz0 run %s \"...\" (or - for stdin, or --input-file)", cmd.CommandPath(), args[0])
 			}
 			if len(opts.Input) > apiv1.MaxInput {
-				return cmdutil.Usagef("the input is over %d MiB", apiv1.MaxInput>>20)
+				return cmdutil.Usagef("%s is over %d MiB, the most a job takes; give a shorter one", from, apiv1.MaxInput>>20)
 			}
-			if opts.JSON && opts.Detach {
-				return cmdutil.Usagef("--json and --detach do not go together")
+			if err := checkUTF8(from, opts.Input, "a job's input is text or JSON: convert it first, e.g. with iconv -t UTF-8"); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -100,6 +104,24 @@ line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AG
 	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls, for oz0 job replay and oz0 job script")
 	cmd.ValidArgsFunction = fromServer(f, listAgents)
 	return cmd
+}
+
+// readInputFile reads --input-file, at most one byte over apiv1.MaxInput: a file that is too big
+// (or endless, like /dev/zero) is refused without being read whole.
+func readInputFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --input-file %s: %w", name, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, cmdutil.Usagef("--input-file %s is a directory; give the file with the input", name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, apiv1.MaxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --input-file %s: %w", name, err)
+	}
+	return b, nil
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {

@@ -360,6 +360,11 @@ type FeedEventData struct {
 	Text  string `json:"text"`
 }
 
+// ServerHeader is set, to "v1", on every answer of the control API, errors included: a client
+// tells the dev server from another server at OZ0_CONTEXT's address (a model API's error can
+// look like an ErrorBody) by it.
+const ServerHeader = "Oz0-Api"
+
 // ErrorBody is every error answer: {"error":{"code":"…","message":"…"}}.
 type ErrorBody struct {
 	Error Error `json:"error"`
