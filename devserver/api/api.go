@@ -90,7 +90,7 @@ func Handler(b *Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", Routes(b))
 	mux.HandleFunc("GET /api/v1/debug/goroutines", Goroutines)
-	return Guard(b.Token, mux)
+	return marked(Guard(b.Token, mux))
 }
 
 // Goroutines answers the dev server's goroutines as Go's goroutine profile in text: the first
@@ -99,6 +99,14 @@ func Handler(b *Backend) http.Handler {
 func Goroutines(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_ = pprof.Lookup("goroutine").WriteTo(w, 1)
+}
+
+// marked sets apiv1.ServerHeader on every answer of next, its refusals included.
+func marked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiv1.ServerHeader, "v1")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Routes are the API's calls, at /api/v1/…, without Guard: for a caller that guards them another
@@ -130,7 +138,7 @@ func Routes(b *Backend) http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return marked(mux)
 }
 
 // Guard wraps a handler with the checks every call passes: a loopback Host, no cross-origin
@@ -469,11 +477,11 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 
 func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
 	if err := b.Secrets.Remove(r.PathValue("name")); err != nil {
-		status := http.StatusInternalServerError
+		status, msg := http.StatusInternalServerError, err.Error()
 		if errors.Is(err, secrets.ErrNotFound) {
-			status = http.StatusNotFound
+			status, msg = http.StatusNotFound, msg+"; `oz0 secret list` shows the secrets"
 		}
-		writeError(w, status, apiv1.CodeBadSecret, err.Error())
+		writeError(w, status, apiv1.CodeBadSecret, msg)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
