@@ -90,6 +90,24 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		}
 		return n, nil
 	},
+	// keyfile writes the session's gateway URLs and keys to the file ARG, as JSON (written whole,
+	// then renamed into place), says so, then never ends: a test makes calls with the session's
+	// key from outside, and ends the job when it is done.
+	"keyfile": func(s *harness.Session, arg string) (any, error) {
+		b, _ := json.Marshal(map[string]string{
+			"job": s.Job(), "agent": s.Agent(),
+			"anthropic_base_url": os.Getenv("ANTHROPIC_BASE_URL"), "anthropic_api_key": os.Getenv("ANTHROPIC_API_KEY"),
+			"openai_base_url": os.Getenv("OPENAI_BASE_URL"), "openai_api_key": os.Getenv("OPENAI_API_KEY"),
+		})
+		if err := os.WriteFile(arg+".tmp", b, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(arg+".tmp", arg); err != nil {
+			return nil, err
+		}
+		s.Say("key written")
+		select {}
+	},
 	// hang says it works, then never ends.
 	"hang": func(s *harness.Session, _ string) (any, error) {
 		s.Say("working")
