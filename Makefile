@@ -70,7 +70,7 @@ release-snapshot:
 	$(GO) run $(GORELEASER) release --snapshot --clean
 
 # The main job, offline: the guide end to end (scaffold, test, lint, oz0 dev on the fake model,
-# oz0 run, the stream), then the servers stopped.
+# oz0 run, the stream, a run that waits for a person's approval), then the servers stopped.
 demo: build
 	@scripts/e2e-kit.sh $(BIN)
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -100,6 +101,7 @@ type Server struct {
 	records     *records
 	interrupted []string             // jobs marked interrupted at start-up, for the banner
 	leftovers   harnesskit.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
+	madeState   string               // the outermost directory openState made, removed if Start fails
 	tier        sandbox.Tier
 	tierCh      chan resolvedTier
 	recorded    recordedBytes
@@ -127,6 +129,10 @@ func Start(cfg Config) (_ *Server, err error) {
 	defer func() {
 		if err != nil {
 			s.unwind()
+			// A start that failed leaves no trace: a state directory it made goes again.
+			if s.madeState != "" {
+				os.RemoveAll(s.madeState)
+			}
 		}
 	}()
 	// Whether the sandbox's tier works here is learnt by building one (milliseconds): meanwhile
@@ -212,7 +218,7 @@ func (s *Server) loadPlugins() error {
 			return err // its findings are the reason; oz0 dev starts once it lints clean
 		}
 		if err != nil {
-			return fmt.Errorf("cannot load the plugin in %s: %w", dir, err)
+			return err // it says which directory, and why it cannot be read
 		}
 		loaded = append(loaded, p)
 	}
@@ -245,9 +251,11 @@ func (s *Server) openState() error {
 		}
 		s.StateDir = abs
 	}
+	made := firstMissing(s.StateDir)
 	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
 		return fmt.Errorf("cannot make the state directory %s: %w; choose another with --state-dir", s.StateDir, err)
 	}
+	s.madeState = made
 	var err error
 	if s.store, err = store.Open(s.StateDir); err != nil {
 		return err
@@ -268,6 +276,21 @@ func (s *Server) openState() error {
 	return err
 }
 
+// firstMissing is the outermost directory of dir's path that does not exist, which making dir
+// makes; "" when dir exists.
+func firstMissing(dir string) string {
+	missing := ""
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = p
+		if filepath.Dir(p) == p {
+			return missing
+		}
+	}
+}
+
 // loadHooks loads the tenant's hooks: --hooks, else hooks.yaml in the state directory if there
 // is one.
 func (s *Server) loadHooks() error {
@@ -275,15 +298,11 @@ func (s *Server) loadHooks() error {
 	if s.hooksFile == "" {
 		s.hooksFile = filepath.Join(s.StateDir, hooks.FileName)
 	} else if _, err := os.Stat(s.hooksFile); err != nil {
-		return fmt.Errorf("--hooks: %w", err)
+		return fmt.Errorf("cannot read --hooks %s: %w", s.hooksFile, err)
 	}
 	set, err := s.readHooks()
-	var re *diag.ReportError
-	if errors.As(err, &re) {
-		return err // its findings are the reason; oz0 dev starts once they are fixed
-	}
 	if err != nil {
-		return fmt.Errorf("cannot load the hooks in %s: %w", s.hooksFile, err)
+		return err // findings (oz0 dev starts once they are fixed), or why the file cannot be read
 	}
 	s.hooks = newLiveHooks(set)
 	s.undo = append(s.undo, s.hooks.Close)
@@ -624,10 +643,11 @@ func (s *Server) banner() {
 		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}
 	if len(s.interrupted) > 0 {
-		s.say("  marked %d job(s) interrupted that were live when oz0 dev last stopped", len(s.interrupted))
+		s.say("  marked %s interrupted that were live when oz0 dev last stopped", count(len(s.interrupted), "job", "jobs"))
 	}
 	if s.leftovers.Sessions > 0 {
-		s.say("  cleaned up after an oz0 that crashed: %d session directory(ies) removed, %d process(es) killed", s.leftovers.Sessions, s.leftovers.Killed)
+		s.say("  cleaned up after an oz0 that crashed: %s removed, %s killed",
+			count(s.leftovers.Sessions, "session directory", "session directories"), count(s.leftovers.Killed, "process", "processes"))
 	}
 	s.say("export %s=%s", apiv1.ContextEnv, s.Context())
 	s.say("ready in %d ms", time.Since(s.cfg.Started).Milliseconds())

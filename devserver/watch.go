@@ -62,7 +62,7 @@ func (s *Server) reloadHooks() {
 	switch {
 	case errors.As(err, &re):
 		s.outMu.Lock()
-		fmt.Fprintf(s.out, "reload: kept the last good hooks: %s has %s; fix them and save again\n", s.hooksFile, diag.Summary(re.Report))
+		fmt.Fprintf(s.out, "reload: kept the last good hooks: %s has %s\n", s.hooksFile, problemsToFix(re.Report))
 		_ = diag.Write(s.out, re.Report, diag.FormatText, diag.Tool{Version: s.cfg.Version})
 		s.outMu.Unlock()
 		return
@@ -75,7 +75,7 @@ func (s *Server) reloadHooks() {
 		s.say("reload: no hooks now (%s is gone or empty); new calls are decided by policy", s.hooksFile)
 		return
 	}
-	s.say("reload: hooks reloaded from %s (%d: %s); new calls go through them", s.hooksFile, set.Len(), strings.Join(set.Names(), ", "))
+	s.say("reload: hooks reloaded from %s (%s: %s); new calls go through them", s.hooksFile, count(set.Len(), "hook", "hooks"), strings.Join(set.Names(), ", "))
 }
 
 // watch polls the plugins' files and the hooks file; an edit re-lints and reloads the plugin. New jobs take the new
@@ -122,7 +122,7 @@ func (s *Server) reload(i int, dir string) {
 	switch {
 	case errors.As(err, &re):
 		s.outMu.Lock()
-		fmt.Fprintf(s.out, "reload: kept the last good version of %s: it has %s; fix them and save again\n", name, diag.Summary(rep))
+		fmt.Fprintf(s.out, "reload: kept the last good version of %s: it has %s\n", name, problemsToFix(rep))
 		_ = diag.Write(s.out, rep, diag.FormatText, diag.Tool{Version: s.cfg.Version})
 		s.outMu.Unlock()
 		return
@@ -137,5 +137,23 @@ func (s *Server) reload(i int, dir string) {
 		return
 	}
 	s.plugins.Store(&next)
-	s.say("reload: %s reloaded (%d agent(s): %s); new jobs take it", p.Manifest.Name, len(p.Agents), strings.Join(p.AgentNames(), ", "))
+	s.say("reload: %s reloaded (%s: %s); new jobs take it", p.Manifest.Name, count(len(p.Agents), "agent", "agents"), strings.Join(p.AgentNames(), ", "))
+}
+
+// count is n and the noun, in the number n asks for: "1 agent", "2 agents".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// problemsToFix says what a report found and to fix it: "1 error; fix it and save again", "2
+// errors; fix them and save again".
+func problemsToFix(rep *diag.Report) string {
+	them := "them"
+	if e, w := rep.Counts(); e+w == 1 {
+		them = "it"
+	}
+	return diag.Summary(rep) + "; fix " + them + " and save again"
 }

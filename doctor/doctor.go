@@ -165,6 +165,11 @@ func hasRule(rep *diag.Report, rule string) bool {
 
 func checkVenv(ctx context.Context, env Env) Result {
 	r := Result{Check: "venv"}
+	// With no plugin here, the plugin check has said so (and how to mend it) already.
+	if _, err := os.Stat(filepath.Join(env.PluginDir, lint.ManifestFile)); err != nil {
+		r.Level, r.Detail = OK, "no plugin in "+env.PluginDir+", so no venv to check"
+		return r
+	}
 	if _, err := os.Stat(filepath.Join(env.PluginDir, "pyproject.toml")); err != nil {
 		r.Level, r.Detail = OK, "no pyproject.toml: not a Python plugin, no venv needed"
 		return r

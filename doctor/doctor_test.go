@@ -58,7 +58,14 @@ func TestVenvAndPlugin(t *testing.T) {
 	if r := checkPlugin(Env{PluginDir: dir}); r.Level != Warn || !strings.Contains(r.Mend, "oz0 plugin new") {
 		t.Errorf("no manifest: %+v", r)
 	}
-	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != OK {
+	// No plugin here at all: the venv check does not call it "not a Python plugin".
+	os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname='x'\n"), 0o644)
+	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != OK || r.Detail != "no plugin in "+dir+", so no venv to check" {
+		t.Errorf("no plugin: %+v", r)
+	}
+	os.Remove(filepath.Join(dir, "pyproject.toml"))
+	os.WriteFile(filepath.Join(dir, "oz0-plugin.yaml"), []byte("apiVersion: oz0/v1\n"), 0o644)
+	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != OK || !strings.Contains(r.Detail, "not a Python plugin") {
 		t.Errorf("no pyproject: %+v", r)
 	}
 	os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname='x'\n"), 0o644)

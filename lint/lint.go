@@ -30,6 +30,9 @@ import (
 // be read at all or in part (dir missing or not a directory, permission denied, I/O errors);
 // everything about the plugin's content, a missing oz0-plugin.yaml included, is a finding.
 func Load(dir string) (*plugin.Plugin, *diag.Report, error) {
+	if dir == "" {
+		return nil, nil, errors.New("the plugin directory is an empty path; pass a plugin's directory, or . for the current one")
+	}
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

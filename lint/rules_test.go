@@ -289,7 +289,7 @@ func TestRules(t *testing.T) {
 			{"skills/bad/SKILL.md:2:1 missing-key", "missing required key `description`"},
 			{"skills/bad/SKILL.md:3:1 unknown-key", "unknown key `descriptio`; did you mean `description`?"},
 			{"skills/named/SKILL.md:2:7 skill-name", "skill `other` is in directory `named`; they should match"},
-			{"skills/syntax/SKILL.md:3:1 yaml-syntax", "did not find expected node content"},
+			{"skills/syntax/SKILL.md:3:14 yaml-syntax", "did not find expected node content"},
 		}},
 		{"skills dir is a file", map[string]string{"skills": "x"}, []expect{
 			{"oz0-plugin.yaml:14:10 skill-missing", "skills entry `skills/` is not a directory"},

@@ -19,18 +19,21 @@ func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("plugin name is empty; give one like acme-triage (lowercase letters, digits and hyphens)")
 	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("plugin name %q is not UTF-8 text; use only lowercase letters, digits and hyphens", clip(name))
+	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLen {
-		return fmt.Errorf("plugin name %q is %d characters; use at most %d", name, n, MaxNameLen)
+		return fmt.Errorf("plugin name %q is %d characters; use at most %d", clip(name), n, MaxNameLen)
 	}
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return fmt.Errorf("plugin name %q is a path; give a bare name and choose the parent directory with --dir", name)
 	}
 	if lower := strings.ToLower(name); lower != name {
-		return fmt.Errorf("plugin name %q has an uppercase letter; use lowercase, e.g. %q", name, strings.ReplaceAll(lower, " ", "-"))
+		return fmt.Errorf("plugin name %q has an uppercase letter; use lowercase%s", name, suggestion(name))
 	}
 	first, _ := utf8.DecodeRuneInString(name)
 	if first < 'a' || first > 'z' {
-		return fmt.Errorf("plugin name %q must start with a lowercase letter (a-z)", name)
+		return fmt.Errorf("plugin name %q must start with a lowercase letter (a-z)%s", name, suggestion(name))
 	}
 	for i, r := range name {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
@@ -45,15 +48,60 @@ func ValidateName(name string) error {
 		case '\t':
 			what = "a tab"
 		}
-		return fmt.Errorf("plugin name %q has %s at position %d; use only lowercase letters, digits and hyphens", name, what, i+1)
+		return fmt.Errorf("plugin name %q has %s at position %d; use only lowercase letters, digits and hyphens%s", name, what, i+1, suggestion(name))
 	}
 	if strings.HasSuffix(name, "-") {
-		return fmt.Errorf("plugin name %q ends with a hyphen; end it with a letter or digit", name)
+		return fmt.Errorf("plugin name %q ends with a hyphen; end it with a letter or digit%s", name, suggestion(name))
 	}
 	if strings.Contains(name, "--") {
-		return fmt.Errorf("plugin name %q has two hyphens in a row; use one", name)
+		return fmt.Errorf("plugin name %q has two hyphens in a row; use one%s", name, suggestion(name))
 	}
 	return nil
+}
+
+// suggestion is ", e.g. \"valid-name\"" for an error about name, or "" when nothing valid can be
+// made of it: a suggestion the user copies must itself pass ValidateName.
+func suggestion(name string) string {
+	s := SuggestName(name)
+	if s == "" || s == name {
+		return ""
+	}
+	return fmt.Sprintf(", e.g. %q", s)
+}
+
+// SuggestName makes a valid plugin name out of an invalid one: lowercased, each run of other
+// characters turned into one hyphen, anything before the first letter and trailing hyphens
+// trimmed, cut to MaxNameLen. It returns "" when no letter is left.
+func SuggestName(name string) string {
+	var b strings.Builder
+	hyphen := false
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if b.Len() == 0 && (r < 'a' || r > 'z') {
+				continue // a name starts with a letter
+			}
+			if hyphen && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			hyphen = false
+			b.WriteRune(r)
+			continue
+		}
+		hyphen = true
+	}
+	s := b.String()
+	if len(s) > MaxNameLen {
+		s = strings.TrimRight(s[:MaxNameLen], "-")
+	}
+	return s
+}
+
+// clip shortens a name too long to be one for a message: a mistyped megabyte stays a line.
+func clip(s string) string {
+	if r := []rune(s); len(r) > MaxNameLen+1 {
+		return string(r[:MaxNameLen]) + "…"
+	}
+	return s
 }
 
 // PackageName is the Python package for a plugin name: hyphens become underscores.

@@ -26,6 +26,9 @@ type Template struct {
 	// NextSteps are the commands that get a new plugin of the template tested, in order, after
 	// cd into it.
 	NextSteps []string
+	// NeedsTool is the program NextSteps run (uv, npm). WithoutTool, when set, is the command
+	// that tests a new plugin without it, for when NeedsTool is not installed.
+	NeedsTool, WithoutTool string
 	// layers are the directories under templates/ the plugin is rendered from, in order: a file
 	// of a later layer replaces one of the same path in an earlier one. Templates share files
 	// (the Python harness) through a common layer, so that there is one source of each.
@@ -51,19 +54,23 @@ var (
 	nodeSteps   = []string{"npm ci", "npm test", "oz0 plugin lint"}
 )
 
+// pythonStdlibTests runs a Python template's tests on the standard library alone, as its README
+// says: the tests need nothing uv installs.
+const pythonStdlibTests = "python3 -m unittest discover -s tests -v"
+
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
 // directory of the same name under templates/, its last layer.
 var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
 	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
 	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
 	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
-		NextSteps: pythonSteps, layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
 	{Name: "strands-ts", Description: "An AWS Strands Agents TypeScript agent on Node, its model on the gateway (Anthropic or OpenAI Chat Completions) and its tool calls asked first",
-		NextSteps: nodeSteps, layers: []string{agentLayer, nodeLayer, "strands-ts"}},
+		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "strands-ts"}},
 }
 
 // Templates returns the catalogue.
@@ -113,6 +120,17 @@ type File struct {
 // ErrTargetNotEmpty is returned, wrapped, when the target exists and has something in it.
 var ErrTargetNotEmpty = errors.New("target is not empty")
 
+// targetError is a message about the target that is ErrTargetNotEmpty without saying its words
+// again.
+type targetError struct{ msg string }
+
+func (e *targetError) Error() string        { return e.msg }
+func (e *targetError) Is(target error) bool { return target == ErrTargetNotEmpty }
+
+func targetErrorf(format string, args ...any) error {
+	return &targetError{msg: fmt.Sprintf(format, args...)}
+}
+
 // CheckTarget refuses a target that exists and is not an empty directory. It is called before
 // anything is asked, and again just before writing.
 func CheckTarget(dir string) error {
@@ -124,14 +142,14 @@ func CheckTarget(dir string) error {
 		return fmt.Errorf("cannot check %s: %w", dir, err)
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("%s exists and is a file: %w; choose another name or --dir", dir, ErrTargetNotEmpty)
+		return targetErrorf("%s exists and is a file; choose another name or --dir", dir)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", dir, err)
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("%s already exists and is not empty: %w; choose another name or --dir, or remove it", dir, ErrTargetNotEmpty)
+		return targetErrorf("%s already exists and is not empty; choose another name or --dir, or remove it", dir)
 	}
 	return nil
 }
@@ -269,11 +287,11 @@ func Create(o Options) ([]File, error) {
 	// An empty target directory makes way; os.Remove fails on one that has filled up since the
 	// check, and os.Rename never replaces a directory, so nothing of the user's is overwritten.
 	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)
+		return nil, targetErrorf("%s appeared while writing; nothing was written", target)
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		if CheckTarget(target) != nil {
-			return nil, fmt.Errorf("%s appeared while writing: %w; nothing was written", target, ErrTargetNotEmpty)
+			return nil, targetErrorf("%s appeared while writing; nothing was written", target)
 		}
 		return nil, fmt.Errorf("cannot move the new plugin into %s: %w", target, err)
 	}

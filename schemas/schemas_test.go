@@ -333,7 +333,7 @@ func TestParseYAML(t *testing.T) {
 		kind, msg string
 	}{
 		{"syntax", "a: b\n\tc: d\n", 2, 1, KindYAMLSyntax, "tab character"},
-		{"unclosed", "a: [b\n", 1, 1, KindYAMLSyntax, ""},
+		{"unclosed", "a: [b\n", 1, 5, KindYAMLSyntax, "did not find expected ',' or ']'"},
 		{"invalid utf-8", "a: b\nc: \xff\n", 2, 4, KindNotText, "not UTF-8 text: invalid byte 0xff"},
 		{"nul", "a: b\x00\n", 1, 5, KindNotText, "binary data: a NUL byte"},
 		{"control", "a: \x1b[31m\n", 1, 4, KindNotText, "control character U+001B"},
@@ -357,6 +357,52 @@ func TestParseYAML(t *testing.T) {
 		if root == nil || len(ps) > 0 {
 			t.Errorf("%q: %v", doc, ps)
 		}
+	}
+}
+
+// A syntax error is reported where the parser failed, not where yaml.v3's message says (the start
+// of the mapping or list it was parsing, often line 1).
+func TestParseYAMLSyntaxErrorPosition(t *testing.T) {
+	manifest := `# the scaffold writes its schema modeline here
+apiVersion: oz0/v1
+name: acme
+version: 0.1.0
+description: "x"
+runtime: python
+harnesses:
+  - name: acme
+    command: ["python", "-m", "acme"]
+    permissions: true # it asks before each tool call
+    tools: [notify_team]
+    formats: [anthropic-messages]
+agents: [agents/]
+skills: [skills/]
+  oops: 1
+`
+	for _, tc := range []struct {
+		name, doc string
+		line, col int
+		msg       string
+	}{
+		{"key indented under a top-level list", manifest, 15, 3, "did not find expected key"},
+		{"list item in a mapping", "key: value\n- item\n", 2, 1, "did not find expected key"},
+		{"item of a list indented too far", "- item: 1\n  attr: 1\n- item: 2\n  attr: 2\n  - item: 3\n  attr: 3\n", 5, 3, "did not find expected key"},
+		{"key indented deeper than its siblings", "key_one:\n  inner: 1\n\nkey_two:\n    inner: 2\n  other: 3\n", 6, 3, "did not find expected key"},
+		{"two colons", "a: 1\nb: c: d\n", 2, 5, "mapping values are not allowed in this context"},
+		{"a key after a scalar", "a: 1\n  b: 2\n", 2, 4, "mapping values are not allowed in this context"},
+		{"tab indent", "a: 1\nb: 2\n\tc: d\n", 3, 1, "found a tab character that violates indentation"},
+		{"reserved character", "a: 1\nb: @x\n", 2, 4, "found character that cannot start any token"},
+		{"in a second document", "a: 1\n---\nb: c: d\n", 3, 5, "mapping values are not allowed in this context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ps := ParseYAML([]byte(tc.doc))
+			if len(ps) != 1 {
+				t.Fatalf("got %v", ps)
+			}
+			if p := ps[0]; p.Rule != KindYAMLSyntax || p.Message != tc.msg || p.Line != tc.line || p.Col != tc.col {
+				t.Errorf("got %d:%d %s %q; want %d:%d %q", p.Line, p.Col, p.Rule, p.Message, tc.line, tc.col, tc.msg)
+			}
+		})
 	}
 }
 

@@ -75,7 +75,7 @@ func ParseYAML(data []byte) (root *yaml.Node, problems []diag.Diagnostic) {
 		if errors.Is(err, io.EOF) {
 			return &yaml.Node{Kind: yaml.DocumentNode, Line: 1, Column: 1}, nil
 		}
-		return nil, []diag.Diagnostic{yamlError(err)}
+		return nil, []diag.Diagnostic{yamlError(data, err)}
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
@@ -85,29 +85,113 @@ func ParseYAML(data []byte) (root *yaml.Node, problems []diag.Diagnostic) {
 		n := next.Content[0]
 		return &doc, []diag.Diagnostic{problem(n.Line, n.Column, KindYAMLSyntax, "", "a second YAML document (after ---); the file must hold one")}
 	} else if !errors.Is(err, io.EOF) {
-		return &doc, []diag.Diagnostic{yamlError(err)}
+		return &doc, []diag.Diagnostic{yamlError(data, err)}
 	}
 	return &doc, nil
 }
 
-func yamlError(err error) diag.Diagnostic {
+// yamlError turns a yaml.v3 error about data into a diagnostic at the place the parser failed.
+func yamlError(data []byte, err error) diag.Diagnostic {
 	msg := err.Error()
-	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return problem(line, 1, KindYAMLSyntax, "", m[2])
-	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
+		// A decoding error: its line is the node's own.
+		line := 1
+		if m := yamlLineErr.FindStringSubmatch("yaml: " + te.Errors[0]); m != nil {
+			line, _ = strconv.Atoi(m[1])
 			return problem(line, 1, KindYAMLSyntax, "", m[2])
 		}
+		return problem(line, 1, KindYAMLSyntax, "", te.Errors[0])
 	}
-	if len(msg) > 6 && msg[:6] == "yaml: " {
-		msg = msg[6:]
+	reported := 0
+	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+		reported, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return problem(1, 1, KindYAMLSyntax, "", msg)
+	line, col := failurePosition(data, msg, reported)
+	return problem(line, col, KindYAMLSyntax, "", msg)
+}
+
+// failurePosition finds where the YAML parser stops with msg: the line and column of the token
+// it could not take. yaml.v3 does not say: its "line N" is the start of the construct being
+// parsed (for "did not find expected key", the first line of the mapping, often line 1),
+// counted from 0 for parser errors and from 1 for scanner errors. That line is no later than the
+// failure, which is the first line whose prefix of data fails with the same message: parsing is
+// left to right and a token never spans lines for the constructs these errors are about. The
+// column is the first rune of that line whose prefix fails alike (the token the parser refused);
+// failing that, the line's first non-blank rune. Only the error path parses again, a
+// logarithmic number of times for the line.
+func failurePosition(data []byte, msg string, reported int) (line, col int) {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	lo := max(reported, 1)
+	if lo > len(lines) || !failsWith(data, msg) {
+		return lo, 1 // past the last line (the end of the stream), or not to be found again
+	}
+	prefix := func(n int) int { // bytes in lines[:n]
+		size := 0
+		for _, l := range lines[:n] {
+			size += len(l)
+		}
+		return size
+	}
+	// The smallest line in [lo, len(lines)] whose prefix fails with msg; the whole of data does.
+	hi := len(lines)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if failsWith(data[:prefix(mid)], msg) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	line = lo
+	start, text := prefix(line-1), lines[line-1]
+	trimmed := bytes.TrimLeft(text, " \t")
+	col = utf8.RuneCount(text[:len(text)-len(trimmed)]) + 1
+	// The column of the refused token: the shortest cut of the line that fails alike. A cut
+	// inside an earlier token can fail too, but then at that token's start. Past maxSearch runes,
+	// or in a file so large that the cuts would take long, the line's first non-blank rune is a
+	// fair answer.
+	const maxSearch, maxBytes = 200, 4 << 20
+	end := bytes.TrimRight(text, "\r\n")
+	for i, c := 0, 1; i < len(end) && c <= maxSearch && c*(start+i) <= maxBytes; c++ {
+		_, size := utf8.DecodeRune(end[i:])
+		i += size
+		if failsWith(data[:start+i], msg) {
+			return line, c
+		}
+	}
+	return line, col
+}
+
+// failsWith reports whether parsing data, every document of it, fails with msg.
+func failsWith(data []byte, msg string) (fails bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			fails = false
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		got := err.Error()
+		if m := yamlLineErr.FindStringSubmatch(got); m != nil {
+			got = m[2]
+		}
+		return strings.TrimPrefix(got, "yaml: ") == msg
+	}
 }
 
 // checkText reports the first byte sequence that cannot be in a YAML

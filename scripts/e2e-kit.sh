@@ -2,7 +2,9 @@
 # The guide, end to end and offline, as a user types it: scaffold acme-triage, test and lint it,
 # check it against the protocol, start `oz0 dev` on the fake model, run the guide's ticket, then
 # set the tenant's key with the provider's upstream pointed at `oz0 fake-model serve` and run it
-# again. Every step is printed; both servers are stopped at the end, whatever happens.
+# again; then uncomment requires_approval in the agent, and the next run waits for a person's
+# approval before it tells the team. Every step is printed; the servers are stopped at the end,
+# whatever happens.
 #
 #   scripts/e2e-kit.sh [path/to/oz0]     (make demo builds oz0 and runs this)
 set -euo pipefail
@@ -30,6 +32,16 @@ waitfor() { # waitfor FILE: until a background server has written it
   for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done
   echo "e2e-kit: timed out waiting for $1" >&2; exit 1
 }
+polluntil() { # polluntil WHAT CMD...: until CMD succeeds, asking every 50 ms for at most 10 s
+  local what=$1; shift
+  for _ in $(seq 200); do "$@" && return 0; sleep 0.05; done
+  echo "e2e-kit: timed out waiting for $what" >&2; exit 1
+}
+# The guide's answer to its ticket, as `oz0 run` prints it.
+guide_answer='acme-triage: Sorting the ticket.
+acme-triage → notify_team {"summary":"I was charged twice for my order","team":"billing"}
+acme-triage ← notify_team told the billing team: I was charged twice for my order
+billing: Sorry about the double charge; we have refunded the second one.'
 
 cd "$work"
 step oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets"
@@ -61,5 +73,29 @@ export ANTHROPIC_API_KEY="sk-ant-e2e-kit-not-a-real-key"
 printf '\n%s$ printf %%s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY --base-url %s%s\n' "$bold" "$(cat "$work/fm.url")" "$reset"
 printf %s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY --base-url "$(cat "$work/fm.url")"
 step oz0 run acme-triage "I was charged twice for my order"
+
+note "uncomment requires_approval: [notify_team] in the agent: the next run waits for a person"
+agent=agents/acme-triage.yaml
+sed 's/^\( *\)# requires_approval: \[notify_team\]/\1requires_approval: [notify_team]/' "$agent" >"$work/agent.yaml"
+mv "$work/agent.yaml" "$agent"
+step grep -n 'requires_approval' "$agent"
+grep -q '^ *requires_approval: \[notify_team\]' "$agent" || { echo "e2e-kit: $agent has no requires_approval line to uncomment" >&2; exit 1; }
+polluntil "oz0 dev to reload acme-triage" grep -q '^reload: acme-triage reloaded' "$work/dev.log"
+sed -n 's/^reload: /  | reload: /p' "$work/dev.log"
+printf '\n%s$ %s &%s\n' "$bold" "$(shown oz0 run acme-triage "I was charged twice for my order")" "$reset"
+oz0 run acme-triage "I was charged twice for my order" >"$work/run.out" 2>"$work/run.err" &
+run=$!
+pids+=($run)
+waiting() { [ -n "$(oz0 approval list --jq '.[].id')" ]; }
+polluntil "the run's approval" waiting
+step oz0 approval list
+step oz0 approval approve "$(oz0 approval list --jq '.[0].id')"
+status=0
+wait "$run" || status=$?
+pids=("${pids[@]:0:${#pids[@]}-1}") # the run has ended: no longer for cleanup to stop
+cat "$work/run.err" "$work/run.out"
+if [ "$status" -ne 0 ] || [ "$(cat "$work/run.out")" != "$guide_answer" ]; then
+  echo "e2e-kit: the approved run did not end with the guide's answer (exit $status)" >&2; exit 1
+fi
 step oz0 job list
 printf '\n%se2e-kit: the guide ran offline, end to end%s\n' "$bold" "$reset"

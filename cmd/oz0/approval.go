@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -97,11 +100,11 @@ func newCmdApprovalApprove(f *cmdutil.Factory, runF func(*approvalApproveOptions
 		Use:     "approve ID",
 		Short:   "Approve a waiting tool call: once, for the rest of its job, or always",
 		Example: "  oz0 approval approve apr_abc123\n  oz0 approval approve apr_abc123 --scope job",
-		Args:    argsBetween(1, 1, "one approval ID"),
+		Args:    oneID("approval", apiv1.ApprovalIDPrefix, "oz0 approval list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if !slices.Contains(approvalScopes, opts.Scope) {
-				return cmdutil.Usagef("unknown --scope %q; choose once, job or always", opts.Scope)
+				return cmdutil.Usagef("unknown --scope %s; choose once, job or always", quote(opts.Scope))
 			}
 			if runF != nil {
 				return runF(opts)
@@ -148,11 +151,14 @@ func newCmdApprovalDeny(f *cmdutil.Factory, runF func(*approvalDenyOptions) erro
 		Use:     "deny ID --reason R",
 		Short:   "Deny a waiting tool call; the reason reaches the model",
 		Example: `  oz0 approval deny apr_abc123 --reason "billing is told by a person"`,
-		Args:    argsBetween(1, 1, "one approval ID"),
+		Args:    oneID("approval", apiv1.ApprovalIDPrefix, "oz0 approval list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if opts.Reason == "" {
 				return cmdutil.Usagef("a denial needs --reason \"...\": the harness, and so the model, reads it")
+			}
+			if err := checkUTF8("--reason", opts.Reason, "retype it"); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -238,7 +244,7 @@ func newCmdApprovalRevoke(f *cmdutil.Factory, runF func(*approvalRevokeOptions) 
 		Use:     "revoke RULE",
 		Short:   "Revoke an always rule (by its id or its <harness>.<tool>)",
 		Example: "  oz0 approval revoke rule_abc123\n  oz0 approval revoke acme-triage.notify_team",
-		Args:    argsBetween(1, 1, "one RULE"),
+		Args:    ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Rule = args[0]
 			if runF != nil {
@@ -261,4 +267,21 @@ func approvalRevokeRun(ctx context.Context, opts *approvalRevokeOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "revoked %s: %s asks a person again\n", r.ID, r.Target)
 	return nil
+}
+
+// ruleArg accepts one RULE: a rule ID, or the <harness>.<tool> it approves.
+func ruleArg(cmd *cobra.Command, args []string) error {
+	if err := argsBetween(1, 1, "one RULE")(cmd, args); err != nil {
+		return err
+	}
+	rule := args[0]
+	if strings.HasPrefix(rule, apiv1.RuleIDPrefix) && apiv1.ValidID(apiv1.RuleIDPrefix, rule) {
+		return nil
+	}
+	harness, tool, ok := strings.Cut(rule, ".")
+	if ok && harness != "" && tool != "" && len(rule) <= 256 && utf8.ValidString(rule) &&
+		strings.IndexFunc(rule, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) < 0 {
+		return nil
+	}
+	return cmdutil.Usagef("%s is neither a rule ID (rule_…) nor the <harness>.<tool> of a rule; `oz0 approval rules` shows them", quote(rule))
 }

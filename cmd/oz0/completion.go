@@ -17,7 +17,11 @@ func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
 Besides commands and flags, it completes what the dev server in OZ0_CONTEXT has: agents
 (oz0 run), job IDs (oz0 job show, cancel, trace), waiting approvals (approve, deny), rules
 (revoke) and secret names (oz0 secret rm); and the plugin's harnesses (oz0 plugin test
---harness). Directory arguments complete directories.`,
+--harness). Directory arguments complete directories.
+
+The bash script needs the bash-completion package (version 2). If it is not installed:
+  sudo apt-get install bash-completion    # Debian, Ubuntu
+  brew install bash-completion@2          # macOS; then add the line brew prints to ~/.bash_profile`,
 		Example: `  # bash, for this shell
   source <(oz0 completion bash)
   # zsh, for every new shell
@@ -41,7 +45,7 @@ Besides commands and flags, it completes what the dev server in OZ0_CONTEXT has:
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(out)
 			}
-			return cmdutil.Usagef("unknown shell %q; choose bash, zsh, fish or powershell", args[0])
+			return cmdutil.Usagef("unknown shell %s; choose bash, zsh, fish or powershell", quote(args[0]))
 		},
 	}
 }

@@ -73,10 +73,10 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 				opts.LogLevel = "debug"
 			}
 			if !slices.Contains(logLevels, opts.LogLevel) {
-				return cmdutil.Usagef("unknown --log-level %q; choose one of %s", opts.LogLevel, strings.Join(logLevels, ", "))
+				return cmdutil.Usagef("unknown --log-level %s; choose one of %s", quote(opts.LogLevel), strings.Join(logLevels, ", "))
 			}
 			if !slices.Contains(logFormats, opts.LogFormat) {
-				return cmdutil.Usagef("unknown --log-format %q; choose text or json", opts.LogFormat)
+				return cmdutil.Usagef("unknown --log-format %s; choose text or json", quote(opts.LogFormat))
 			}
 			tier, err := sandbox.ParseTier(sandboxFlag)
 			if err != nil {
@@ -88,6 +88,9 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 				return err
 			}
 			opts.Addr = addr
+			if err := checkOutputFile("--ready-file", opts.ReadyFile); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}

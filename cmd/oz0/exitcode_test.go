@@ -64,12 +64,14 @@ func newExitFixtures(t *testing.T) *exitFixtures {
 	gone.Close()
 
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiv1.ServerHeader, "v1")
 		w.WriteHeader(http.StatusNotFound)
 		w.Write([]byte(`{"error":{"code":"not_found","message":"no such thing; oz0 job list shows the jobs"}}`))
 	}))
 	t.Cleanup(refusing.Close)
 	fx.refusingCtx = refusing.URL + "#" + apiv1.NewToken()
 	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiv1.ServerHeader, "v1")
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"error":{"code":"unauthorized","message":"missing or wrong bearer token"}}`))
 	}))
@@ -125,7 +127,7 @@ func TestExitCodes(t *testing.T) {
 		{"plugn", "", 2, `unknown command "plugn" for "oz0"; did you mean "plugin"?`},
 		{"help plugn", "", 2, `unknown command "plugn" for "oz0"; did you mean "plugin"?`},
 		{"job list --jq .[", "", 2, "--jq \".[\""},
-		{"job list --template {{.x", "", 2, "--template:"},
+		{"job list --template {{.x", "", 2, `--template "{{.x" is not a Go template: unclosed action`},
 		{"schema nope", "", 2, `no schema "nope"`},
 		{"schema agent --json", "", 2, "give no NAME or --write with them"},
 		{"dev --log-level loud", "", 2, `unknown --log-level "loud"`},
@@ -172,7 +174,7 @@ func TestExitCodes(t *testing.T) {
 		{"dev --ephemeral --plugin plug --fake-script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"dev --ephemeral --plugin plug --fake-script " + missing, "", 3, "cannot read the fake model script"},
 		{"dev --ephemeral --plugin plug --hooks " + in("bad-hooks.yaml"), "", 1, "bad-hooks.yaml has 1 error; nothing was run"},
-		{"dev --ephemeral --plugin plug --hooks " + missing, "", 3, "--hooks: "},
+		{"dev --ephemeral --plugin plug --hooks " + missing, "", 3, "cannot read --hooks "},
 		{"dev --ephemeral --plugin plug --plugin plug", "", 1, "agent hello is in both hello and hello"},
 		{"fake-model serve --script " + in("bad-script.yaml"), "", 1, "bad-script.yaml has 1 error; nothing was run"},
 		{"fake-model serve --script " + missing, "", 3, "cannot read the fake model script"},

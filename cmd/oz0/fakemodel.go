@@ -63,6 +63,9 @@ SIGINT or SIGTERM stops it (exit 0).`,
 				return err
 			}
 			opts.Addr = addr
+			if err := checkOutputFile("--ready-file", opts.ReadyFile); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}

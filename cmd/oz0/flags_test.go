@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,6 +50,11 @@ func TestRunFlags(t *testing.T) {
 	check(t, "run AGENT INPUT --json", o, err, map[string]any{"Agent": "acme-triage", "Input": "I was charged twice", "JSON": true, "Detach": false})
 	o, err = parseFlags(t, newCmdRun, `{"order": 42}`, "order-bot", "-", "--detach")
 	check(t, "run AGENT - --detach", o, err, map[string]any{"Input": `{"order": 42}`, "Detach": true})
+	// Of stdin, exactly one line break at the end is dropped: echo's.
+	for stdin, want := range map[string]string{"x\n": "x", "x\r\n": "x", "x\n\n": "x\n", "x\r": "x\r", "\n": "", "a\nb\n": "a\nb", "x": "x"} {
+		o, err = parseFlags(t, newCmdRun, stdin, "acme-triage", "-")
+		check(t, fmt.Sprintf("run AGENT - with stdin %q", stdin), o, err, map[string]any{"Input": want})
+	}
 	file := filepath.Join(t.TempDir(), "ticket.txt")
 	os.WriteFile(file, []byte("from a file\n"), 0o644)
 	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "--input-file", file)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -54,7 +55,7 @@ func newCmdJobList(f *cmdutil.Factory, runF func(*jobListOptions) error) *cobra.
 			if opts.Status != "" {
 				for _, st := range strings.Split(opts.Status, ",") {
 					if !apiv1.Status(st).Valid() {
-						return cmdutil.Usagef("unknown --status %q; the statuses are %s", st, statusNames())
+						return cmdutil.Usagef("unknown --status %s; the statuses are %s", quote(st), statusNames())
 					}
 				}
 			}
@@ -99,7 +100,18 @@ func jobListRun(ctx context.Context, opts *jobListOptions) error {
 		return opts.Write(opts.IO, jobs)
 	}
 	if len(jobs) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, `no jobs yet; start one with: oz0 run AGENT "input"`)
+		var filters []string
+		if opts.Status != "" {
+			filters = append(filters, "--status "+opts.Status)
+		}
+		if opts.Agent != "" {
+			filters = append(filters, "--agent "+quote(opts.Agent))
+		}
+		if len(filters) > 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "no jobs with %s; oz0 job list shows them all\n", strings.Join(filters, " "))
+		} else {
+			fmt.Fprintln(opts.IO.ErrOut, `no jobs yet; start one with: oz0 run AGENT "input"`)
+		}
 		return nil
 	}
 	t := newTable(opts.IO, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT")
@@ -129,7 +141,7 @@ func newCmdJobShow(f *cmdutil.Factory, runF func(*jobShowOptions) error) *cobra.
 		Use:     "show ID",
 		Short:   "Show a job's record",
 		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --json\n  oz0 job show job_abc… --jq .usage",
-		Args:    argsBetween(1, 1, "one job ID"),
+		Args:    oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if err := opts.Check(); err != nil {
@@ -193,7 +205,7 @@ func newCmdJobCancel(f *cmdutil.Factory, runF func(*jobCancelOptions) error) *co
 		Use:     "cancel ID",
 		Short:   "Cancel a job: SIGTERM to its session's process group, then SIGKILL after a grace period",
 		Example: "  oz0 job cancel job_abc…",
-		Args:    argsBetween(1, 1, "one job ID"),
+		Args:    oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
@@ -232,7 +244,7 @@ func newCmdJobTrace(f *cmdutil.Factory, runF func(*jobTraceOptions) error) *cobr
 calls with their decisions and results, model calls with tokens and latency, logs). The output
 loads again (it is the format of the store's trace).`,
 		Example: "  oz0 job trace job_abc… > job.jsonl",
-		Args:    argsBetween(1, 1, "one job ID"),
+		Args:    oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
@@ -275,7 +287,7 @@ A job is recorded when oz0 dev runs with --record, or oz0 run with --record. Exi
 run's: 0 when the replayed job succeeds, 1 when it fails.`,
 		Example: `  oz0 job replay job_abc…
   oz0 job replay job_abc… --upstream   # the calls from the first that changed go to the model`,
-		Args: argsBetween(1, 1, "one job ID"),
+		Args: oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
@@ -337,9 +349,12 @@ becomes a regression test: oz0 plugin test --script FILE, oz0 dev --fake-script 
 oz0 fake-model serve --script FILE in a plugin's own tests and CI.`,
 		Example: `  oz0 job script job_abc… -o recorded.yaml
   oz0 plugin test --script recorded.yaml`,
-		Args: argsBetween(1, 1, "one job ID"),
+		Args: oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if err := checkOutputFile("--output", opts.Output); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -369,5 +384,21 @@ func jobScriptRun(ctx context.Context, opts *jobScriptOptions) error {
 		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "oz0: wrote %s\n", opts.Output)
+	return nil
+}
+
+// checkOutputFile refuses a file to write that cannot be one, before anything is asked or
+// done: a directory, or a path whose directory is missing or is a file.
+func checkOutputFile(flag, name string) error {
+	if name == "" {
+		return nil
+	}
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		return cmdutil.Usagef("%s %s is a directory; give a file to write", flag, name)
+	}
+	dir := filepath.Dir(name)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return cmdutil.Usagef("%s %s: %s is not a directory; make it first, or give another file", flag, name, dir)
+	}
 	return nil
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -18,6 +22,8 @@ type pluginNewOptions struct {
 	Prompter prompt.Prompter
 	Getwd    func() (string, error)
 	Ref      string // this build's ref, which the plugin's schema lines and CI workflow point at
+	// LookPath finds the tool the next steps need (uv): without it, they say what does instead.
+	LookPath func(string) (string, error)
 
 	Name        string
 	Template    string
@@ -26,7 +32,7 @@ type pluginNewOptions struct {
 }
 
 func newCmdPluginNew(f *cmdutil.Factory, runF func(*pluginNewOptions) error) *cobra.Command {
-	opts := &pluginNewOptions{IO: f.IOStreams, Prompter: f.Prompter, Getwd: f.Getwd, Ref: f.Build.Ref}
+	opts := &pluginNewOptions{IO: f.IOStreams, Prompter: f.Prompter, Getwd: f.Getwd, LookPath: exec.LookPath, Ref: f.Build.Ref}
 	cmd := &cobra.Command{
 		Use:   "new NAME --template T --description D",
 		Short: "Scaffold a new plugin from a template",
@@ -86,6 +92,14 @@ func pluginNewRun(opts *pluginNewOptions) error {
 		}
 		parent = wd
 	}
+	if opts.Dir != "" {
+		// A --dir that is missing is made; one that cannot be is refused before anything is asked.
+		if st, err := os.Stat(opts.Dir); err == nil && !st.IsDir() {
+			return cmdutil.Usagef("--dir %s is a file; give the directory to make the plugin in", opts.Dir)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot use --dir %s: %w", opts.Dir, err)
+		}
+	}
 	// A target in the way is refused before anything is asked.
 	if opts.Name != "" {
 		if err := scaffold.CheckTarget(filepath.Join(parent, opts.Name)); err != nil {
@@ -110,6 +124,11 @@ func pluginNewRun(opts *pluginNewOptions) error {
 	t, _ := scaffold.LookupTemplate(opts.Template)
 	for _, step := range t.NextSteps {
 		fmt.Fprintf(out, "  %s\n", step)
+	}
+	if t.WithoutTool != "" {
+		if _, err := opts.LookPath(t.NeedsTool); err != nil {
+			fmt.Fprintf(out, "\n%s is not installed (not on PATH); the tests also run without it:\n  %s\n", t.NeedsTool, t.WithoutTool)
+		}
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +130,42 @@ func TestPluginNewWithoutTerminalNamesTheMissingFlags(t *testing.T) {
 	msg := f.IOStreams.ErrOut.(interface{ String() string }).String()
 	if !strings.Contains(msg, "--template") || !strings.Contains(msg, "--description") || strings.Count(msg, "\n") != 1 {
 		t.Errorf("want one line naming both flags, got %q", msg)
+	}
+}
+
+// The next steps of a Python template say how to test without uv when uv is not installed, and
+// are unchanged when it is; a Node template's are unchanged either way.
+func TestPluginNewNextStepsWithoutUV(t *testing.T) {
+	steps := "Next steps:\n  cd p\n  uv lock && uv sync\n  uv run pytest\n  oz0 plugin lint\n"
+	fallback := "\nuv is not installed (not on PATH); the tests also run without it:\n  python3 -m unittest discover -s tests -v\n"
+	for _, tc := range []struct {
+		template string
+		haveUV   bool
+		want     string
+	}{
+		{"byo-agent", true, steps},
+		{"byo-agent", false, steps + fallback},
+		{"adk", false, steps + fallback},
+		{"strands-ts", false, "Next steps:\n  cd p\n  npm ci\n  npm test\n  oz0 plugin lint\n"},
+	} {
+		f, dir := newTestFactory(t, false, nil)
+		opts := &pluginNewOptions{IO: f.IOStreams, Getwd: f.Getwd, Name: "p", Template: tc.template, Description: "d",
+			LookPath: func(name string) (string, error) {
+				if name == "uv" && tc.haveUV {
+					return "/usr/bin/uv", nil
+				}
+				return "", exec.ErrNotFound
+			}}
+		if err := pluginNewRun(opts); err != nil {
+			t.Fatal(err)
+		}
+		out := f.IOStreams.Out.(*bytes.Buffer).String()
+		_, got, _ := strings.Cut(out, "\n\n")
+		if got != tc.want {
+			t.Errorf("%s, uv installed %v: printed\n%s\nwant\n%s", tc.template, tc.haveUV, got, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "p")); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

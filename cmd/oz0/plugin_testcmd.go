@@ -57,6 +57,15 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 			if err := opts.Check(); err != nil {
 				return err
 			}
+			if err := checkUTF8("--input", opts.Input, "a job's input is text: retype it"); err != nil {
+				return err
+			}
+			if opts.Timeout <= 0 {
+				return cmdutil.Usagef("--timeout must be longer than 0, e.g. --timeout %s", conformance.DefaultTimeout)
+			}
+			if opts.Grace <= 0 {
+				return cmdutil.Usagef("--grace must be longer than 0, e.g. --grace %s", harnesskit.DefaultGrace)
+			}
 			tier, err := sandbox.ParseTier(sandboxFlag)
 			if err != nil {
 				return cmdutil.Usagef("--sandbox: %v", err)
@@ -91,7 +100,7 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	}
 	for _, h := range opts.Harnesses {
 		if p.Harness(h) == nil {
-			return cmdutil.Usagef("--harness %q: the plugin in %s has no harness %q; it has %s", h, opts.Dir, h, strings.Join(harnessNames(p), ", "))
+			return cmdutil.Usagef("--harness %s: the plugin in %s has no harness %s; it has %s", quote(h), opts.Dir, quote(h), strings.Join(harnessNames(p), ", "))
 		}
 	}
 	var script *fakemodel.Script

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
@@ -65,35 +67,60 @@ func execute(f *cmdutil.Factory, args []string) int {
 	err := root.ExecuteContext(context.Background())
 	var findings *cmdutil.FindingsError
 	if err != nil && !(errors.As(err, &findings) && findings.Msg == "") {
-		line := err.Error()
+		line := cmdutil.Message(err)
 		if summary, ok := reportFindings(f.IOStreams.ErrOut, err, f.Version); ok {
 			line = summary
 		}
-		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", oneLine(line))
+		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", line)
 	}
 	return cmdutil.ExitCode(err)
 }
 
-// oneLine keeps an error to the one line the README promises.
-func oneLine(s string) string { return diag.Squash(s, 0) }
+// oneLine keeps a table's cell to one line, its control characters escaped.
+func oneLine(s string) string { return diag.OneLine(diag.Squash(s, 0)) }
 
-// flagError makes cobra's flag errors usage errors that point at the help, with the flags an
-// unknown one may have meant.
+// flagError makes cobra's flag errors usage errors that point at the help: an unknown flag with
+// the flags it may have meant, a bad value with what the flag takes (not strconv's words).
 func flagError(cmd *cobra.Command, err error) error {
 	msg, see := err.Error(), "; see"
-	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+	var notExist *pflag.NotExistError
+	var invalid *pflag.InvalidValueError
+	var needs *pflag.ValueRequiredError
+	switch {
+	case errors.As(err, &notExist) && strings.HasPrefix(msg, "unknown flag: --"):
 		var names []string
 		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
 			if !fl.Hidden {
 				names = append(names, fl.Name)
 			}
 		})
-		if near := nearest(name, names); len(near) > 0 {
+		if near := plausible(notExist.GetSpecifiedName(), names); len(near) > 0 {
 			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
 		}
+	case errors.As(err, &invalid):
+		msg = badFlagValue(invalid.GetFlag(), invalid.GetValue())
+	case errors.As(err, &needs):
+		fl := needs.GetFlag()
+		msg = fmt.Sprintf("--%s needs a value: %s", fl.Name, fl.Usage)
 	}
 	return cmdutil.Usagef("%s%s '%s --help'", msg, see, cmd.CommandPath())
 }
+
+// badFlagValue says what a flag takes, for a value it cannot parse.
+func badFlagValue(fl *pflag.Flag, value string) string {
+	switch fl.Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return fmt.Sprintf("--%s takes a whole number, not %s", fl.Name, quote(value))
+	case "duration":
+		return fmt.Sprintf("--%s takes a duration such as 30s, 2m or 1m30s, not %s", fl.Name, quote(value))
+	case "bool":
+		return fmt.Sprintf("--%s is a switch: give it alone, or as --%s=false, not with %s", fl.Name, fl.Name, quote(value))
+	}
+	return fmt.Sprintf("--%s does not take %s", fl.Name, quote(value))
+}
+
+// quote quotes a value the user gave for a message, clipped: a mistyped megabyte stays a line.
+func quote(s string) string { return strconv.Quote(diag.Clip(s)) }
 
 // noArgs rejects arguments on commands that take none, naming an unknown subcommand as such,
 // with the subcommands it may have meant.
@@ -104,7 +131,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	if cmd.HasSubCommands() {
 		return unknownCommand(cmd, args[0])
 	}
-	return cmdutil.Usagef("%s takes no arguments, got %q; see '%s --help'", cmd.CommandPath(), args[0], cmd.CommandPath())
+	return cmdutil.Usagef("%s takes no arguments, got %s; see '%s --help'", cmd.CommandPath(), quote(args[0]), cmd.CommandPath())
 }
 
 // unknownCommand is the error for a subcommand of cmd that does not exist.
@@ -112,10 +139,23 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
 	}
-	if near := cmd.SuggestionsFor(name); len(near) > 0 {
-		return cmdutil.Usagef("unknown command %q for %q; did you mean %s? See '%s --help'", name, cmd.CommandPath(), orList(near, ""), cmd.CommandPath())
+	if near := plausible(name, cmd.SuggestionsFor(name)); len(near) > 0 {
+		return cmdutil.Usagef("unknown command %s for %q; did you mean %s? See '%s --help'", quote(name), cmd.CommandPath(), orList(near, ""), cmd.CommandPath())
 	}
-	return cmdutil.Usagef("unknown command %q for %q; see '%s --help'", name, cmd.CommandPath(), cmd.CommandPath())
+	return cmdutil.Usagef("unknown command %s for %q; see '%s --help'", quote(name), cmd.CommandPath(), cmd.CommandPath())
+}
+
+// plausible keeps the suggestions that look like name: within two edits and fewer than its
+// length (two edits turn "x1" into "rm"), or starting with it.
+func plausible(name string, suggestions []string) []string {
+	var out []string
+	for _, s := range suggestions {
+		d := editDistance(strings.ToLower(name), strings.ToLower(s))
+		if (d <= 2 && d < len([]rune(name))) || (name != "" && strings.HasPrefix(s, name)) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // orList quotes names, each after prefix, and joins them with "or".
@@ -128,18 +168,6 @@ func orList(names []string, prefix string) string {
 		return quoted[0]
 	}
 	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
-}
-
-// nearest returns the names within two edits of name, or that start with it, as cobra suggests
-// commands.
-func nearest(name string, names []string) []string {
-	var near []string
-	for _, n := range names {
-		if editDistance(strings.ToLower(name), strings.ToLower(n)) <= 2 || (name != "" && strings.HasPrefix(n, name)) {
-			near = append(near, n)
-		}
-	}
-	return near
 }
 
 // editDistance is the Levenshtein distance between a and b.
@@ -219,6 +247,46 @@ func argsBetween(min, max int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// oneID accepts one argument with the shape of an ID with prefix (apiv1.ValidID), so that a typo,
+// a path or an empty string is refused before the dev server is asked; kind names the thing and
+// list is the command that shows them.
+func oneID(kind, prefix, list string) cobra.PositionalArgs {
+	count := argsBetween(1, 1, "one "+kind+" ID")
+	return func(cmd *cobra.Command, args []string) error {
+		if err := count(cmd, args); err != nil {
+			return err
+		}
+		if !apiv1.ValidID(prefix, args[0]) {
+			return cmdutil.Usagef("%s is not %s %s ID (they look like %s4k2vrsmq…); `%s` shows them", quote(args[0]), article(kind), kind, prefix, list)
+		}
+		return nil
+	}
+}
+
+// checkUTF8 refuses text that is not UTF-8: JSON would carry each bad byte as U+FFFD, so the dev
+// server would get other text than was given. what names the text; mend says what to do.
+func checkUTF8(what, s, mend string) error {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	at := 0
+	for at < len(s) {
+		r, n := utf8.DecodeRuneInString(s[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return cmdutil.Usagef("%s is not UTF-8 text (byte 0x%02x at offset %d); %s", what, s[at], at, mend)
+}
+
+func article(noun string) string {
+	if strings.ContainsRune("aeiou", rune(noun[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // groupCmd is a command that only holds subcommands: alone, it shows its help.

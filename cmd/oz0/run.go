@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,8 @@ agent says, each tool call (→) and its result (←), then the answer. Exit sta
 succeeds, 1 when it fails, with the reason on stderr. Ctrl-C cancels the job (on a terminal,
 after asking).
 
-INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
+INPUT is the job's input; - (or --input-file) reads it from stdin (or a file). Of stdin, one
+line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AGENT - sends "x".`,
 		Example: `  oz0 run acme-triage "I was charged twice for my order"
   echo '{"order": 42}' | oz0 run order-bot -
   oz0 run acme-triage --input-file ticket.txt --json
@@ -53,6 +55,10 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 		Args: argsBetween(1, 2, "AGENT and an INPUT (or --input-file)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Agent = args[0]
+			if opts.JSON && opts.Detach {
+				return cmdutil.Usagef("--json and --detach do not go together")
+			}
+			var from string // where the input came from, for messages
 			switch {
 			case len(args) == 2 && opts.InputFile != "":
 				return cmdutil.Usagef("give the input as INPUT or --input-file, not both")
@@ -61,23 +67,30 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 				if err != nil {
 					return fmt.Errorf("cannot read the input from stdin: %w", err)
 				}
-				opts.Input = string(b)
-			case len(args) == 2:
-				opts.Input = args[1]
-			case opts.InputFile != "":
-				b, err := os.ReadFile(opts.InputFile)
-				if err != nil {
-					return fmt.Errorf("cannot read --input-file: %w", err)
+				if len(b) <= apiv1.MaxInput { // past it, the input was cut: refused below as it is
+					// echo and a here-string end what they send with a line break that is not
+					// the input's: drop one.
+					if n := len(b); n > 0 && b[n-1] == '\n' {
+						b = bytes.TrimSuffix(b[:n-1], []byte("\r"))
+					}
 				}
-				opts.Input = string(b)
+				opts.Input, from = string(b), "the input on stdin"
+			case len(args) == 2:
+				opts.Input, from = args[1], "INPUT"
+			case opts.InputFile != "":
+				b, err := readInputFile(opts.InputFile)
+				if err != nil {
+					return err
+				}
+				opts.Input, from = string(b), "--input-file "+opts.InputFile
 			default:
 				return cmdutil.Usagef("%s needs an INPUT: oz0 run %s \"...\" (or - for stdin, or --input-file)", cmd.CommandPath(), args[0])
 			}
 			if len(opts.Input) > apiv1.MaxInput {
-				return cmdutil.Usagef("the input is over %d MiB", apiv1.MaxInput>>20)
+				return cmdutil.Usagef("%s is over %d MiB, the most a job takes; give a shorter one", from, apiv1.MaxInput>>20)
 			}
-			if opts.JSON && opts.Detach {
-				return cmdutil.Usagef("--json and --detach do not go together")
+			if err := checkUTF8(from, opts.Input, "a job's input is text or JSON: convert it first, e.g. with iconv -t UTF-8"); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -91,6 +104,24 @@ INPUT is the job's input; - (or --input-file) reads it from stdin (or a file).`,
 	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls, for oz0 job replay and oz0 job script")
 	cmd.ValidArgsFunction = fromServer(f, listAgents)
 	return cmd
+}
+
+// readInputFile reads --input-file, at most one byte over apiv1.MaxInput: a file that is too big
+// (or endless, like /dev/zero) is refused without being read whole.
+func readInputFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --input-file %s: %w", name, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, cmdutil.Usagef("--input-file %s is a directory; give the file with the input", name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, apiv1.MaxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --input-file %s: %w", name, err)
+	}
+	return b, nil
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {

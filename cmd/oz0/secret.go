@@ -41,12 +41,9 @@ func newCmdSecretSet(f *cmdutil.Factory, runF func(*secretSetOptions) error) *co
 is trimmed. --base-url points a provider key's record at another upstream.`,
 		Example: `  printf %s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY
   oz0 secret set OPENAI_API_KEY          # on a terminal: asks for it without echo`,
-		Args: argsBetween(1, 1, "one NAME"),
+		Args: secretName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			if !secrets.ValidName(opts.Name) {
-				return cmdutil.Usagef("secret name %q is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", opts.Name)
-			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -96,9 +93,23 @@ func readSecret(opts *secretSetOptions) (string, error) {
 		return "", cmdutil.Usagef("the value of %s is empty; pipe it in: printf %%s \"$VALUE\" | oz0 secret set %s", name, name)
 	}
 	if len(b) > secrets.MaxValue {
-		return "", cmdutil.Usagef("the value of %s is over %d KiB", name, secrets.MaxValue>>10)
+		return "", cmdutil.Usagef("the value of %s is over %d KiB, the most a secret holds; check what was piped in", name, secrets.MaxValue>>10)
+	}
+	if err := checkUTF8("the value of "+name, string(b), "a secret is text: check what was piped in"); err != nil {
+		return "", err
 	}
 	return string(b), nil
+}
+
+// secretName accepts one NAME that a secret can have.
+func secretName(cmd *cobra.Command, args []string) error {
+	if err := argsBetween(1, 1, "one NAME")(cmd, args); err != nil {
+		return err
+	}
+	if !secrets.ValidName(args[0]) {
+		return cmdutil.Usagef("secret name %s is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", quote(args[0]))
+	}
+	return nil
 }
 
 type secretListOptions struct {
@@ -161,7 +172,7 @@ func newCmdSecretRm(f *cmdutil.Factory, runF func(*secretRmOptions) error) *cobr
 		Use:     "rm NAME",
 		Short:   "Remove a secret",
 		Example: "  oz0 secret rm OPENAI_API_KEY",
-		Args:    argsBetween(1, 1, "one NAME"),
+		Args:    secretName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if runF != nil {

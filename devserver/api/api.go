@@ -93,7 +93,15 @@ const (
 
 // Handler returns the API's handler, to mount at /api/: its calls behind Guard, with the bearer
 // token.
-func Handler(b *Backend) http.Handler { return Guard(b.Token, Routes(b)) }
+func Handler(b *Backend) http.Handler { return marked(Guard(b.Token, Routes(b))) }
+
+// marked sets apiv1.ServerHeader on every answer of next, its refusals included.
+func marked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiv1.ServerHeader, "v1")
+		next.ServeHTTP(w, r)
+	})
+}
 
 // Routes are the API's calls, at /api/v1/…, without Guard: for a caller that guards them another
 // way (the dev UI, with a login cookie). A Backend without Secrets serves no secrets calls.
@@ -105,7 +113,7 @@ func Routes(b *Backend) http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return marked(mux)
 }
 
 // Route is one of the API's calls: its ServeMux pattern ("METHOD /api/v1/…") and handler.
@@ -481,11 +489,11 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 
 func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
 	if err := b.Secrets.Remove(r.PathValue("name")); err != nil {
-		status := http.StatusInternalServerError
+		status, msg := http.StatusInternalServerError, err.Error()
 		if errors.Is(err, secrets.ErrNotFound) {
-			status = http.StatusNotFound
+			status, msg = http.StatusNotFound, msg+"; `oz0 secret list` shows the secrets"
 		}
-		writeError(w, status, apiv1.CodeBadSecret, err.Error())
+		writeError(w, status, apiv1.CodeBadSecret, msg)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

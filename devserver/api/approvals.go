@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
@@ -23,7 +24,7 @@ func (b *Backend) listApprovals(w http.ResponseWriter, r *http.Request) {
 func (b *Backend) getApproval(w http.ResponseWriter, r *http.Request) {
 	a, err := b.Store.GetApproval(r.PathValue("id"))
 	if err != nil {
-		b.storeError(w, err)
+		b.approvalError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, wireApproval(a))
@@ -41,7 +42,7 @@ func (b *Backend) approve(w http.ResponseWriter, r *http.Request) {
 	}
 	a, rule, err := b.Inbox.Approve(r.PathValue("id"), body.Scope)
 	if err != nil {
-		b.storeError(w, err)
+		b.approvalError(w, err)
 		return
 	}
 	out := apiv1.ApproveResponse{Approval: wireApproval(a)}
@@ -59,7 +60,7 @@ func (b *Backend) deny(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := b.Inbox.Deny(r.PathValue("id"), body.Reason)
 	if err != nil {
-		b.storeError(w, err)
+		b.approvalError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, apiv1.DenyResponse{Approval: wireApproval(a)})
@@ -76,11 +77,24 @@ func (b *Backend) listRules(w http.ResponseWriter, r *http.Request) {
 
 func (b *Backend) revokeRule(w http.ResponseWriter, r *http.Request) {
 	rule, err := b.Store.RevokeRule(r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, err.Error()+"; `oz0 approval rules` shows the rules")
+		return
+	}
 	if err != nil {
 		b.storeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, wireRule(rule))
+}
+
+// approvalError is storeError for a call about one approval: an unknown one says where they are.
+func (b *Backend) approvalError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, err.Error()+"; `oz0 approval list --all` shows the approvals")
+		return
+	}
+	b.storeError(w, err)
 }
 
 func (b *Backend) usage(w http.ResponseWriter, r *http.Request) {

@@ -111,7 +111,7 @@ type ErrorReply struct {
 func LoadScript(path string) (*Script, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the fake model script: %w", err)
+		return nil, fmt.Errorf("cannot read the fake model script %s: %w", path, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
@@ -119,7 +119,7 @@ func LoadScript(path string) (*Script, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxScriptBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the fake model script: %w", err)
+		return nil, fmt.Errorf("cannot read the fake model script %s: %w", path, err)
 	}
 	return ParseScript(path, data)
 }

@@ -657,6 +657,9 @@ func (g *Gateway) logCall(e *endedCall) {
 	if rec.Priced {
 		attrs = append(attrs, slog.Float64("cost_usd", rec.CostUSD))
 	}
+	if rec.Replayed {
+		attrs = append(attrs, slog.Bool("replayed", true)) // as the trace says: not a real call
+	}
 	if rec.Aborted {
 		attrs = append(attrs, slog.String("aborted", rec.AbortReason))
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -170,5 +171,18 @@ func TestReplay(t *testing.T) {
 	calls := e.meter.Job("job_replay")
 	if len(calls) != 4 || !calls[0].Replayed || !calls[1].Replayed || calls[1].Usage.OutputTokens == 0 || calls[2].Refused != "replay" || calls[3].Replayed {
 		t.Errorf("metered %+v", calls)
+	}
+	// The log line of a call says it was replayed, as the trace does; only those say so.
+	var replayed []bool
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, `msg="gateway: call"`) && strings.Contains(line, "job=job_replay ") {
+			replayed = append(replayed, strings.Contains(line, " replayed=true"))
+		}
+	}
+	if fmt.Sprint(replayed) != "[true true false false]" {
+		t.Errorf("log lines of job_replay with replayed=true: %v, want [true true false false]\n%s", replayed, e.logs.String())
+	}
+	if strings.Contains(e.logs.String(), "replayed=false") {
+		t.Errorf("a call that was not replayed says replayed=false:\n%s", e.logs.String())
 	}
 }

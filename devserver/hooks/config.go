@@ -72,7 +72,7 @@ func Load(path string, opts ...Option) (*Set, error) {
 		return newSet(path, filepath.Dir(path), nil, opts), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the hooks file: %w", err)
+		return nil, fmt.Errorf("cannot read the hooks file %s: %w", path, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
@@ -80,7 +80,7 @@ func Load(path string, opts ...Option) (*Set, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the hooks file: %w", err)
+		return nil, fmt.Errorf("cannot read the hooks file %s: %w", path, err)
 	}
 	return Parse(path, data, opts...)
 }

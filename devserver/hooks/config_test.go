@@ -184,7 +184,7 @@ hooks:
 			"hooks.yaml:7:12: error invalid-value `match` must be a glob or a list of globs, not `3`",
 		}},
 		{"yaml syntax", "hooks:\n  - name: [\n", []string{
-			"hooks.yaml:2:1: error yaml-syntax did not find expected node content",
+			"hooks.yaml:2:11: error yaml-syntax did not find expected node content",
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
 			"hooks.yaml:1:1: error invalid-value the document must be a mapping, not a list",

@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,17 +124,10 @@ func newWorld(t *testing.T, p *plugin.Plugin, change func(*node.Config)) *world 
 		if entries, _ := os.ReadDir(w.tempDir); len(entries) > 0 {
 			t.Errorf("the sessions left %d entries in their TempDir", len(entries))
 		}
-		if pids := harnessProcesses(t); len(pids) > 0 {
+		if pids := testbin.Running(testbin.Build(t, testbin.TestHarness)); len(pids) > 0 {
 			t.Errorf("test harness processes are left: %v", pids)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > goroutines {
-			buf := make([]byte, 1<<20)
-			t.Errorf("goroutines: %d before the test, %d after:\n%s", goroutines, n, buf[:runtime.Stack(buf, true)])
-		}
+		testbin.CheckGoroutines(t, goroutines)
 	})
 	return w
 }
@@ -192,25 +183,4 @@ func types(evs []store.Event) string {
 		out = append(out, typ)
 	}
 	return strings.Join(out, " ")
-}
-
-// harnessProcesses lists the live (not zombie) processes that run the test harness.
-func harnessProcesses(t testing.TB) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.HasPrefix(cmdline, []byte(testbin.Build(t, testbin.TestHarness)+"\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] != 'Z' {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 )
 
 // The change feed: which job records and approvals changed, store-wide, for a view that keeps
@@ -56,12 +55,7 @@ type Watch struct {
 // Close ends the watch; C is closed soon after.
 func (w *Watch) Close() { w.cancel() }
 
-type watcher struct {
-	live   chan Change
-	lagged atomic.Bool
-	kick   chan struct{} // one token: "you are lagging"
-	lags   *atomic.Int64 // the store's count
-}
+type watcher struct{ liveBuffer[Change] }
 
 // Watch returns a feed of the changes committed from now on. A watcher that falls
 // Options.LiveBuffer changes behind gets ChangeLost once it reads again.
@@ -74,7 +68,7 @@ func (s *Store) Watch(ctx context.Context) (*Watch, error) {
 	s.subsW.Add(1)
 	s.sendMu.RUnlock()
 
-	wt := &watcher{live: make(chan Change, s.opts.LiveBuffer), kick: make(chan struct{}, 1), lags: &s.stats.lags}
+	wt := &watcher{newLiveBuffer[Change](s.opts.LiveBuffer, &s.stats.lags)}
 	s.hub.addWatcher(wt)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -112,28 +106,10 @@ func (wt *watcher) next(ctx context.Context) (Change, bool) {
 	case c := <-wt.live:
 		return c, true
 	case <-wt.kick:
-		// Cleared before the loss is passed on: what the reader reads after ChangeLost includes
-		// every change dropped, and the ones after it are published again.
-		wt.lagged.Store(false)
+		wt.unlag() // before the loss is passed on: what the reader reads after it is complete
 		return Change{Kind: ChangeLost}, true
 	case <-ctx.Done():
 		return Change{}, false
-	}
-}
-
-func (wt *watcher) offer(c Change) {
-	if wt.lagged.Load() {
-		return
-	}
-	select {
-	case wt.live <- c:
-	default:
-		wt.lagged.Store(true)
-		wt.lags.Add(1)
-		select {
-		case wt.kick <- struct{}{}:
-		default:
-		}
 	}
 }
 

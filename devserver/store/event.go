@@ -22,8 +22,8 @@ const (
 	// EventPermissionRequest is a tool call the harness asks for:
 	// {"id":"p1","tool":"notify_team","arguments":{…}}.
 	EventPermissionRequest = "permission_request"
-	// EventPermissionDecision is the answer: {"id":"p1","decision":"allow"|"deny","arguments":{…},
-	// "reason":"…","by":"node"|"hook:<name>"|"person:<who>"|"policy"}.
+	// EventPermissionDecision is the answer; its data, with who decided, is documented on
+	// apiv1.EventPermissionDecision.
 	EventPermissionDecision = "permission_decision"
 	// EventToolResult is the result of a tool call: {"id":"p1","tool":"…","result":…} or with "error".
 	EventToolResult = "tool_result"

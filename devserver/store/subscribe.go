@@ -26,12 +26,44 @@ type hub struct {
 }
 
 type sub struct {
-	job    string
-	live   chan Event
+	job string
+	liveBuffer[Event]
+}
+
+// liveBuffer is what a live reader (a subscriber, a watcher) has not read yet. The writer never
+// waits for it: when it is full, the reader is marked lagging, sent nothing more, and kicked
+// once, so it goes back to what the database holds and clears the mark (unlag) before it does.
+type liveBuffer[T any] struct {
+	live   chan T
 	lagged atomic.Bool
 	kick   chan struct{} // one token: "you are lagging"
 	lags   *atomic.Int64 // the store's count
 }
+
+func newLiveBuffer[T any](size int, lags *atomic.Int64) liveBuffer[T] {
+	return liveBuffer[T]{live: make(chan T, size), kick: make(chan struct{}, 1), lags: lags}
+}
+
+// offer passes v on, or marks the reader lagging.
+func (b *liveBuffer[T]) offer(v T) {
+	if b.lagged.Load() {
+		return
+	}
+	select {
+	case b.live <- v:
+	default:
+		b.lagged.Store(true)
+		b.lags.Add(1)
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unlag clears the mark, when the reader takes the kick: what it reads after that (from the
+// database) includes all that was dropped, and what is committed after it is offered again.
+func (b *liveBuffer[T]) unlag() { b.lagged.Store(false) }
 
 func (h *hub) init() { h.subs = map[string][]*sub{} }
 
@@ -83,22 +115,6 @@ func (h *hub) publish(batch []*op) {
 	}
 }
 
-func (sb *sub) offer(e Event) {
-	if sb.lagged.Load() {
-		return
-	}
-	select {
-	case sb.live <- e:
-	default:
-		sb.lagged.Store(true)
-		sb.lags.Add(1)
-		select {
-		case sb.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // Subscription is a live stream of one job's events.
 type Subscription struct {
 	// C delivers the events in Seq order, each once. It is closed after the job's terminal status
@@ -138,7 +154,7 @@ func (s *Store) Subscribe(ctx context.Context, job string, afterSeq int64) (*Sub
 	s.subsW.Add(1)
 	s.sendMu.RUnlock()
 
-	sb := &sub{job: job, live: make(chan Event, s.opts.LiveBuffer), kick: make(chan struct{}, 1), lags: &s.stats.lags}
+	sb := &sub{job: job, liveBuffer: newLiveBuffer[Event](s.opts.LiveBuffer, &s.stats.lags)}
 	s.hub.add(sb) // before reading anything: see the comment at the top
 	n, st, err := s.jobRef(ctx, job)
 	if err != nil {
@@ -233,7 +249,7 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 				return result(err)
 			}
 		case <-sb.kick:
-			sb.lagged.Store(false)
+			sb.unlag()
 			if err := catchUp(); err != nil {
 				return result(err)
 			}

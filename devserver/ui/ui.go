@@ -155,6 +155,17 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 			found = i
 		}
 	}
+	// A HEAD (GET's pattern serves it too) is what link previewers and prefetchers send: it
+	// must not spend the code, or the person who opens the link finds it used. It says only
+	// whether the link is good.
+	if r.Method == http.MethodHead {
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if found < 0 {
+			w.WriteHeader(http.StatusForbidden)
+		}
+		return
+	}
 	if found >= 0 {
 		u.codes = append(u.codes[:found], u.codes[found+1:]...)
 		u.sessions[id] = &session{csrf: csrf}

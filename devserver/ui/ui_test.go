@@ -126,6 +126,16 @@ func TestLoginLinkIsUsedOnce(t *testing.T) {
 	if !regexp.MustCompile(`^/ui/login\?code=[a-z2-7]{32}$`).MatchString(path) {
 		t.Fatalf("login path %q", path)
 	}
+	// A HEAD (a link previewer's, a prefetcher's) neither logs in nor spends the code.
+	for range 2 {
+		resp, _ := tu.do("HEAD", path, "")
+		if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 0 || tu.logins.Load() != 0 {
+			t.Fatalf("HEAD: %d, %d cookies, %d logins", resp.StatusCode, len(resp.Cookies()), tu.logins.Load())
+		}
+	}
+	if resp, _ := tu.do("HEAD", "/ui/login?code=nothing", ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("HEAD of a bad link: %d", resp.StatusCode)
+	}
 	resp, _ := tu.do("GET", path, "")
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 || tu.logins.Load() != 1 {
 		t.Fatalf("first use: %d, %d cookies, %d logins", resp.StatusCode, len(resp.Cookies()), tu.logins.Load())

@@ -176,6 +176,9 @@ func Scenarios() [][2]string {
 type target struct {
 	harness *plugin.Harness
 	job     jobspec.Job // every session's, but for its ID and what its scenario changes
+	// missing is what said that a module the harness imports is not installed, in a session of
+	// the scenario running: "" when none did.
+	missing string
 }
 
 // env is the fake model and the gateway that the sessions of one run talk to.
@@ -250,7 +253,13 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
 				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
 			} else {
+				t.missing = ""
 				o := sc.run(e, ctx, t)
+				if t.missing != "" {
+					// The harness never ran its code: whatever the check would say (a pass by
+					// default included), the one thing to do is install what is missing.
+					o = outcome{got: "the harness could not load its code: " + t.missing, hint: missingHint(t.missing, p.Dir)}
+				}
 				c.Got, c.Note, c.Pass = o.got, o.note, o.pass
 				if !o.pass {
 					c.Hint = cmp.Or(o.hint, sc.hint)
@@ -297,13 +306,14 @@ func newTarget(p *plugin.Plugin, h *plugin.Harness, input string, fake gateway.R
 
 // session is the record of one scenario's session.
 type session struct {
-	end      harnesskit.End
-	events   []harnesskit.Event
-	invalid  []string // lines that do not match the protocol's schemas
-	asked    []harnesskit.PermissionRequest
-	results  map[string]harnesskit.ToolResult
-	decided  int // Decide calls
-	startErr error
+	end       harnesskit.End
+	events    []harnesskit.Event
+	invalid   []string // lines that do not match the protocol's schemas
+	asked     []harnesskit.PermissionRequest
+	results   map[string]harnesskit.ToolResult
+	decided   int // Decide calls
+	startErr  error
+	errorLine string // the harness's error line, if it wrote one
 }
 
 // sessionSpec says how one scenario's session differs from the job's: only in what it names.
@@ -364,6 +374,9 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 				out.invalid = append(out.invalid, fmt.Sprintf("line %d: %v", ev.Line, err))
 			}
 		}
+		if m, ok := ev.Message.(harnesskit.ErrorMessage); ok && ev.Kind == harnesskit.EventError {
+			out.errorLine = m.Message
+		}
 		switch m := ev.Message.(type) {
 		case harnesskit.PermissionRequest:
 			if ev.Kind == harnesskit.EventPermissionRequest {
@@ -389,7 +402,61 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 	sess = s
 	close(ready)
 	out.end = s.Wait()
+	if t.missing == "" {
+		t.missing = out.missingModule()
+	}
 	return out
+}
+
+// missingModule is the line that says the session failed because a module its harness imports
+// is not installed, "" when it did not. Only how the session ended counts: its error line, or
+// the end of the stderr of a harness that died without one (a traceback ends with the error;
+// Node's report of an uncaught error ends within a few lines of it). A library that logs an
+// ImportError it recovers from on the way does not count.
+func (s *session) missingModule() string {
+	if s.end.Status == harnesskit.Completed {
+		return ""
+	}
+	if msg := cmp.Or(s.errorLine, s.end.Message); msg != "" {
+		return missingModule(msg)
+	}
+	if s.end.Status != harnesskit.Failed {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(s.end.StderrTail), "\n")
+	return missingModule(strings.Join(lines[max(0, len(lines)-25):], "\n"))
+}
+
+// moduleMissingMarks are what Python's and Node's errors for a module that is not installed say.
+var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError:", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
+
+// missingModule is the line of text that says a module is not installed, clipped; "" when there
+// is none. It prefers a line that names the module: Node's stack also says just
+// code: 'ERR_MODULE_NOT_FOUND'.
+func missingModule(text string) string {
+	found := ""
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		for _, mark := range moduleMissingMarks {
+			if !strings.Contains(line, mark) {
+				continue
+			}
+			if strings.Contains(line, "'") && !strings.HasPrefix(line, "code:") {
+				return clip(line, 300)
+			}
+			found = cmp.Or(found, line)
+		}
+	}
+	return clip(found, 300)
+}
+
+// missingHint says how to install a plugin's dependencies, for the language of the error.
+func missingHint(missing, dir string) string {
+	if strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError") {
+		return "a module the harness imports is not installed in the plugin's environment: run `uv sync` in " + dir +
+			" (without uv: python3 -m venv .venv && .venv/bin/pip install -e .), then test again"
+	}
+	return "a package the harness imports is not installed: run `npm ci` in " + dir + ", then test again"
 }
 
 // spendStep makes a call through the gateway with key, so that it counts as a step.

@@ -1,14 +1,11 @@
 package conformance_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/lint"
@@ -50,37 +47,9 @@ func noLeaks(t *testing.T) {
 		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
 			t.Errorf("the sessions left %d entries in TMPDIR, the first %s", len(entries), entries[0].Name())
 		}
-		if pids := harnessProcesses(t); len(pids) > 0 {
+		if pids := testbin.Running(testbin.Build(t, testbin.TestHarness)); len(pids) > 0 {
 			t.Errorf("test harness processes are left: %v", pids)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<20)
-			t.Errorf("goroutines: %d before the test, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-		}
+		testbin.CheckGoroutines(t, before)
 	})
-}
-
-// harnessProcesses lists the live (not zombie) processes that run the test harness.
-func harnessProcesses(t testing.TB) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.HasPrefix(cmdline, []byte(testbin.Build(t, testbin.TestHarness)+"\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] != 'Z' {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,13 +24,28 @@ import (
 
 // Client calls the dev server's control API.
 type Client struct {
-	ctx  apiv1.Context
-	http *http.Client
+	ctx           apiv1.Context
+	http          *http.Client
+	answerTimeout time.Duration
 }
+
+// AnswerTimeout is how long a call waits for the dev server to begin its answer. Every call
+// answers at once but a cancel, which waits at most 30 s for its job to end; a server that takes
+// longer is stopped (Ctrl-Z) or not oz0 dev.
+const AnswerTimeout = time.Minute
 
 // New returns a client for the dev server of ctx.
 func New(ctx apiv1.Context) *Client {
-	return &Client{ctx: ctx, http: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}}
+	return newClient(ctx, AnswerTimeout)
+}
+
+func newClient(ctx apiv1.Context, answerTimeout time.Duration) *Client {
+	return &Client{ctx: ctx, answerTimeout: answerTimeout, http: &http.Client{
+		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, ResponseHeaderTimeout: answerTimeout},
+		// The control API never redirects: a redirect is another server's, and following one
+		// would take a call somewhere it was not meant to go.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 }
 
 // FromEnv returns a client for the dev server in OZ0_CONTEXT, read with getenv. The error of an
@@ -61,14 +78,27 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	defer resp.Body.Close()
 	if out == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
-		return err
+		return c.readError(err)
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &typ) {
+			return c.notDevServer("answered with something that is not the control API's JSON")
+		}
+		return c.readError(err)
+	}
+	return nil
 }
 
-// send makes a call and turns error statuses into *APIError and an unreachable server into an
-// error that says how to mend it.
+// send makes a call and turns error statuses into *APIError, and an unreachable server, or one
+// that is not oz0 dev, into an error that says so and how to mend it.
 func (c *Client) send(ctx context.Context, method, path string, body any, header http.Header) (*http.Response, error) {
+	// An empty ID would make a path with an empty segment, which the server's router cleans into
+	// another call's path (jobs//cancel is jobs/cancel): refused here, whoever the caller is.
+	if p, _, _ := strings.Cut(path, "?"); strings.Contains(p, "//") || strings.HasSuffix(p, "/") {
+		return nil, fmt.Errorf("an empty ID in %s %s; give the ID", method, p)
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -93,17 +123,20 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("no dev server at %s (connection refused); start `oz0 dev` and export the %s line it prints", c.ctx.URL, apiv1.ContextEnv)
-		}
-		return nil, fmt.Errorf("cannot reach the dev server at %s: %v; is `oz0 dev` running?", c.ctx.URL, err)
+		return nil, c.unreachable(err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		var body apiv1.ErrorBody
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(b, &body) != nil || body.Error.Message == "" {
-			body.Error.Message = fmt.Sprintf("the dev server answered %s", resp.Status)
+		if json.Unmarshal(b, &body) != nil || body.Error.Message == "" || resp.Header.Get(apiv1.ServerHeader) == "" {
+			if resp.StatusCode == http.StatusRequestEntityTooLarge || resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge {
+				// Go's HTTP server refuses these before the API sees them.
+				return nil, &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("the dev server at %s refused a request this large (%s); give shorter values", c.ctx.URL, resp.Status)}
+			}
+			// Every answer of the control API carries apiv1.ServerHeader, and an error an
+			// apiv1.ErrorBody: this is another server.
+			return nil, c.notDevServer("answered " + resp.Status)
 		}
 		apiErr := &APIError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
 		if resp.StatusCode == http.StatusUnauthorized {
@@ -112,6 +145,50 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		return nil, apiErr
 	}
 	return resp, nil
+}
+
+// unreachable says why a call got no answer at all, in a person's words rather than the
+// transport's chain ("Get \"http://…\": read tcp …: connection reset by peer").
+func (c *Client) unreachable(err error) error {
+	mend := fmt.Sprintf("start `oz0 dev` and export the %s line it prints", apiv1.ContextEnv)
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("no dev server at %s (connection refused); %s", c.ctx.URL, mend)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.ctx.URL, c.answerTimeout)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return c.notDevServer("closed the connection without an answer")
+	case strings.Contains(err.Error(), "malformed HTTP"):
+		return c.notDevServer("does not speak HTTP")
+	}
+	return fmt.Errorf("cannot reach the dev server at %s (%s); %s", c.ctx.URL, cause(err), mend)
+}
+
+// readError is an answer that broke off while it was read.
+func (c *Client) readError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("the answer of the dev server at %s broke off (%s); run the command again, and if it fails again, look at the terminal of `oz0 dev`", c.ctx.URL, cause(err))
+}
+
+// notDevServer is the error for something at the context's address that does not answer as oz0
+// dev does.
+func (c *Client) notDevServer(what string) error {
+	return fmt.Errorf("what listens at %s %s: it is not an oz0 dev server; start `oz0 dev` and export the %s line it prints", c.ctx.URL, what, apiv1.ContextEnv)
+}
+
+// cause is the innermost error of a transport's chain, as the system says it
+// ("connection reset by peer").
+func cause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // Info asks the server what it runs.
@@ -168,7 +245,8 @@ func (c *Client) Script(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	return data, c.readError(err)
 }
 
 // Trace copies a job's whole record, as JSON lines, to w.
@@ -178,8 +256,25 @@ func (c *Client) Trace(ctx context.Context, id string, w io.Writer) error {
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(w, resp.Body)
-	return err
+	body := &readErrs{r: resp.Body}
+	if _, err = io.Copy(w, body); body.err != nil {
+		return c.readError(body.err)
+	}
+	return err // writing it out failed
+}
+
+// readErrs keeps the error of reading r, to tell it from the error of writing what was read.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrs) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 // SetSecret sets a secret; baseURL, for a provider key, overrides the provider's upstream.

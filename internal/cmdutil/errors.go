@@ -5,7 +5,10 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"strings"
 
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
@@ -63,8 +66,38 @@ func ExitCode(err error) int {
 // than that the caller may not ask (a wrong token: the environment) or that it failed.
 func refused(status int) bool {
 	switch status {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusRequestHeaderFieldsTooLarge:
 		return true
 	}
 	return false
+}
+
+// Message is the one line oz0 says for err: its text on one line, control characters escaped (a
+// reason can quote a harness's output), and the operating system's wording of a failed file
+// operation cut to what went wrong: "cannot read --input-file: open t.txt: is a directory" says
+// "cannot read --input-file: t.txt: is a directory", and the op is gone where the path is said
+// already.
+func Message(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var full, path, cause string
+		switch pe := e.(type) {
+		case *fs.PathError:
+			full, path, cause = pe.Error(), pe.Path, pe.Err.Error()
+		case *os.LinkError:
+			full, path, cause = pe.Error(), pe.New, pe.Err.Error()
+		default:
+			continue
+		}
+		i := strings.Index(msg, full)
+		if i < 0 {
+			continue
+		}
+		plain := path + ": " + cause
+		if strings.Contains(msg[:i]+msg[i+len(full):], path) {
+			plain = cause
+		}
+		msg = msg[:i] + plain + msg[i+len(full):]
+	}
+	return diag.OneLine(diag.Squash(msg, 0))
 }

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/internal/client"
@@ -28,6 +29,27 @@ func TestExitCode(t *testing.T) {
 	} {
 		if got := ExitCode(c.err); got != c.want {
 			t.Errorf("ExitCode(%#v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// Message says a failed file operation as what went wrong with which file, once, on one line.
+func TestMessage(t *testing.T) {
+	_, statErr := os.Stat("/nowhere/at/all")
+	_, openErr := os.Open("/nowhere/at/all")
+	linkErr := os.Rename("/nowhere/a", "/nowhere/b")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("cannot read --input-file /nowhere/at/all: %w", openErr), "cannot read --input-file /nowhere/at/all: no such file or directory"},
+		{fmt.Errorf("--hooks: %w", statErr), "--hooks: /nowhere/at/all: no such file or directory"},
+		{fmt.Errorf("cannot move it: %w; try again", linkErr), "cannot move it: /nowhere/b: no such file or directory; try again"},
+		{errors.New("a reason\nof two lines\x1b[2J"), `a reason of two lines\x1b[2J`},
+		{Usagef("plain"), "plain"},
+	} {
+		if got := Message(c.err); got != c.want {
+			t.Errorf("Message(%q) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

@@ -3,9 +3,12 @@ package cmdutil
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
+	"strconv"
 
 	"github.com/cli/go-gh/v2/pkg/jq"
 	"github.com/cli/go-gh/v2/pkg/template"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // JSONFlags are --json, --jq and --template, which every command that lists or shows something
@@ -48,16 +52,39 @@ func (f *JSONFlags) Check() error {
 	}
 	if f.JQ != "" {
 		if _, err := gojq.Parse(f.JQ); err != nil {
-			return Usagef("--jq %q: %v", f.JQ, err)
+			var pe *gojq.ParseError
+			if errors.As(err, &pe) && pe.Offset >= len(f.JQ) {
+				// gojq says "unexpected EOF": the expression stops before it is whole.
+				return Usagef("--jq %s is not a whole jq expression: it ends too soon (a bracket or quote left open?)", quote(f.JQ))
+			}
+			return Usagef("--jq %s is not a jq expression: %v", quote(f.JQ), err)
 		}
 	}
 	if f.Template != "" {
 		if err := template.New(io.Discard, 80, false).Parse(f.Template); err != nil {
-			return Usagef("--template: %v", err)
+			return Usagef("--template %s is not a Go template: %s", quote(f.Template), templateError(err))
 		}
 	}
 	return nil
 }
+
+// templateError is what text/template says is wrong, without its "template: NAME:LINE: " head;
+// the line is said when the template has more than one.
+func templateError(err error) string {
+	m := templateHead.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	if m[1] != "1" {
+		return m[2] + " (line " + m[1] + ")"
+	}
+	return m[2]
+}
+
+// quote quotes a value the user gave, clipped.
+func quote(s string) string { return strconv.Quote(diag.Clip(s)) }
+
+var templateHead = regexp.MustCompile(`^template: [^:]*:(\d+):(?:\d+:)? (.*)$`)
 
 // Write prints v as the flags ask: JSON, or what --jq or --template make of it. A nil slice is
 // an empty list, [].

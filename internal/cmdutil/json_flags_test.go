@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
@@ -47,9 +48,15 @@ func TestJSONFlagsWrite(t *testing.T) {
 }
 
 func TestJSONFlagsMistakesAreUsageErrors(t *testing.T) {
-	for _, f := range []JSONFlags{{JQ: ".["}, {Template: "{{.x"}, {JQ: ".", Template: "{{.}}"}} {
-		if err := f.Check(); ExitCode(err) != ExitUsage {
-			t.Errorf("%+v: %v", f, err)
+	for f, want := range map[JSONFlags]string{
+		{JQ: ".["}:                   `--jq ".[" is not a whole jq expression: it ends too soon`,
+		{JQ: ". |* 1"}:               `--jq ". |* 1" is not a jq expression: unexpected token "*"`,
+		{Template: "{{.x"}:           `--template "{{.x" is not a Go template: unclosed action`,
+		{Template: "a\n{{.x}"}:       `--template "a\n{{.x}" is not a Go template: bad character U+007D '}' (line 2)`,
+		{JQ: ".", Template: "{{.}}"}: "--jq and --template do not go together",
+	} {
+		if err := f.Check(); ExitCode(err) != ExitUsage || err.Error() != want && !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%+v: %v\nwant %s", f, err, want)
 		}
 	}
 	// An expression that parses but does not fit the data fails when it runs, as usage.

@@ -3,14 +3,17 @@
 package testbin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestHarness is the import path of harnesskit's Go test harness (modes: ok, flood N, hang, …).
@@ -95,3 +98,39 @@ func Run(m interface{ Run() int }) int {
 type M struct{ *testing.M }
 
 func (m M) Run() int { return Run(m.M) }
+
+// Running lists the live (not zombie) processes whose argv[0] is program, from /proc: a test
+// checks with it that the sessions it ran left nothing behind. It is nil where there is no /proc.
+func Running(program string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.HasPrefix(cmdline, []byte(program+"\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] != 'Z' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// CheckGoroutines fails tb when more goroutines run than before, once those on their way out
+// have had a few seconds to end; it prints them all.
+func CheckGoroutines(tb testing.TB, before int) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		tb.Errorf("goroutines: %d before the test, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +28,9 @@ func (c Context) String() string { return c.URL + "#" + c.Token }
 // ErrNoContext is returned when OZ0_CONTEXT is unset.
 var ErrNoContext = errors.New(ContextEnv + " is not set; start `oz0 dev` in your plugin and run the `export " + ContextEnv + "=...` line it prints")
 
-// ParseContext reads an OZ0_CONTEXT value.
+// ParseContext reads an OZ0_CONTEXT value: http://HOST:PORT#TOKEN on a loopback host, and nothing
+// else, so that a mistyped or garbled value is refused here, with how to mend it, rather than as
+// an HTTP client's error about a header or a port.
 func ParseContext(v string) (Context, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -46,10 +49,34 @@ func ParseContext(v string) (Context, error) {
 	if !IsLoopbackHost(u.Hostname()) {
 		return Context{}, bad("the dev server only listens on loopback, not " + u.Hostname())
 	}
+	if port, err := strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
+		return Context{}, bad("no port: want http://host:port")
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || (u.Path != "" && u.Path != "/") {
+		return Context{}, bad("want http://host:port#token and nothing more")
+	}
 	if !strings.HasPrefix(u.Fragment, TokenPrefix) {
 		return Context{}, bad("no token after #")
 	}
+	if !validToken(u.Fragment) {
+		return Context{}, bad("the token after # has characters no token of `oz0 dev` has")
+	}
 	return Context{URL: u.Scheme + "://" + u.Host, Token: u.Fragment}, nil
+}
+
+// validToken reports whether tok could be a token NewToken made: the prefix, then letters and
+// digits. A token with a space or a control character would not even make an HTTP header.
+func validToken(tok string) bool {
+	rest := strings.TrimPrefix(tok, TokenPrefix)
+	if rest == "" || len(tok) > 256 {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // TokenPrefix starts every dev server token, so a leaked one is recognisable.

@@ -21,6 +21,16 @@ func TestParseContext(t *testing.T) {
 		"http://example.com:7311#oz0t_x":  "only listens on loopback",
 		"http://127.0.0.1:7311":           "no token",
 		"http://127.0.0.1:7311#notatoken": "no token",
+		"garbage":                         "want an http://host:port URL",
+		"http://127.0.0.1#oz0t_x":         "no port",
+		"http://127.0.0.1:99999#oz0t_x":   "no port",
+		"http://127.0.0.1:7311/x#oz0t_x":  "and nothing more",
+		"http://u:p@127.0.0.1:1#oz0t_x":   "and nothing more",
+		"http://127.0.0.1:1?q=1#oz0t_x":   "and nothing more",
+		"http://127.0.0.1:1#oz0t_":        "has characters no token",
+		"http://127.0.0.1:1#oz0t_a\nb":    "has characters no token",
+		"http://127.0.0.1:1#oz0t_a b":     "has characters no token",
+		"http://127.0.0.1:1#oz0t_\xff":    "has characters no token",
 	} {
 		_, err := ParseContext(in)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -127,8 +127,9 @@ const (
 	// {"id":"p1","tool":"notify_team","arguments":{…}}.
 	EventPermissionRequest = "permission_request"
 	// EventPermissionDecision is its answer: {"id":"p1","tool":"…","decision":"allow"|"deny",
-	// "arguments":{…},"changed":true,"reason":"…","by":"…"}; by says who decided: the node, a
-	// hook (hook:<name>), a person, or a rule (rule:<id>).
+	// "arguments":{…},"changed":true,"reason":"…","by":"…"}; by says who decided: "node" (a
+	// tool outside the agent's list), "policy" (allowed, nothing asked), "hook:<name>", "person",
+	// "person (for this job)", "rule:<id>" (an always rule), or "withdrawn" (the job ended first).
 	EventPermissionDecision = "permission_decision"
 	// EventToolResult is a tool call's result: {"id":"p1","tool":"…","result":…} or with "error".
 	EventToolResult = "tool_result"
@@ -358,6 +359,11 @@ type FeedEventData struct {
 	Event Event  `json:"event"`
 	Text  string `json:"text"`
 }
+
+// ServerHeader is set, to "v1", on every answer of the control API, errors included: a client
+// tells the dev server from another server at OZ0_CONTEXT's address (a model API's error can
+// look like an ErrorBody) by it.
+const ServerHeader = "Oz0-Api"
 
 // ErrorBody is every error answer: {"error":{"code":"…","message":"…"}}.
 type ErrorBody struct {
