@@ -17,15 +17,15 @@ import (
 // its size from the budget (as it reads, for a body of no declared length), waiting in line for
 // room at most Config.BodyQueueTimeout, and gives it back once the upstream's answer has begun
 // (or when the call ends, for a call kept for a recording, whose copy of the body lives until
-// then). Through oz0 dev, eight calls of 30 MB at once took the dev server from 77 MB to 1.34 GB
-// before the budget (docs/reliability.md).
+// then). Through oz0 dev, eight calls of 30 MB at once peak at ~380 MB with it, and did at 1.2 GB
+// before (docs/reliability.md says what else went into that).
 //
 // Giving memory back. Go's runtime keeps the heap it grew for a burst of large bodies, and gives it
-// back to the system slowly, from the first forced collection on (two minutes later): through oz0
-// dev, the burst above left 1 GB resident for two minutes and 560 MB after that. So once bodies
-// of more than freeAfter bytes have been held at once since the last time, and the budget has
-// drained to almost nothing, the gateway has the runtime give the memory back at once
-// (debug.FreeOSMemory, a collection and a scavenge: tens of milliseconds, after a burst only).
+// back to the system slowly, from its first forced collection on (two minutes later): through oz0
+// dev, a burst's heap stayed resident two minutes, and half of it after that. So once more than
+// freeAfter bytes have been held at once since the last time, and the budget has drained to
+// freeBelow, the gateway has the runtime give the memory back at once (debug.FreeOSMemory, a
+// collection and a scavenge: tens of milliseconds, after a burst only).
 
 // The peak of bytes held at once that makes the budget give memory back, once it has drained to
 // freeBelow.

@@ -42,8 +42,8 @@ const (
 	DefaultMaxRequestBytes = 32 << 20
 	// DefaultMaxBodyBytesInFlight is two calls of the largest size at once, or hundreds of an
 	// agent's usual size (tens to hundreds of kilobytes). Through oz0 dev, whose fake model
-	// decodes a body in the same process, eight calls of 30 MB at once peaked at ~350 MB
-	// resident with it, ~700 MB with twice as much (docs/reliability.md).
+	// decodes a body in the same process, eight calls of 30 MB at once peak at ~380 MB resident
+	// with it; twice as much took the peak near twice as high (docs/reliability.md).
 	DefaultMaxBodyBytesInFlight = 2 * DefaultMaxRequestBytes
 	DefaultBodyQueueTimeout     = 30 * time.Second
 	DefaultBodyReadTimeout      = 30 * time.Second
@@ -697,6 +697,10 @@ func (c *call) readBody() (body []byte, ok bool) {
 	if !c.take(size) {
 		return nil, false
 	}
+	// A deadline on reading the connection, from now: the wait for room above does not count.
+	// It is lifted once the body is in (net/http lifts it too when it sees the body's end), so
+	// the answer, a stream, is not limited by it. A writer that cannot set one (a test's
+	// recorder) reads without it.
 	if g.bodyTimeout > 0 {
 		rc := http.NewResponseController(c.w)
 		if rc.SetReadDeadline(time.Now().Add(g.bodyTimeout)) == nil {
