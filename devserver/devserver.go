@@ -70,6 +70,8 @@ type Config struct {
 	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
 	// (a release's tag); "" is main.
 	Ref string
+
+	limits portLimits // the port's limits (limits.go); zero: the defaults
 }
 
 // Server is a running dev server.
@@ -92,6 +94,9 @@ type Server struct {
 	ui          *ui.UI
 	http        *http.Server
 	listener    net.Listener
+	self        *selfListener // the server's calls to itself (limits.go)
+	selfHTTP    *http.Server
+	conns       *connCount
 	plugins     atomic.Pointer[[]*plugin.Plugin]
 	records     *records
 	interrupted []string             // jobs marked interrupted at start-up, for the banner
@@ -169,6 +174,7 @@ func newServer(cfg Config) *Server {
 	if cfg.LogHandler == nil {
 		cfg.LogHandler = slog.NewTextHandler(cfg.Log, nil)
 	}
+	cfg.limits = cfg.limits.withDefaults()
 	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(cfg.LogHandler), stopWatch: make(chan struct{}), watchDone: make(chan struct{}), tierCh: make(chan resolvedTier, 1)}
 }
 
@@ -321,6 +327,8 @@ func (s *Server) listen() error {
 	s.listener = ln
 	s.undo = append(s.undo, func() error { ln.Close(); return nil }) // closed already once served
 	s.URL = "http://" + ln.Addr().String()
+	s.self = newSelfListener(ln.Addr())
+	s.undo = append(s.undo, s.self.Close)
 	return nil
 }
 
@@ -337,18 +345,23 @@ func (s *Server) startGateway() error {
 	scriptCopy := *script
 	scriptCopy.RequireKey = fakeKey
 	s.fake = fakemodel.New(&scriptCopy)
+	s.fake.KeepRequests = -1 // no one reads them here: kept, they held up to 1000 bodies of 32 MB
 
 	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", s.cfg.Getenv)
 	s.keys = gateway.NewMemResolver()
 	s.inflight = newInflight(s.keys)
+	transport := gateway.NewTransport()
+	transport.DialContext = s.self.dialSelf(transport.DialContext) // the fake, in memory
 	var err error
 	s.gw, err = gateway.New(gateway.Config{
-		Resolver: s.inflight,
-		Secrets:  gateway.SecretsFunc(s.records.secret(fakeKey)),
-		Meter:    (*meter)(s),
-		Logger:   s.log.With("part", "gateway"),
+		Resolver:  s.inflight,
+		Secrets:   gateway.SecretsFunc(s.records.secret(fakeKey)),
+		Meter:     (*meter)(s),
+		Logger:    s.log.With("part", "gateway"),
+		Transport: transport,
 		// Model calls are metered in batches, a commit for all those that end within 2 ms.
-		MeterLinger: 2 * time.Millisecond,
+		MeterLinger:     2 * time.Millisecond,
+		BodyReadTimeout: s.cfg.limits.bodyTimeout,
 	})
 	if err != nil {
 		return err
@@ -402,18 +415,28 @@ func (s *Server) serveAPI() error {
 	mux.Handle("/gateway/", s.gatewayFace())
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	go func() {
-		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve", "err", err)
-		}
-	}()
+	// Bodies must come in time; answers are not limited (limits.go).
+	handler := api.BodyDeadline(s.cfg.limits.bodyTimeout, mux)
+	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	s.conns = &connCount{log: s.log, max: s.cfg.limits.maxConns}
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		ConnState: s.conns.state, ErrorLog: errorLog}
+	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
+	for srv, ln := range map[*http.Server]net.Listener{s.http: limitListener(s.listener, s.cfg.limits.maxConns), s.selfHTTP: s.self} {
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("serve", "err", err)
+			}
+		}()
+	}
 	s.undo = append(s.undo, func() error {
 		close(stopping)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := s.http.Shutdown(ctx); err != nil {
-			s.http.Close()
+		for _, srv := range []*http.Server{s.http, s.selfHTTP} {
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+			}
 		}
 		return nil
 	})

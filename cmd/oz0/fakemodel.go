@@ -101,6 +101,7 @@ func fakeModelServeRun(ctx context.Context, opts *fakeModelServeOptions) error {
 		return fmt.Errorf("cannot listen on %s: %w; choose another port with --addr, or port 0 for a free one", opts.Addr, err)
 	}
 	srv := fakemodel.New(script)
+	srv.KeepRequests = -1 // no one reads them: kept, they held up to 1000 bodies
 	if opts.Verbose {
 		srv.Log = opts.IO.ErrOut
 	}

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,4 +223,110 @@ func BenchmarkEventsThroughDevAndRun(b *testing.B) {
 		events += lines
 	}
 	b.ReportMetric(float64(events)/took.Seconds(), "events/s")
+}
+
+// BenchmarkGatewayLargeBodies is the gateway's memory under large request bodies, where users meet
+// it: eight calls of 30 MB at once, each with a session's key, to the fake model of a real `oz0
+// dev` (its session writes its key to a file, so the benchmark can call as the harness would). It
+// reports the dev server's resident memory before, at its peak (VmHWM) and 2 s after the burst,
+// and the calls' times. Linux only (it reads /proc).
+func BenchmarkGatewayLargeBodies(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("reads /proc")
+	}
+	const calls, size = 8, 30 << 20
+	bin := oz0Binary(b)
+	harnessBin := goProgram(b, testbin.TestHarness)
+	tmp := b.TempDir()
+	keyFile := filepath.Join(tmp, "keys.json")
+	dir := benchPlugin(b, "bigbodies", harnessBin, "keyfile", keyFile)
+	ctxFile := filepath.Join(tmp, "ctx")
+	// No sandbox: the session writes its keys beside the benchmark.
+	cmd := exec.Command(bin, "dev", "--plugin", dir, "--ephemeral", "--sandbox", "none", "--ready-file", ctxFile)
+	logFile, err := os.Create(filepath.Join(tmp, "dev.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait(); logFile.Close() })
+	var ctxLine []byte
+	for deadline := time.Now().Add(30 * time.Second); len(ctxLine) == 0; time.Sleep(5 * time.Millisecond) {
+		if ctxLine, _ = os.ReadFile(ctxFile); time.Now().After(deadline) {
+			b.Fatal("oz0 dev not ready in 30 s")
+		}
+	}
+	devCtx, err := apiv1.ParseContext(strings.TrimSpace(string(ctxLine)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := client.New(devCtx).CreateJob(context.Background(), apiv1.JobRequest{Agent: "bigbodies", Input: "go"}); err != nil {
+		b.Fatal(err)
+	}
+	var keys struct {
+		URL string `json:"anthropic_base_url"`
+		Key string `json:"anthropic_api_key"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); keys.Key == ""; time.Sleep(5 * time.Millisecond) {
+		if data, err := os.ReadFile(keyFile); err == nil {
+			json.Unmarshal(data, &keys)
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the session wrote no keys in 30 s")
+		}
+	}
+	body := []byte(`{"model":"fake-model","max_tokens":16,"messages":[{"role":"user","content":"` + strings.Repeat("x", size) + `"}]}`)
+	rss := func(field string) float64 {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				var kb float64
+				fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
+				return kb / 1024
+			}
+		}
+		return 0
+	}
+	before := rss("VmRSS")
+	var took []float64
+	statuses := map[int]int{}
+	var mu sync.Mutex
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range calls {
+			wg.Go(func() {
+				req, _ := http.NewRequest("POST", keys.URL+"/v1/messages", bytes.NewReader(body))
+				req.Header.Set("x-api-key", keys.Key)
+				req.Header.Set("anthropic-version", "2023-06-01")
+				req.Header.Set("content-type", "application/json")
+				start := time.Now()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				took = append(took, time.Since(start).Seconds())
+				statuses[resp.StatusCode]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	time.Sleep(2 * time.Second) // the measurement: what is still resident 2 s later
+	slices.Sort(took)
+	b.ReportMetric(before, "rss-before-MB")
+	b.ReportMetric(rss("VmHWM"), "rss-peak-MB")
+	b.ReportMetric(rss("VmRSS"), "rss-after-2s-MB")
+	b.ReportMetric(percentile(took, 0.5), "call-p50-s")
+	b.ReportMetric(took[len(took)-1], "call-max-s")
+	for status, n := range statuses {
+		b.ReportMetric(float64(n), fmt.Sprintf("status-%d", status))
+	}
+	b.ReportMetric(0, "ns/op")
 }

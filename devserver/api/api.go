@@ -9,10 +9,8 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,6 +82,16 @@ type SecretStore interface {
 	Remove(name string) error
 }
 
+// The most each call that takes a body takes (decodeBody).
+const (
+	// A job's input is at most store.MaxData as JSON; the request around it adds a little.
+	maxJobBody = store.MaxData + 1<<20
+	// A secret's value (at most secrets.MaxValue), escaped as JSON.
+	maxSecretBody = 2*secrets.MaxValue + 4<<10
+	// Answers to approvals and replay requests: a few fields.
+	maxSmallBody = 1 << 20
+)
+
 // Handler returns the API's handler, to mount at /api/: its calls behind Guard, with the bearer
 // token, and GET /api/v1/debug/goroutines (Goroutines), which the dev UI does not serve.
 func Handler(b *Backend) http.Handler {
@@ -113,32 +121,51 @@ func marked(next http.Handler) http.Handler {
 // way (the dev UI, with a login cookie). A Backend without Secrets serves no secrets calls.
 func Routes(b *Backend) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Info()) })
-	mux.HandleFunc("POST /api/v1/jobs", b.createJob)
-	mux.HandleFunc("GET /api/v1/jobs", b.listJobs)
-	mux.HandleFunc("GET /api/v1/jobs/{id}", b.getJob)
-	mux.HandleFunc("POST /api/v1/jobs/{id}/cancel", b.cancelJob)
-	mux.HandleFunc("GET /api/v1/jobs/{id}/events", b.events)
-	mux.HandleFunc("GET /api/v1/jobs/{id}/trace", b.trace)
-	mux.HandleFunc("POST /api/v1/jobs/{id}/replay", b.replayJob)
-	mux.HandleFunc("GET /api/v1/jobs/{id}/script", b.script)
-	mux.HandleFunc("GET /api/v1/approvals", b.listApprovals)
-	mux.HandleFunc("GET /api/v1/approvals/{id}", b.getApproval)
-	mux.HandleFunc("POST /api/v1/approvals/{id}/approve", b.approve)
-	mux.HandleFunc("POST /api/v1/approvals/{id}/deny", b.deny)
-	mux.HandleFunc("GET /api/v1/approval-rules", b.listRules)
-	mux.HandleFunc("DELETE /api/v1/approval-rules/{id}", b.revokeRule)
-	mux.HandleFunc("GET /api/v1/usage", b.usage)
-	mux.HandleFunc("GET /api/v1/feed", b.feed)
-	if b.Secrets != nil {
-		mux.HandleFunc("GET /api/v1/secrets", b.listSecrets)
-		mux.HandleFunc("PUT /api/v1/secrets/{name}", b.setSecret)
-		mux.HandleFunc("DELETE /api/v1/secrets/{name}", b.removeSecret)
+	for _, rt := range b.routes() {
+		mux.HandleFunc(rt.Pattern, rt.Handler)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, fmt.Sprintf("no API call %s %s", r.Method, r.URL.Path))
 	})
 	return marked(mux)
+}
+
+// Route is one of the API's calls: its ServeMux pattern ("METHOD /api/v1/…") and handler.
+type Route struct {
+	Pattern string
+	Handler http.HandlerFunc
+}
+
+// RouteList lists the calls Routes serves, so that a test covers every one, a new one included.
+func RouteList(b *Backend) []Route { return b.routes() }
+
+func (b *Backend) routes() []Route {
+	rs := []Route{
+		{"GET /api/v1/info", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Info()) }},
+		{"POST /api/v1/jobs", b.createJob},
+		{"GET /api/v1/jobs", b.listJobs},
+		{"GET /api/v1/jobs/{id}", b.getJob},
+		{"POST /api/v1/jobs/{id}/cancel", b.cancelJob},
+		{"GET /api/v1/jobs/{id}/events", b.events},
+		{"GET /api/v1/jobs/{id}/trace", b.trace},
+		{"POST /api/v1/jobs/{id}/replay", b.replayJob},
+		{"GET /api/v1/jobs/{id}/script", b.script},
+		{"GET /api/v1/approvals", b.listApprovals},
+		{"GET /api/v1/approvals/{id}", b.getApproval},
+		{"POST /api/v1/approvals/{id}/approve", b.approve},
+		{"POST /api/v1/approvals/{id}/deny", b.deny},
+		{"GET /api/v1/approval-rules", b.listRules},
+		{"DELETE /api/v1/approval-rules/{id}", b.revokeRule},
+		{"GET /api/v1/usage", b.usage},
+		{"GET /api/v1/feed", b.feed},
+	}
+	if b.Secrets != nil {
+		rs = append(rs,
+			Route{"GET /api/v1/secrets", b.listSecrets},
+			Route{"PUT /api/v1/secrets/{name}", b.setSecret},
+			Route{"DELETE /api/v1/secrets/{name}", b.removeSecret})
+	}
+	return rs
 }
 
 // Guard wraps a handler with the checks every call passes: a loopback Host, no cross-origin
@@ -158,6 +185,10 @@ func Guard(token string, next http.Handler) http.Handler {
 				writeError(w, http.StatusForbidden, apiv1.CodeCrossOrigin, "cross-origin writes are refused (Origin "+origin+")")
 				return
 			}
+		}
+		if k, n := repeatedHeader(r.Header); n > 1 {
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, fmt.Sprintf("the %s header comes %d times; send it once", k, n))
+			return
 		}
 		if token != "" {
 			scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -206,8 +237,7 @@ func (b *Backend) storeError(w http.ResponseWriter, err error) {
 
 func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 	var req apiv1.JobRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, store.MaxData)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON job: "+err.Error())
+	if !decodeBody(w, r, maxJobBody, &req, "a JSON job", false) {
 		return
 	}
 	var j store.Job
@@ -400,11 +430,8 @@ func (b *Backend) replayJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req apiv1.ReplayRequest
-	if r.ContentLength != 0 {
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON replay request: "+err.Error())
-			return
-		}
+	if !decodeBody(w, r, maxSmallBody, &req, "a JSON replay request", true) {
+		return
 	}
 	j, err := b.Recorder.Replay(r.PathValue("id"), req.Upstream)
 	if b.recordingError(w, err) {
@@ -460,8 +487,7 @@ func (b *Backend) listSecrets(w http.ResponseWriter, r *http.Request) {
 
 func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 	var body apiv1.SetSecretRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 2*secrets.MaxValue)).Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON secret: "+err.Error())
+	if !decodeBody(w, r, maxSecretBody, &body, "a JSON secret", false) {
 		return
 	}
 	if err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL); err != nil {

@@ -145,6 +145,7 @@ type testAPI struct {
 	inbox  *approvals.Inbox
 	rec    *fakeRecorder
 	client *client.Client
+	b      *Backend
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -156,12 +157,13 @@ func newTestAPI(t *testing.T) *testAPI {
 	t.Cleanup(func() { st.Close() })
 	a := &testAPI{t: t, token: apiv1.NewToken(), st: st, node: &fakeNode{st: st}, inbox: approvals.New(st)}
 	a.rec = &fakeRecorder{node: a.node}
-	srv := httptest.NewServer(Handler(&Backend{
+	a.b = &Backend{
 		Token: a.token, Store: st, Node: a.node, Inbox: a.inbox, Recorder: a.rec,
 		Secrets: &fakeSecrets{m: map[string]apiv1.SecretMeta{}},
 		Info:    func() apiv1.Info { return apiv1.Info{Version: "test", Agents: []apiv1.AgentInfo{{Name: "hello"}}} },
 		Logger:  slog.New(slog.DiscardHandler),
-	}))
+	}
+	srv := httptest.NewServer(Handler(a.b))
 	t.Cleanup(srv.Close)
 	a.url = srv.URL
 	a.client = client.New(apiv1.Context{URL: srv.URL, Token: a.token})

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
@@ -34,11 +32,7 @@ func (b *Backend) getApproval(w http.ResponseWriter, r *http.Request) {
 
 // readAnswer decodes an answer's body into v; an empty body is an answer with no fields.
 func readAnswer(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil && err != io.EOF {
-		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "the request is not a JSON answer: "+err.Error())
-		return false
-	}
-	return true
+	return decodeBody(w, r, maxSmallBody, v, "a JSON answer", true)
 }
 
 func (b *Backend) approve(w http.ResponseWriter, r *http.Request) {

@@ -1,9 +1,9 @@
 package fakemodel
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -27,15 +27,16 @@ func (c *convo) inputTokens() int { return max(1, tokens(c.chars)) }
 // tokens estimates the tokens of n characters: about 4 a token.
 func tokens(n int) int { return (n + 3) / 4 }
 
+// decodeObject decodes a request body that must be a JSON object, its numbers as float64. It
+// decodes from the body itself: a json.Decoder (for UseNumber) first copies the body into a
+// buffer of its own, grown by doubling, up to four times a large body's size (issue 13).
 func decodeObject(body []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := json.Unmarshal(body, &v); err != nil {
+		if strings.Contains(err.Error(), "after top-level value") {
+			return nil, fmt.Errorf("extra data after the JSON value")
+		}
 		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("extra data after the JSON value")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -68,12 +69,11 @@ func parseAnthropic(body []byte, countTokens bool) (*convo, *apiError) {
 		switch v := m["max_tokens"].(type) {
 		case nil:
 			return nil, invalid("max_tokens: Field required")
-		case json.Number:
-			n, err := v.Int64()
-			if err != nil {
+		case float64:
+			if v != math.Trunc(v) {
 				return nil, invalid("max_tokens: Input should be a valid integer")
 			}
-			if n < 1 {
+			if v < 1 {
 				return nil, invalid("max_tokens: Input should be greater than or equal to 1")
 			}
 		default:
@@ -362,7 +362,7 @@ func jsonType(v any) string {
 		return "a string"
 	case bool:
 		return "a boolean"
-	case json.Number:
+	case float64:
 		return "a number"
 	case []any:
 		return "an array"

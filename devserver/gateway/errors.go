@@ -34,6 +34,9 @@ var errShapes = map[string]errShape{
 	"rate_limit":      {"rate_limit_error", "requests", "rate_limit_exceeded"},
 	"api":             {"api_error", "server_error", ""},
 	"timeout":         {"timeout_error", "server_error", "timeout"},
+	// A request whose body did not come in time: the client's fault, in the nearest shapes.
+	"request_timeout": {"timeout_error", "invalid_request_error", "request_timeout"},
+	"overloaded":      {"overloaded_error", "server_error", "server_overloaded"},
 }
 
 // body renders the error in the provider's shape.

@@ -1,12 +1,13 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,7 +62,7 @@ const maxWholeBody = 8 << 20
 // maxCapture is the most of a copied-through answer kept for reading its usage.
 const maxCapture = 16 << 20
 
-func (c *call) forward(body []byte, info reqInfo) {
+func (c *call) forward(info reqInfo) {
 	g, r := c.g, c.r
 	rec := c.grant.Record
 	url := rec.BaseURL(c.rt.face) + c.rt.upath
@@ -69,14 +70,15 @@ func (c *call) forward(body []byte, info reqInfo) {
 		url += "?" + r.URL.RawQuery
 	}
 
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(c.ctx, r.Method, url, rd)
+	req, err := http.NewRequestWithContext(c.ctx, r.Method, url, nil)
 	if err != nil {
 		c.fail(errorf(http.StatusInternalServerError, "api", fmt.Sprintf("oz0 gateway: the provider record %s has a bad base URL for %s", rec.Name, c.rt.face)))
 		return
+	}
+	if up := c.upBody; up != nil {
+		req.ContentLength = up.size
+		req.Body, _ = up.open()
+		req.GetBody = up.open // to send it again on a fresh connection
 	}
 	hop := connectionTokens(r.Header)
 	for k, vs := range r.Header {
@@ -104,6 +106,12 @@ func (c *call) forward(body []byte, info reqInfo) {
 	c.watchdog = time.AfterFunc(c.wait, func() { c.cancel(errIdle) })
 
 	resp, err := g.rt.RoundTrip(req)
+	// The upstream has the body (or the call failed): the gateway's copy goes, and its room in
+	// the budget; a call kept for a recording keeps its copy of the body until it ends.
+	c.upBody.release()
+	if c.capture == nil {
+		c.hold.release()
+	}
 	if err != nil {
 		c.upstreamFailed(err)
 		return
@@ -147,6 +155,83 @@ func (c *call) forward(body []byte, info reqInfo) {
 	} else {
 		c.copyThrough(resp, wantUsage)
 	}
+}
+
+// upstreamBody is a request body as it goes upstream: the client's bytes with the gateway's edits
+// spliced in, never copied whole.
+type upstreamBody struct {
+	mu   sync.Mutex
+	segs [][]byte // nil once released
+	size int64
+}
+
+func newUpstreamBody(body []byte, edits []edit) *upstreamBody {
+	if body == nil {
+		return nil
+	}
+	u := &upstreamBody{segs: [][]byte{}}
+	at := 0
+	add := func(b []byte) {
+		if len(b) > 0 {
+			u.segs = append(u.segs, b)
+			u.size += int64(len(b))
+		}
+	}
+	for _, e := range edits {
+		add(body[at:e.start])
+		add(e.text)
+		at = e.end
+	}
+	add(body[at:])
+	return u
+}
+
+var errBodyReleased = errors.New("oz0 gateway: the request body was already released")
+
+// open returns a reader of the body from its start (http.Request.GetBody).
+func (u *upstreamBody) open() (io.ReadCloser, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.segs == nil:
+		return nil, errBodyReleased
+	case u.size == 0:
+		return http.NoBody, nil
+	}
+	return &segReader{bufs: slices.Clone(net.Buffers(u.segs))}, nil
+}
+
+// release drops the body, once the upstream has it; a reader still open keeps what it has not
+// read until it is closed.
+func (u *upstreamBody) release() {
+	if u != nil {
+		u.mu.Lock()
+		u.segs = nil
+		u.mu.Unlock()
+	}
+}
+
+// segReader reads segments, dropping each as it is read and all of them when closed (the
+// transport may close it from another goroutine).
+type segReader struct {
+	mu   sync.Mutex
+	bufs net.Buffers
+}
+
+func (s *segReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.bufs) == 0 {
+		return 0, io.EOF
+	}
+	return s.bufs.Read(p)
+}
+
+func (s *segReader) Close() error {
+	s.mu.Lock()
+	s.bufs = nil
+	s.mu.Unlock()
+	return nil
 }
 
 func maskValues(vs []string, key string) []string {

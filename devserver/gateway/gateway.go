@@ -27,6 +27,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,13 @@ const (
 	DefaultIdleTimeout     = 5 * time.Minute
 	DefaultResponseTimeout = 10 * time.Minute
 	DefaultMaxRequestBytes = 32 << 20
+	// DefaultMaxBodyBytesInFlight is two calls of the largest size at once, or hundreds of an
+	// agent's usual size (tens to hundreds of kilobytes). Through oz0 dev, whose fake model
+	// decodes a body in the same process, eight calls of 30 MB at once peak at ~380 MB resident
+	// with it; twice as much took the peak near twice as high (docs/reliability.md).
+	DefaultMaxBodyBytesInFlight = 2 * DefaultMaxRequestBytes
+	DefaultBodyQueueTimeout     = 30 * time.Second
+	DefaultBodyReadTimeout      = 30 * time.Second
 )
 
 // Config configures a Gateway. Only Resolver is required.
@@ -64,6 +73,18 @@ type Config struct {
 	// MaxRequestBytes is the largest request body accepted; a larger one gets 413.
 	// 0: DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MaxBodyBytesInFlight bounds the request bodies held at once over all calls (budget.go): a
+	// call waits in line for room for its body, at most BodyQueueTimeout, then gets 503 (retried
+	// by the SDKs). 0: DefaultMaxBodyBytesInFlight; never less than MaxRequestBytes.
+	MaxBodyBytesInFlight int64
+	// BodyQueueTimeout is the longest a call waits for room for its body; 0:
+	// DefaultBodyQueueTimeout.
+	BodyQueueTimeout time.Duration
+	// BodyReadTimeout is the longest a request's body may take to arrive once the gateway reads
+	// it; a slower one gets 408 and its connection is closed. It is a read deadline on the
+	// connection, lifted once the body is in, so answers (streams) are not limited by it. 0:
+	// DefaultBodyReadTimeout; < 0: none.
+	BodyReadTimeout time.Duration
 	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
 	// batch (after.go); 0: none.
 	MeterLinger time.Duration
@@ -79,6 +100,8 @@ type Gateway struct {
 	idle        time.Duration
 	respTimeout time.Duration
 	maxBody     int64
+	bodyTimeout time.Duration
+	budget      *budget
 	linger      time.Duration
 	after       *afterQueue
 
@@ -156,6 +179,20 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxRequestBytes
+	}
+	inFlight, queue := cfg.MaxBodyBytesInFlight, cfg.BodyQueueTimeout
+	if inFlight <= 0 {
+		inFlight = DefaultMaxBodyBytesInFlight
+	}
+	if queue <= 0 {
+		queue = DefaultBodyQueueTimeout
+	}
+	g.budget = newBudget(max(inFlight, g.maxBody+1), queue)
+	switch g.bodyTimeout = cfg.BodyReadTimeout; {
+	case g.bodyTimeout == 0:
+		g.bodyTimeout = DefaultBodyReadTimeout
+	case g.bodyTimeout < 0:
+		g.bodyTimeout = 0
 	}
 	go g.afterLoop()
 	return g, nil
@@ -301,11 +338,13 @@ type call struct {
 	counted     bool // a step: admitted against the limits and accounted for
 	registered  bool
 
-	writeDeadline bool     // Kill set a write deadline on the response (guarded by js.mu)
-	capture       *capture // what the client got, when the grant keeps its calls
-	answered      bool     // an answer came, from upstream or a recording
-	queued        bool     // in its job's order (guarded by js.mu)
-	ended         bool     // finished, end filled in (guarded by js.mu)
+	hold          *hold         // what the call's body takes of the gateway's budget
+	upBody        *upstreamBody // the body as it goes upstream
+	writeDeadline bool          // Kill set a write deadline on the response (guarded by js.mu)
+	capture       *capture      // what the client got, when the grant keeps its calls
+	answered      bool          // an answer came, from upstream or a recording
+	queued        bool          // in its job's order (guarded by js.mu)
+	ended         bool          // finished, end filled in (guarded by js.mu)
 	end           endedCall
 }
 
@@ -355,7 +394,14 @@ func (c *call) serve() {
 		return
 	}
 
-	// The session key.
+	// The session key, once: with two, which one a check reads and which one another part reads
+	// could differ.
+	for _, k := range []string{"X-Api-Key", "Authorization"} {
+		if n := len(r.Header[k]); n > 1 {
+			c.fail(errorf(http.StatusBadRequest, "invalid_request", fmt.Sprintf("oz0 gateway: the %s header comes %d times; send the session key once", k, n)))
+			return
+		}
+	}
 	key := r.Header.Get("X-Api-Key")
 	if key == "" {
 		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
@@ -379,7 +425,12 @@ func (c *call) serve() {
 	c.rec.Job, c.rec.Agent, c.rec.Record = grant.Job, grant.Agent, grant.Record.Name
 	c.js = g.job(grant.Job)
 
-	// Oz0-Job and Oz0-Agent: taken from the key when absent, and must match it when present.
+	// Oz0-Job and Oz0-Agent: taken from the key when absent, and must match it when present. Any
+	// Oz0 header comes once: a second Oz0-Job could name another job than the one checked.
+	if k, n := repeatedOz0Header(r.Header); n > 1 {
+		c.refuse(k, errorf(http.StatusBadRequest, "invalid_request", fmt.Sprintf("oz0 gateway: the %s header comes %d times; send it once", k, n)))
+		return
+	}
 	if h, ok := headerValue(r.Header, "Oz0-Job"); ok && h != grant.Job {
 		c.refuse("Oz0-Job", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Job %s does not match the session key, which is job %s's", quoteShort(h), grant.Job)))
 		return
@@ -393,22 +444,17 @@ func (c *call) serve() {
 		return
 	}
 
-	body, tooLarge, err := readBody(r, g.maxBody)
-	if tooLarge {
-		c.fail(errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("oz0 gateway: the request body is larger than %d bytes", g.maxBody)))
-		return
-	}
-	if err != nil {
-		c.clientGone = true
-		c.rec.Error = "cannot read the request body: " + err.Error()
+	body, ok := c.readBody()
+	if !ok {
 		return
 	}
 
 	// The body: the model (mapped when the record maps it), whether it streams, include_usage.
-	sent := body // as the client sent it, for a recording
+	// The edits are spliced in as the body goes upstream, without a copy of it.
+	var edits []edit
 	var info reqInfo
 	if rt.ep == EndpointMessages || rt.ep == EndpointChat || rt.ep == EndpointCountTokens {
-		body, info = rewriteRequest(body, rt.face, grant.Record.Models)
+		edits, info = planRequest(body, rt.face, grant.Record.Models)
 		c.rec.Model, c.rec.UpstreamModel = info.model, info.model
 		if info.upstreamModel != "" {
 			c.rec.UpstreamModel = info.upstreamModel
@@ -425,9 +471,9 @@ func (c *call) serve() {
 	}
 
 	if grant.Recording {
-		c.capture = newCapture(c, sent)
+		c.capture = newCapture(c, body)
 	}
-	if grant.Replay != nil && c.replay(grant.Replay, sent) {
+	if grant.Replay != nil && c.replay(grant.Replay, body) {
 		return
 	}
 
@@ -449,7 +495,8 @@ func (c *call) serve() {
 		c.tenantKey, c.keyBytes = v, []byte(v)
 	}
 
-	c.forward(body, info)
+	c.upBody = newUpstreamBody(body, edits)
+	c.forward(info)
 }
 
 // admit checks the job's kill mark, its budget and the session's limits, and counts the step. It
@@ -512,6 +559,7 @@ func (c *call) answerBegins() {
 // finish accounts for the call and hands it to the meter goroutine, which meters and logs it
 // once the client has its answer.
 func (c *call) finish() {
+	c.hold.release()
 	if c.watchdog != nil {
 		c.watchdog.Stop()
 	}
@@ -627,23 +675,47 @@ func (g *Gateway) logCall(e *endedCall) {
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, "gateway: call", attrs...)
 }
 
-// readBody reads the request body, up to max bytes.
-func readBody(r *http.Request, max int64) (body []byte, tooLarge bool, err error) {
+// readBody reads the request body whole, once the gateway's budget has room for it. A body over
+// the limit gets 413, one that finds no room 503, one that does not come within the body timeout
+// 408 (and its connection is closed). ok is false when the call has been answered, or its client
+// has gone.
+func (c *call) readBody() (body []byte, ok bool) {
+	g, r := c.g, c.r
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, false, nil
+		return nil, true
 	}
-	if r.ContentLength > max {
-		return nil, true, nil
+	if r.ContentLength > g.maxBody {
+		c.fail(c.tooLarge())
+		return nil, false
 	}
-	size := int64(512)
-	if r.ContentLength >= 0 {
-		size = r.ContentLength + 1 // room to read the EOF without growing
+	// A body of no declared length takes from the budget as it grows.
+	size := r.ContentLength
+	if size < 0 {
+		size = min(64<<10, g.maxBody)
 	}
-	buf := make([]byte, 0, size)
-	lr := io.LimitReader(r.Body, max+1)
-	for {
+	c.hold = &hold{b: g.budget}
+	if !c.take(size) {
+		return nil, false
+	}
+	// A deadline on reading the connection, from now: the wait for room above does not count.
+	// It is lifted once the body is in (net/http lifts it too when it sees the body's end), so
+	// the answer, a stream, is not limited by it. A writer that cannot set one (a test's
+	// recorder) reads without it.
+	if g.bodyTimeout > 0 {
+		rc := http.NewResponseController(c.w)
+		if rc.SetReadDeadline(time.Now().Add(g.bodyTimeout)) == nil {
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
+	buf := make([]byte, 0, size+1) // room to read the EOF without growing
+	lr := io.LimitReader(r.Body, g.maxBody+1)
+	for int64(len(buf)) <= g.maxBody {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			grown := min(2*int64(cap(buf)), g.maxBody+1)
+			if !c.take(grown - int64(cap(buf))) {
+				return nil, false
+			}
+			buf = append(make([]byte, 0, grown), buf...)
 		}
 		n, err := lr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -651,13 +723,74 @@ func readBody(r *http.Request, max int64) (body []byte, tooLarge bool, err error
 			break
 		}
 		if err != nil {
-			return nil, false, err
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.w.Header().Set("Connection", "close")
+				c.fail(errorf(http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("oz0 gateway: the request body did not come within %s (%d of %s bytes came); a client sends the whole body at once", g.bodyTimeout, len(buf), declared(r.ContentLength))))
+				return nil, false
+			}
+			c.clientGone = true
+			c.rec.Error = "cannot read the request body: " + err.Error()
+			return nil, false
 		}
 	}
-	if int64(len(buf)) > max {
-		return nil, true, nil
+	if int64(len(buf)) > g.maxBody {
+		c.fail(c.tooLarge())
+		return nil, false
 	}
-	return buf, false, nil
+	return buf, true
+}
+
+// take takes n more bytes of the budget for the call's body; false when the call has been
+// answered 503, or its client has gone, while it waited.
+func (c *call) take(n int64) bool {
+	err := c.hold.take(c.r.Context(), n)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errNoRoom):
+		c.w.Header().Set("Retry-After", "2")
+		c.fail(errorf(http.StatusServiceUnavailable, "overloaded", fmt.Sprintf("oz0 gateway: too many request bytes in flight: the call's body waited %s for room in the %s the gateway holds at once over all calls; retry shortly", c.g.budget.wait, mib(c.g.budget.size))))
+	default:
+		c.clientGone = true
+		c.rec.Error = "the client went away while its call waited for room for its body"
+	}
+	return false
+}
+
+func (c *call) tooLarge() *gwError {
+	return errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("oz0 gateway: the request body is larger than the gateway's limit of %s (%d bytes)", mib(c.g.maxBody), c.g.maxBody))
+}
+
+// declared is a request's Content-Length as a message says it.
+func declared(n int64) string {
+	if n < 0 {
+		return "an undeclared number of"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// mib says a size in MiB, or in bytes under one.
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64), ".0") + " MiB"
+}
+
+// repeatedOz0Header returns the first Oz0 header (by name) that comes more than once, and how
+// many times it comes.
+func repeatedOz0Header(h http.Header) (string, int) {
+	var names []string
+	for k, vs := range h {
+		if len(vs) > 1 && len(k) >= 4 && strings.EqualFold(k[:4], "oz0-") {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return "", 0
+	}
+	slices.Sort(names)
+	return names[0], len(h[names[0]])
 }
 
 func headerValue(h http.Header, name string) (string, bool) {
@@ -697,6 +830,12 @@ var includeUsageMember = []byte(`"stream_options":{"include_usage":true},`)
 // OpenAI stream asks for include_usage when the client did not. A body that is not a JSON object
 // goes unchanged.
 func rewriteRequest(body []byte, face Format, models map[string]string) ([]byte, reqInfo) {
+	edits, info := planRequest(body, face, models)
+	return applyEdits(body, edits), info
+}
+
+// planRequest is rewriteRequest's edits, in order, without applying them.
+func planRequest(body []byte, face Format, models map[string]string) ([]edit, reqInfo) {
 	var info reqInfo
 	var edits []edit
 	so := member{start: -1}
@@ -718,7 +857,7 @@ func rewriteRequest(body []byte, face Format, models map[string]string) ([]byte,
 		return true
 	})
 	if err != nil {
-		return body, reqInfo{}
+		return nil, reqInfo{}
 	}
 	if face == OpenAIChat && info.stream {
 		if so.start < 0 {
@@ -755,7 +894,7 @@ func rewriteRequest(body []byte, face Format, models map[string]string) ([]byte,
 		}
 	}
 	sortEdits(edits)
-	return applyEdits(body, edits), info
+	return edits, info
 }
 
 func sortEdits(e []edit) {

@@ -378,7 +378,9 @@ type Error struct {
 
 // The error codes, with the HTTP status they come with.
 const (
-	CodeBadRequest    = "bad_request"    // 400: a malformed body or query
+	CodeBadRequest    = "bad_request"    // 400: a malformed body or query, or a header sent twice
+	CodeTimeout       = "timeout"        // 408: the request's body did not come in time
+	CodeTooLarge      = "too_large"      // 413: the request's body is over the call's limit
 	CodeUnauthorized  = "unauthorized"   // 401: no bearer token, or a wrong one
 	CodeForbiddenHost = "forbidden_host" // 403: a Host that is not loopback
 	CodeCrossOrigin   = "cross_origin"   // 403: a write from another origin

@@ -90,6 +90,61 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		}
 		return n, nil
 	},
+	// keyfile writes the session's gateway URLs and keys to the file ARG, as JSON (written whole,
+	// then renamed into place), says so, then never ends: a test makes calls with the session's
+	// key from outside, and ends the job when it is done.
+	"keyfile": func(s *harness.Session, arg string) (any, error) {
+		b, _ := json.Marshal(map[string]string{
+			"job": s.Job(), "agent": s.Agent(),
+			"anthropic_base_url": os.Getenv("ANTHROPIC_BASE_URL"), "anthropic_api_key": os.Getenv("ANTHROPIC_API_KEY"),
+			"openai_base_url": os.Getenv("OPENAI_BASE_URL"), "openai_api_key": os.Getenv("OPENAI_API_KEY"),
+		})
+		if err := os.WriteFile(arg+".tmp", b, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(arg+".tmp", arg); err != nil {
+			return nil, err
+		}
+		s.Say("key written")
+		select {}
+	},
+	// planted shows what a session can see of the tenant's key: it says its environment and
+	// /proc/self/environ (and writes them to stderr), makes ARG model calls saying each answer or
+	// error, says "ready", and waits to be cancelled (so a test can look at every process).
+	"planted": func(s *harness.Session, arg string) (any, error) {
+		env := strings.Join(os.Environ(), "\n")
+		s.Say("environment:\n" + env + "\n")
+		fmt.Fprintln(os.Stderr, "environment:\n"+env)
+		if raw, err := os.ReadFile("/proc/self/environ"); err == nil {
+			s.Say("/proc/self/environ: " + strings.ReplaceAll(string(raw), "\x00", "\n") + "\n")
+			fmt.Fprintf(os.Stderr, "/proc/self/environ: %q\n", raw)
+		}
+		n, _ := strconv.Atoi(arg)
+		for i := range n {
+			text, err := s.Complete("call " + strconv.Itoa(i+1))
+			if err != nil {
+				s.Say("model error: " + err.Error() + "\n")
+				s.Log(harnesskit.LevelError, "model error: "+err.Error())
+				fmt.Fprintln(os.Stderr, "model error:", err)
+				continue
+			}
+			s.Say("model answer: " + text + "\n")
+		}
+		s.Say("ready")
+		select {}
+	},
+	// echosecret echoes the secret ARG everywhere a harness can: said whole, said in two halves
+	// with a log line between them, logged, on stderr, and in its result.
+	"echosecret": func(s *harness.Session, arg string) (any, error) {
+		half := len(arg) / 2
+		s.Say("the token is " + arg + ". ")
+		s.Say("split: " + arg[:half])
+		s.Log(harnesskit.LevelInfo, "between the halves")
+		s.Say(arg[half:] + " (end of the split). ")
+		s.Log(harnesskit.LevelWarning, "logged: "+arg)
+		fmt.Fprintln(os.Stderr, "on stderr: "+arg)
+		return map[string]string{"token": arg}, nil
+	},
 	// hang says it works, then never ends.
 	"hang": func(s *harness.Session, _ string) (any, error) {
 		s.Say("working")

@@ -1,0 +1,141 @@
+package devserver
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/net/netutil"
+)
+
+// What the port holds of its clients (docs/dev-server.md): a client that opens connections and
+// sends nothing, or sends a request's head and then trickles its body, is cut off; past
+// maxConns open connections, new ones wait in the system's queue until one closes. Answers are
+// never limited in time: a live stream lasts as long as its job.
+const (
+	// defaultMaxConns is the most connections the port serves at once: a job's live stream
+	// holds one, a harness's SDK a few, an idle keep-alive one until idleTimeout.
+	defaultMaxConns = 1024
+	// defaultBodyTimeout is how long a request's body may take to arrive, from its head on
+	// (the gateway's clock starts once its body has room; gateway.Config.BodyReadTimeout).
+	defaultBodyTimeout = 30 * time.Second
+	// headerTimeout is how long a request's head may take to arrive.
+	headerTimeout = 10 * time.Second
+	// idleTimeout is how long a kept-alive connection may wait for its next request.
+	idleTimeout = 2 * time.Minute
+)
+
+// portLimits are the limits of the port; zero fields are the defaults. Tests make them small.
+type portLimits struct {
+	maxConns    int
+	bodyTimeout time.Duration
+}
+
+func (l portLimits) withDefaults() portLimits {
+	if l.maxConns <= 0 {
+		l.maxConns = defaultMaxConns
+	}
+	if l.bodyTimeout <= 0 {
+		l.bodyTimeout = defaultBodyTimeout
+	}
+	return l
+}
+
+// connCount counts the port's open connections (http.Server.ConnState), and says once in the
+// log when they reach the limit.
+type connCount struct {
+	log  *slog.Logger
+	max  int
+	mu   sync.Mutex
+	open int
+	peak int
+	said bool
+}
+
+func (c *connCount) state(_ net.Conn, st http.ConnState) {
+	c.mu.Lock()
+	switch st {
+	case http.StateNew:
+		c.open++
+		c.peak = max(c.peak, c.open)
+	case http.StateClosed, http.StateHijacked:
+		c.open--
+	}
+	full := c.open >= c.max && !c.said
+	c.said = c.said || full
+	c.mu.Unlock()
+	if full {
+		c.log.Warn("the port has as many connections open as it serves at once; new ones wait until one closes",
+			"max_connections", c.max)
+	}
+}
+
+func (c *connCount) now() (open, peak int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open, c.peak
+}
+
+// limitListener limits ln to max connections open at once.
+func limitListener(ln net.Listener, max int) net.Listener { return netutil.LimitListener(ln, max) }
+
+// selfListener is an in-memory listener for the dev server's calls to itself (the gateway's calls
+// to the fake model): they take none of the port's connections, so the port's limit cannot leave
+// a model call waiting for a connection to the fake that only its own end would free.
+type selfListener struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newSelfListener(addr net.Addr) *selfListener {
+	return &selfListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *selfListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *selfListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *selfListener) Addr() net.Addr { return l.addr }
+
+// dial connects to the server that serves l.
+func (l *selfListener) dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	client.Close()
+	server.Close()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, net.ErrClosed
+}
+
+// dialSelf makes dial reach l for the port's own address, and the network for any other.
+func (l *selfListener) dialSelf(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	self := l.addr.String()
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == self {
+			return l.dial(ctx)
+		}
+		return dial(ctx, network, addr)
+	}
+}
