@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox/internal/initproc"
 )
 
@@ -219,6 +220,13 @@ func (p *Process) configure() error {
 	var r initproc.Reply
 	if err := json.Unmarshal(buf[:n], &r); err != nil || !r.Ready {
 		closeFDs(fds)
+		if r.Denied && len(p.cfg.Argv) > 0 {
+			uid, gid := p.cfg.UID, p.cfg.GID
+			if uid < 0 { // the init's: the node's own
+				uid, gid = os.Getuid(), os.Getgid()
+			}
+			return fail(execerr.Denied(p.cfg.Argv[0], uid, gid))
+		}
 		if r.Exec {
 			return fail(r.Error)
 		}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -42,6 +43,8 @@ func Explain(path, where string, err error) error {
 		}
 	case errors.Is(err, syscall.ENOEXEC):
 		msg = notRunnable(path)
+	case errors.Is(err, syscall.EACCES):
+		msg = denied(path)
 	}
 	return &Error{Msg: msg, Err: err}
 }
@@ -94,4 +97,70 @@ func notRunnable(path string) string {
 		return fmt.Sprintf("%s is not a program this machine can run (exec format error): built for another processor or system?", path)
 	}
 	return fmt.Sprintf("%s has no #! line naming its interpreter: start it with one, such as #!/bin/sh", path)
+}
+
+// nobodyUID is the user a node run as root runs sandboxed sessions as.
+const nobodyUID = 65534
+
+func denied(path string) string { return Denied(path, os.Getuid(), os.Getgid()) }
+
+// Denied says which part of path user uid (group gid, no other groups: a session's) may not
+// pass: a directory it may not enter, or the file it may not run (or, a script, read). It reads
+// the permission bits, so the node can say it from outside a sandbox, where owners are as the
+// host has them.
+func Denied(path string, uid, gid int) string {
+	who, mend := "this user", "chmod +x"
+	if uid == nobodyUID {
+		// The usual cause: files made by root with a umask that keeps others out.
+		who, mend = "nobody (the user sessions of an oz0 dev run as root run as)", "chmod a+rx"
+	}
+	var dirs []string
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if fi, err := os.Stat(dirs[i]); err == nil && !allowed(fi, uid, gid, permExec) {
+			return fmt.Sprintf("%s cannot be run: %s may not enter the directory %s; %s it, or run oz0 dev as the user who owns it", path, who, dirs[i], mend)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Sprintf("%s: permission denied", path)
+	}
+	if !allowed(fi, uid, gid, permExec) {
+		return fmt.Sprintf("%s is not executable by %s: %s %s", path, who, mend, path)
+	}
+	if _, ok := shebang(head(path)); ok && !allowed(fi, uid, gid, permRead) {
+		return fmt.Sprintf("%s is a script %s may run but not read: %s %s", path, who, mend, path)
+	}
+	return fmt.Sprintf("%s: permission denied", path)
+}
+
+// The permission bits of one class of users.
+const (
+	permExec = 0o1
+	permRead = 0o4
+)
+
+// allowed reports whether the mode bits of fi let uid (in group gid) do want: the owner's bits
+// for the owner, the group's for the group, the others' for the rest; root passes every
+// directory and runs a file any class may run.
+func allowed(fi os.FileInfo, uid, gid int, want os.FileMode) bool {
+	perm := fi.Mode().Perm()
+	if uid == 0 {
+		return want != permExec || fi.IsDir() || perm&0o111 != 0
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return true // no owner to go by: say nothing wrong
+	case int(st.Uid) == uid:
+		return (perm>>6)&want == want
+	case int(st.Gid) == gid:
+		return (perm>>3)&want == want
+	}
+	return perm&want == want
 }

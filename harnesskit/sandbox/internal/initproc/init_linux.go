@@ -105,7 +105,7 @@ func initMain() int {
 		Dir: cfg.Dir, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys,
 	})
 	if err != nil {
-		reply(Reply{Error: execerr.Explain(cfg.Argv[0], "in the sandbox", err).Error(), Exec: true})
+		reply(Reply{Error: execerr.Explain(cfg.Argv[0], "in the sandbox", err).Error(), Exec: true, Denied: errors.Is(err, syscall.EACCES)})
 		return 1
 	}
 	harness := proc.Pid

@@ -31,11 +31,14 @@ type Config struct {
 // Reply is one of the init's messages: an error (nothing runs), ready (the harness runs; the
 // listening sockets of Listen come with it, in that order), or the harness's exit.
 type Reply struct {
-	Error string  `json:"error,omitempty"`
-	Exec  bool    `json:"exec,omitempty"` // the Error is the harness's exec failing: the sandbox was built
-	Ready bool    `json:"ready,omitempty"`
-	PID   int     `json:"pid,omitempty"`
-	Exit  *uint32 `json:"exit,omitempty"` // a wait status
+	Error string `json:"error,omitempty"`
+	Exec  bool   `json:"exec,omitempty"` // the Error is the harness's exec failing: the sandbox was built
+	// Denied is an exec refused for permission (EACCES): the node says which part of the path,
+	// from outside, where the files' owners are as the host has them (not so in the sandbox).
+	Denied bool    `json:"denied,omitempty"`
+	Ready  bool    `json:"ready,omitempty"`
+	PID    int     `json:"pid,omitempty"`
+	Exit   *uint32 `json:"exit,omitempty"` // a wait status
 }
 
 // MaxMessage bounds a message's size (the init's config is a few KiB: the env and the steps).
