@@ -20,10 +20,10 @@ build:
 # The whole suite: formatting, vet, the cross builds, the GitHub Actions workflows, the Python templates under their own linters, unit tests, fuzz seeds, the
 # testscript end-to-end scripts (which also run the templates' Python tests with unittest and
 # pytest, and the Node templates' with node --test on their real framework) and the dev UI's tests
-# in headless Chromium, then the race detector. The release configuration is checked by a test
-# against goreleaser's schema (cmd/oz0/release_test.go): building goreleaser for `make
-# check-release` takes minutes on a fresh machine.
-test: test-deps lint cross lint-workflows lint-templates
+# in headless Chromium, then the race detector. The release configuration is checked twice: by
+# goreleaser itself (check-release; building goreleaser takes a few minutes on a fresh machine)
+# and, in go test, against goreleaser's schema (cmd/oz0/release_test.go), for a quick answer.
+test: test-deps lint cross check-release lint-workflows lint-templates
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
 
@@ -61,8 +61,7 @@ lint-templates: build test-deps
 lint-workflows: build
 	@ACTIONLINT="$(GO) run $(ACTIONLINT)" scripts/lint-workflows.sh $(BIN)
 
-# .goreleaser.yaml is valid for the goreleaser that releases oz0, by goreleaser itself (the suite
-# checks it against goreleaser's schema, committed, without building goreleaser).
+# .goreleaser.yaml is valid for the goreleaser that releases oz0, by goreleaser itself.
 check-release:
 	$(GO) run $(GORELEASER) check
 
