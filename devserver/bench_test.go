@@ -2,8 +2,6 @@ package devserver
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,24 +26,7 @@ func buildTestHarness(tb testing.TB) string { return testbin.Build(tb, testbin.T
 
 // goPlugin writes a plugin whose one agent, NAME, runs command.
 func goPlugin(tb testing.TB, name string, command ...string) string {
-	tb.Helper()
-	dir := filepath.Join(tb.TempDir(), name)
-	cmd, _ := json.Marshal(command)
-	files := map[string]string{
-		"oz0-plugin.yaml":          fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
-		"agents/" + name + ".yaml": fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\n", name, name),
-		"prompts/p.md":             "Say things.\n",
-	}
-	for p, data := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
+	return testbin.Plugin(tb, name, command, "")
 }
 
 // templatePlugin scaffolds the byo-agent template.

@@ -115,18 +115,7 @@ func BenchmarkColdDevReady(b *testing.B) {
 func BenchmarkColdSubmitToFirstEvent(b *testing.B) {
 	bin := oz0Binary(b)
 	harness := testbin.Build(b, testbin.TestHarness)
-	goDir := filepath.Join(b.TempDir(), "gosay")
-	files := map[string]string{
-		"oz0-plugin.yaml":   fmt.Sprintf("apiVersion: oz0/v1\nname: gosay\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: gosay\n    command: [%q, ok]\n    formats: [anthropic-messages]\nagents: [agents/]\n", harness),
-		"agents/gosay.yaml": "name: gosay\nruntime: harness:gosay\ninstructions: prompts/p.md\n",
-		"prompts/p.md":      "Say hello.\n",
-	}
-	for name, data := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(goDir, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(goDir, name), []byte(data), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	goDir := testbin.Plugin(b, "gosay", []string{harness, "ok"}, "")
 	parent := b.TempDir()
 	if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: "byo-agent", Description: "Sorts support tickets", Parent: parent}); err != nil {
 		b.Fatal(err)

@@ -268,7 +268,7 @@ func newFaultFixtures(t *testing.T) *faultFixtures {
 	agent("badcmd", "")
 	agent("badinterp", "")
 	files["oz0-plugin.yaml"] = manifest
-	writeTree(t, filepath.Join(root, "faults"), files)
+	testbin.WriteFiles(t, filepath.Join(root, "faults"), files)
 	fx.plugins = append(fx.plugins, filepath.Join(root, "faults"))
 
 	// The Python rows run the byo-agent template's harness, with an agent that streams when its
@@ -278,7 +278,7 @@ func newFaultFixtures(t *testing.T) *faultFixtures {
 		if _, err := scaffold.Create(scaffold.Options{Name: "modelfaults", Template: "byo-agent", Description: "Fails as its model does", Parent: root}); err != nil {
 			t.Fatal(err)
 		}
-		writeTree(t, filepath.Join(root, "modelfaults"), map[string]string{"src/modelfaults/agent.py": `from .harness import Session
+		testbin.WriteFiles(t, filepath.Join(root, "modelfaults"), map[string]string{"src/modelfaults/agent.py": `from .harness import Session
 
 
 def run(session: Session) -> str:
@@ -290,26 +290,13 @@ def run(session: Session) -> str:
 	}
 
 	fx.hooks = filepath.Join(root, "hooks.yaml")
-	writeTree(t, root, map[string]string{
+	testbin.WriteFiles(t, root, map[string]string{
 		"hooks.yaml":  fmt.Sprintf("hooks:\n  - name: crashy\n    match: hookcrash.notify_team\n    plugin: %s\n", testbin.Build(t, testbin.CrashHook)),
 		"faults.yaml": faultsScript,
 	})
 	fx.upstream = startProcess(t, filepath.Join(root, "upstream.url"), filepath.Join(root, "upstream.log"), bin,
 		"fake-model", "serve", "--script", filepath.Join(root, "faults.yaml"), "--ready-file", filepath.Join(root, "upstream.url")).ready
 	return fx
-}
-
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // proc is a server process the test started: it is stopped with SIGINT at the end.

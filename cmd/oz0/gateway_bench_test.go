@@ -68,25 +68,8 @@ func startReady(b *testing.B, env []string, ready string, name string, args ...s
 
 // benchPlugin writes a plugin whose agent, NAME, runs the Go test harness with args.
 func benchPlugin(b *testing.B, name, harnessBin string, args ...string) string {
-	b.Helper()
-	dir := filepath.Join(b.TempDir(), name)
-	cmd, _ := json.Marshal(append([]string{harnessBin}, args...))
-	files := map[string]string{
-		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
-		// Limits on, as a tenant's agents have them.
-		"agents/" + name + ".yaml": fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\nlimits:\n  max_steps: 1000000\n  max_tokens: 1000000000\n  timeout: 30m\n", name, name),
-		"prompts/p.md":             "Say hello.\n",
-	}
-	for p, data := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return dir
+	// Limits on, as a tenant's agents have them.
+	return testbin.Plugin(b, name, append([]string{harnessBin}, args...), "limits:\n  max_steps: 1000000\n  max_tokens: 1000000000\n  timeout: 30m\n")
 }
 
 // profileEnv has the oz0 processes a benchmark starts write CPU profiles when OZ0_BENCH_PROFILE

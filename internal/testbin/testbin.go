@@ -4,6 +4,7 @@ package testbin
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +138,41 @@ func CheckGoroutines(tb testing.TB, before int) {
 		buf := make([]byte, 1<<20)
 		tb.Errorf("goroutines: %d before the test, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// WriteFiles writes files (paths relative to dir, with slashes) under dir, making directories;
+// a file that starts with #! is made executable.
+func WriteFiles(tb testing.TB, dir string, files map[string]string) {
+	tb.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(data, "#!") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// Plugin writes, in a new directory of tb's, a plugin named name with one harness that runs
+// command (a program's absolute path and its arguments) and one agent of the same name on it;
+// agentYAML is added to the agent's file (limits, for one). It returns the plugin's directory.
+func Plugin(tb testing.TB, name string, command []string, agentYAML string) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), name)
+	cmd, err := json.Marshal(command)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	WriteFiles(tb, dir, map[string]string{
+		"oz0-plugin.yaml":          fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nharnesses:\n  - name: %s\n    command: %s\n    formats: [anthropic-messages]\nagents: [agents/]\n", name, name, cmd),
+		"agents/" + name + ".yaml": fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\n", name, name) + agentYAML,
+		"prompts/p.md":             "Say hello.\n",
+	})
+	return dir
 }
