@@ -127,10 +127,10 @@ func (c *call) forward(info reqInfo) {
 		if skipResponseHeader(k) || hop[k] {
 			continue
 		}
-		if c.tenantKey != "" {
+		if c.maskKey != "" {
 			for _, v := range vs {
-				if strings.Contains(v, c.tenantKey) {
-					vs = maskValues(vs, c.tenantKey)
+				if strings.Contains(v, c.maskKey) {
+					vs = maskValues(vs, c.maskKey)
 					break
 				}
 			}

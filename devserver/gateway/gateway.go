@@ -33,6 +33,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/orchestrator-zero/oz0/devserver/secrets"
 )
 
 // Defaults of Config.
@@ -325,7 +328,11 @@ type call struct {
 	ss    *sessionState
 
 	tenantKey string
-	keyBytes  []byte // tenantKey, for masking
+	// maskKey is tenantKey where the gateway masks it (in answers, headers, errors and
+	// recordings); "" when it is shorter than secrets.MinMaskLen, as a dummy key for a fake model
+	// may be, because masking it would mask half of every answer. keyBytes is maskKey's bytes.
+	maskKey  string
+	keyBytes []byte
 
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -492,7 +499,10 @@ func (c *call) serve() {
 			c.fail(errorf(http.StatusInternalServerError, "api", fmt.Sprintf("oz0 gateway: the provider record %s has no key: the secret %s %s", grant.Record.Name, name, why)))
 			return
 		}
-		c.tenantKey, c.keyBytes = v, []byte(v)
+		c.tenantKey = v
+		if utf8.RuneCountInString(v) >= secrets.MinMaskLen {
+			c.maskKey, c.keyBytes = v, []byte(v)
+		}
 	}
 
 	c.upBody = newUpstreamBody(body, edits)
@@ -810,10 +820,10 @@ func quoteShort(s string) string {
 
 // mask hides the tenant's key in s.
 func (c *call) mask(s string) string {
-	if c.tenantKey == "" || !strings.Contains(s, c.tenantKey) {
+	if c.maskKey == "" || !strings.Contains(s, c.maskKey) {
 		return s
 	}
-	return strings.ReplaceAll(s, c.tenantKey, strings.Repeat("*", len(c.tenantKey)))
+	return strings.ReplaceAll(s, c.maskKey, strings.Repeat("*", len(c.maskKey)))
 }
 
 // reqInfo is what the gateway reads from a request body.

@@ -717,6 +717,29 @@ func TestTenantKeyMaskedInUpstreamError(t *testing.T) {
 	// The cleanup of newEnv checks that the key reached no client and no log line.
 }
 
+func TestPlaceholderTenantKeyNotMasked(t *testing.T) {
+	// A one-letter key, as a local model that wants some key is given, still goes upstream; but
+	// masking it would replace that letter in every answer, so it is not masked.
+	var got string
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got = r.Header.Get("X-Api-Key")
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo", "key="+got)
+		io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"xylophone box"}],"usage":{"input_tokens":1,"output_tokens":2}}`)
+	})
+	e := newEnv(t, helloScript, withUpstream(upstream))
+	e.secrets["FAKE_KEY"] = "x"
+	key := e.issue("job_placeholder", "a", Limits{}, Budget{})
+	r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody)
+	if got != "x" {
+		t.Errorf("the upstream got key %q, want the placeholder x", got)
+	}
+	if r.status != 200 || !strings.Contains(string(r.body), "xylophone box") || r.header.Get("X-Echo") != "key=x" {
+		t.Errorf("the answer was changed: %d %v\n%s", r.status, r.header, r.body)
+	}
+}
+
 func TestMaskWriterAcrossWrites(t *testing.T) {
 	key := []byte("sk-SECRET-123")
 	text := "a sk-SECRET-123 b sk-SECRET-12 c sk-SECRET-123sk-SECRET-123 end sk-SEC"
