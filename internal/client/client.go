@@ -157,7 +157,10 @@ func (c *Client) unreachable(err error) error {
 		return fmt.Errorf("no dev server at %s (connection refused); %s", c.ctx.URL, mend)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.ctx.URL, c.answerTimeout)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		// net/http's word (unexported) when the peer closed a new connection before the request
+		// was written: the same thing, seen a moment earlier.
+		strings.Contains(err.Error(), "server closed idle connection"):
 		return c.notDevServer("closed the connection without an answer")
 	case strings.Contains(err.Error(), "malformed HTTP"):
 		return c.notDevServer("does not speak HTTP")
