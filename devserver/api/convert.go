@@ -11,7 +11,7 @@ import (
 func wireJob(j store.Job) apiv1.Job {
 	return apiv1.Job{
 		ID: j.ID, Agent: j.Agent, Plugin: j.Plugin, Input: j.Input, InputText: j.InputText,
-		ModelRecord: j.ModelRecord, ModelName: j.ModelName, Status: apiv1.Status(j.Status), Reason: j.Reason,
+		ModelRecord: j.ModelRecord, ModelName: j.ModelName, Status: j.Status, Reason: j.Reason,
 		Output: j.Output, CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, EndedAt: j.EndedAt,
 		Limits: apiv1.Limits{MaxSteps: j.Limits.MaxSteps, TimeoutS: j.Limits.Timeout.Seconds()},
 		Usage:  wireUsage(j.Usage),

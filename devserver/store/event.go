@@ -7,43 +7,29 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
-// Event types. Type is a string so that the dev server can add types without touching the store;
-// these are the ones it writes, with the fields of their data.
+// Event types: the control API's (apiv1 documents each with its data). Type is a string so that
+// the dev server can add types without touching the store. What the store does itself with them:
+// it writes every EventStatus, never Append, one for each status change in the same transaction as
+// the change, and a status event with a terminal status is a job's last (a live stream ends after
+// it; Append refuses the job from then on); it adds an EventModelCall's tokens and cost to the
+// job's Usage in the same transaction, and counts it in Usage.ModelCalls unless "refused" is set
+// (a refused call never reached a model).
 const (
-	// EventStatus is written by the store itself, never by Append: one for every status change, in
-	// the same transaction as the change. Data: {"status":"running","from":"queued","reason":"…"}
-	// ("from" absent on the first, queued). A status event with a terminal status is a job's last
-	// event: a live stream ends after it, and Append refuses the job from then on.
-	EventStatus = "status"
-	// EventSay is text the harness streams to the live view: {"text":"…"}.
-	EventSay = "say"
-	// EventPermissionRequest is a tool call the harness asks for:
-	// {"id":"p1","tool":"notify_team","arguments":{…}}.
-	EventPermissionRequest = "permission_request"
-	// EventPermissionDecision is the answer; its data, with who decided, is documented on
-	// apiv1.EventPermissionDecision.
-	EventPermissionDecision = "permission_decision"
-	// EventToolResult is the result of a tool call: {"id":"p1","tool":"…","result":…} or with "error".
-	EventToolResult = "tool_result"
-	// EventModelCall is one call through the gateway, from its meter: {"record":"…","model":"…",
-	// "format":"…","endpoint":"…","status":200,"input_tokens":N,"output_tokens":N,
-	// "cache_read_input_tokens":N,"cache_creation_input_tokens":N,"cost_usd":X,"latency_ms":X,
-	// "step":N,"refused":"limits.max_steps","error":"…"}. The store adds its tokens and cost to the
-	// job's Usage in the same transaction, and counts it in Usage.ModelCalls unless "refused" is
-	// set (a refused call never reached a model).
-	EventModelCall = "model_call"
-	// EventStrayOutput is a stdout line that is not JSON: {"line":"…"}.
-	EventStrayOutput = "stray_output"
-	// EventLog is a harness log line: {"level":"info","message":"…"}.
-	EventLog = "log"
-	// EventStderr is the harness's stderr, line by line: {"line":"…"}.
-	EventStderr = "stderr"
-	// EventResult is the harness's answer: {"output":<text or any JSON>}.
-	EventResult = "result"
-	// EventError is a session's failure: {"message":"…"}.
-	EventError = "error"
+	EventStatus             = apiv1.EventStatus
+	EventSay                = apiv1.EventSay
+	EventPermissionRequest  = apiv1.EventPermissionRequest
+	EventPermissionDecision = apiv1.EventPermissionDecision
+	EventToolResult         = apiv1.EventToolResult
+	EventModelCall          = apiv1.EventModelCall
+	EventStrayOutput        = apiv1.EventStrayOutput
+	EventLog                = apiv1.EventLog
+	EventStderr             = apiv1.EventStderr
+	EventResult             = apiv1.EventResult
+	EventError              = apiv1.EventError
 )
 
 // MaxData is the largest JSON value (event data, job input or output) the store takes: the

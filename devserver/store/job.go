@@ -9,45 +9,29 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
-// Status is a job's state.
-type Status string
+// Status is a job's state. The store keeps the control API's statuses (apiv1 is their one
+// definition, with Terminal and Valid), so what it writes and what clients read cannot drift.
+type Status = apiv1.Status
 
-// The statuses. A job starts queued; the terminal ones never change again.
+// The statuses, by their store names. A job starts queued; the terminal ones never change again;
+// interrupted is what a job live when the dev server stopped (or crashed) becomes.
 const (
-	StatusQueued             Status = "queued"
-	StatusRunning            Status = "running"
-	StatusWaitingForApproval Status = "waiting_for_approval"
-	StatusSucceeded          Status = "succeeded"   // terminal
-	StatusFailed             Status = "failed"      // terminal
-	StatusCancelled          Status = "cancelled"   // terminal
-	StatusTimedOut           Status = "timed_out"   // terminal
-	StatusInterrupted        Status = "interrupted" // terminal: the dev server stopped (or crashed) while the job was live
+	StatusQueued             = apiv1.StatusQueued
+	StatusRunning            = apiv1.StatusRunning
+	StatusWaitingForApproval = apiv1.StatusWaitingForApproval
+	StatusSucceeded          = apiv1.StatusSucceeded
+	StatusFailed             = apiv1.StatusFailed
+	StatusCancelled          = apiv1.StatusCancelled
+	StatusTimedOut           = apiv1.StatusTimedOut
+	StatusInterrupted        = apiv1.StatusInterrupted
 )
 
 // Statuses lists every status, live ones first.
-var Statuses = []Status{StatusQueued, StatusRunning, StatusWaitingForApproval,
-	StatusSucceeded, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted}
-
-// Terminal reports whether st is a final status.
-func (st Status) Terminal() bool {
-	switch st {
-	case StatusSucceeded, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted:
-		return true
-	}
-	return false
-}
-
-// Valid reports whether st is one of Statuses.
-func (st Status) Valid() bool {
-	for _, v := range Statuses {
-		if st == v {
-			return true
-		}
-	}
-	return false
-}
+var Statuses = apiv1.Statuses
 
 // CanTransition reports whether a job in status from may move to status to:
 //

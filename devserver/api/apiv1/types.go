@@ -18,7 +18,7 @@ const (
 	StatusFailed             Status = "failed"               // terminal
 	StatusCancelled          Status = "cancelled"            // terminal
 	StatusTimedOut           Status = "timed_out"            // terminal
-	StatusInterrupted        Status = "interrupted"          // terminal: the dev server stopped while the job was live
+	StatusInterrupted        Status = "interrupted"          // terminal: the dev server stopped (or crashed) while the job was live
 )
 
 // Statuses lists every status, live ones first.
