@@ -9,26 +9,28 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
-// ApprovalStatus is where a request for a person's approval stands.
-type ApprovalStatus string
+// ApprovalStatus is where a request for a person's approval stands: the control API's statuses
+// (apiv1 is their one definition), by their store names. All but pending are final.
+type ApprovalStatus = apiv1.ApprovalStatus
 
-// The approval statuses; all but pending are final.
 const (
-	ApprovalPending     ApprovalStatus = "pending"
-	ApprovalApproved    ApprovalStatus = "approved"
-	ApprovalDenied      ApprovalStatus = "denied"
-	ApprovalWithdrawn   ApprovalStatus = "withdrawn"   // the job ended (cancelled, timed out) first
-	ApprovalInterrupted ApprovalStatus = "interrupted" // oz0 dev stopped while it waited
+	ApprovalPending     = apiv1.ApprovalPending
+	ApprovalApproved    = apiv1.ApprovalApproved
+	ApprovalDenied      = apiv1.ApprovalDenied
+	ApprovalWithdrawn   = apiv1.ApprovalWithdrawn   // the job ended (cancelled, timed out) first
+	ApprovalInterrupted = apiv1.ApprovalInterrupted // oz0 dev stopped while it waited
 )
 
 // Approval scopes, for an approved request: this call only, the rest of the job, or always (a
 // rule for the <harness>.<tool>).
 const (
-	ScopeOnce   = "once"
-	ScopeJob    = "job"
-	ScopeAlways = "always"
+	ScopeOnce   = apiv1.ScopeOnce
+	ScopeJob    = apiv1.ScopeJob
+	ScopeAlways = apiv1.ScopeAlways
 )
 
 // ErrDecided is wrapped by the error for answering an approval that is no longer pending.

@@ -52,11 +52,7 @@ type NewEvent struct {
 }
 
 // statusData is the data of a status event.
-type statusData struct {
-	Status Status `json:"status"`
-	From   Status `json:"from,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
+type statusData = apiv1.StatusData
 
 // Terminal reports whether e is its job's last event: a status event with a terminal status.
 func (e Event) Terminal() bool {
