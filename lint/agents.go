@@ -121,8 +121,7 @@ func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]an
 	case fileBad:
 		return ""
 	}
-	if line, col, msg, bad := binaryText(data); bad {
-		l.add(rel, line, col, "not-text", "%s", msg)
+	if l.notText(rel, data) {
 		return ""
 	}
 	if len(bytes.TrimFunc(data, unicode.IsSpace)) == 0 {

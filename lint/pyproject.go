@@ -23,8 +23,7 @@ func (l *linter) lintPyproject() {
 	if st != fileOK {
 		return
 	}
-	if line, col, msg, bad := binaryText(data); bad {
-		l.add(file, line, col, "not-text", "%s", msg)
+	if l.notText(file, data) {
 		return
 	}
 	var doc map[string]any

@@ -47,8 +47,7 @@ func (l *linter) lintSkill(dir string) {
 	case fileBad:
 		return
 	}
-	if line, col, msg, bad := binaryText(data); bad {
-		l.add(file, line, col, "not-text", "%s", msg)
+	if l.notText(file, data) {
 		return
 	}
 	fm, offset, problem := frontMatter(data)
@@ -90,6 +89,15 @@ func frontMatter(data []byte) (fm []byte, offset int, problem string) {
 		rest = after
 	}
 	return nil, 0, "the front matter opened on line 1 is not closed with a --- line"
+}
+
+// notText reports a not-text finding, and true, when file's data has a NUL byte or invalid UTF-8.
+func (l *linter) notText(file string, data []byte) bool {
+	line, col, msg, bad := binaryText(data)
+	if bad {
+		l.add(file, line, col, "not-text", "%s", msg)
+	}
+	return bad
 }
 
 // binaryText finds a NUL byte or invalid UTF-8 in a text file that is not
