@@ -64,18 +64,7 @@ func firstEvent(b *testing.B, sp harnesskit.Spec, baseline func() error) {
 	b.Helper()
 	var firsts, bases []time.Duration
 	for b.Loop() {
-		var first atomic.Int64
-		start := time.Now()
-		sp.Sink = func(e harnesskit.Event) {
-			if e.Kind != harnesskit.EventStderr {
-				first.CompareAndSwap(0, int64(time.Since(start)))
-			}
-		}
-		end, err := harnesskit.Run(context.Background(), sp)
-		if err != nil || end.Status != harnesskit.Completed {
-			b.Fatalf("%v %s", err, end)
-		}
-		firsts = append(firsts, time.Duration(first.Load()))
+		firsts = append(firsts, timeToFirstEvent(b, sp))
 
 		t := time.Now()
 		if err := baseline(); err != nil {
