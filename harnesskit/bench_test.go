@@ -17,6 +17,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 // BenchmarkEvents is the supervisor's throughput: a Go harness (the SDK) says b.N times, and the
@@ -99,7 +100,7 @@ func BenchmarkFirstEventGo(b *testing.B) {
 // running `pass`. venv: with the plugin's .venv (as after `uv sync`; made here with
 // `python3 -m venv --without-pip`). path: python3 from PATH, as without a venv.
 func BenchmarkFirstEventPython(b *testing.B) {
-	python := findPython(b)
+	python := testbin.Python(b)
 	ts := httptest.NewServer(fakemodel.New(nil))
 	defer ts.Close()
 
@@ -142,7 +143,7 @@ func BenchmarkSpawnTrue(b *testing.B) {
 // none), so that the tier's cost (added-ms: the difference of the medians) is measured under the
 // same load.
 func BenchmarkFirstEventSandbox(b *testing.B) {
-	python := findPython(b)
+	python := testbin.Python(b)
 	model := fakemodel.New(nil)
 	ts := httptest.NewServer(model)
 	defer ts.Close()

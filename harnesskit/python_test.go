@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,21 +12,9 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
-
-// findPython returns the real path of the python3 on PATH (not a shim), or skips the test.
-func findPython(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3 on PATH")
-	}
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		t.Skipf("python3 does not run: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // newTemplatePlugin writes the byo-agent template as `oz0 plugin new acme-triage` does.
 func newTemplatePlugin(t testing.TB) string {
@@ -68,7 +55,7 @@ func templateSpec(t testing.TB, dir, modelURL string) harnesskit.Spec {
 // The Python template end to end through the supervisor, against the fake model API: the guide's
 // acme-triage run, and the transcript docs/protocol.md shows.
 func TestPythonTemplateEndToEnd(t *testing.T) {
-	findPython(t)
+	testbin.Python(t)
 	model := fakemodel.New(nil)
 	ts := httptest.NewServer(model)
 	defer ts.Close()

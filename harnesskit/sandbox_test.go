@@ -19,6 +19,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 // requireTier skips a test where the kernel refuses the tier, saying why.
@@ -227,7 +228,7 @@ func TestSandboxStrictReachesOnlyTheGateway(t *testing.T) {
 // (whose interpreter lives elsewhere, here in pyenv's installation, shown read-only).
 func TestSandboxPythonTemplate(t *testing.T) {
 	requireTier(t, sandbox.Standard)
-	python := findPython(t)
+	python := testbin.Python(t)
 	ts := httptest.NewServer(fakemodel.New(nil))
 	defer ts.Close()
 	for _, venv := range []bool{false, true} {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 func TestSessionCompletes(t *testing.T) {
@@ -505,7 +506,7 @@ func TestSessionEnvironmentIsMinimal(t *testing.T) {
 }
 
 func TestPythonEnvironment(t *testing.T) {
-	python := findPython(t)
+	python := testbin.Python(t)
 	dump := "import json, os, sys; print(json.dumps({'type': 'result', 'output': {'env': dict(os.environ), 'exe': sys.executable}}))"
 
 	t.Run("src on PYTHONPATH", func(t *testing.T) {

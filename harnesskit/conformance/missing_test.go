@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 // A harness whose dependencies are not installed fails every check with the one thing to do:
 // install them, as its language does. No check passes by default (unlisted-tool, max-steps), and
 // none gives the hint of a harness that ran (SIGTERM, --input).
 func TestHarnessMissingAModuleIsToldToInstallIt(t *testing.T) {
-	python := findPython(t)
+	python := testbin.Python(t)
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed:", err)
 	}
@@ -54,17 +55,4 @@ except ImportError as err:
 			}
 		}
 	}
-}
-
-// findPython returns the real path of the python3 on PATH (not a shim), or skips the test.
-func findPython(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3 on PATH")
-	}
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		t.Skipf("python3 does not run: %v", err)
-	}
-	return strings.TrimSpace(string(out))
 }

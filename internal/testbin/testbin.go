@@ -176,3 +176,17 @@ func Plugin(tb testing.TB, name string, command []string, agentYAML string) stri
 	})
 	return dir
 }
+
+// Python returns the real path of the python3 on PATH (not a pyenv or asdf shim, which a session's
+// minimal environment cannot run), or skips the test where there is none.
+func Python(tb testing.TB) string {
+	tb.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		tb.Skip("no python3 on PATH")
+	}
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		tb.Skipf("python3 does not run: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
