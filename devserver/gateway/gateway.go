@@ -588,7 +588,7 @@ func (c *call) finish() {
 		c.rec.Error = c.mask(c.rec.Error)
 	}
 	if k := c.capture; k != nil && c.answered {
-		c.rec.Exchange = k.exchange(c.rec.Status)
+		c.rec.Exchange = k.exchange(c.rec.Status, c.rec.Usage)
 	}
 	c.end = endedCall{rec: c.rec, method: c.r.Method, path: c.r.URL.Path, metered: c.grant != nil}
 	q := c.g.after

@@ -32,6 +32,10 @@ type Exchange struct {
 	Chunks      []Chunk `json:"chunks,omitempty"` // a streamed answer, write by write
 	// Truncated: the call was over MaxExchangeBytes, and neither its request nor its answer is kept.
 	Truncated bool `json:"truncated,omitempty"`
+	// Usage is the tokens the call was metered with, when it had any. The answer as the client got
+	// it may not say them: on an OpenAI stream whose client did not ask for include_usage, the
+	// gateway asked and hid the usage chunk. A replay meters these.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Chunk is one write of a streamed answer: complete server-sent events, as they were flushed.
@@ -92,12 +96,15 @@ func (k *capture) wrote(p []byte) {
 	}
 }
 
-// exchange is the call's Exchange once it has ended.
-func (k *capture) exchange(status int) *Exchange {
+// exchange is the call's Exchange once it has ended, with the usage it was metered with.
+func (k *capture) exchange(status int, usage Usage) *Exchange {
 	ex := k.ex
 	ex.Status = status
 	if !ex.Truncated && !ex.Streamed {
 		ex.Body = string(k.body)
+	}
+	if usage != (Usage{}) {
+		ex.Usage = &usage
 	}
 	return &ex
 }
@@ -115,7 +122,8 @@ func (w clientWriter) Write(p []byte) (int, error) {
 }
 
 // answerFromRecording serves a recorded answer: its status, content type and body, or its stream
-// chunk by chunk, each flushed; usage is read from it as from an upstream's.
+// chunk by chunk, each flushed; it is metered with the recorded usage, else (a recording made
+// before Exchange kept it) the usage read from the answer as from an upstream's.
 func (c *call) answerFromRecording(ex *Exchange) {
 	c.rec.Replayed = true
 	if ex.Truncated {
@@ -150,6 +158,9 @@ func (c *call) answerFromRecording(ex *Exchange) {
 			}
 		}
 		c.rec.Usage, c.rec.StreamError = sp.usage, sp.streamErr
+		if ex.Usage != nil {
+			c.rec.Usage = *ex.Usage
+		}
 		return
 	}
 	h.Set("Content-Length", strconv.Itoa(len(ex.Body)))
@@ -160,6 +171,9 @@ func (c *call) answerFromRecording(ex *Exchange) {
 	}
 	if ok2xx && c.counted {
 		c.rec.Usage = responseUsage([]byte(ex.Body), c.rt.face)
+		if ex.Usage != nil {
+			c.rec.Usage = *ex.Usage
+		}
 	}
 }
 

@@ -65,6 +65,12 @@ func TestRecording(t *testing.T) {
 	if strings.Contains(joined.String(), `"choices":[]`) {
 		t.Errorf("the usage chunk the gateway asked for is in the recording")
 	}
+	// ...but the tokens it said are: the call was metered with them, and so is its replay.
+	for i, c := range calls[:2] {
+		if ex := c.Exchange; ex.Usage == nil || *ex.Usage != c.Usage || c.Usage.OutputTokens == 0 {
+			t.Errorf("call %d: the exchange's usage %+v, metered %+v", i, ex.Usage, c.Usage)
+		}
+	}
 	for _, c := range calls {
 		if c.Exchange != nil && (strings.Contains(c.Exchange.Request+c.Exchange.Body, key) || strings.Contains(c.Exchange.Request+c.Exchange.Body, tenantKey)) {
 			t.Errorf("a key is in an exchange")
@@ -184,5 +190,32 @@ func TestReplay(t *testing.T) {
 	}
 	if strings.Contains(e.logs.String(), "replayed=false") {
 		t.Errorf("a call that was not replayed says replayed=false:\n%s", e.logs.String())
+	}
+}
+
+// An OpenAI stream whose client did not ask for include_usage says no tokens to its client (the
+// gateway asked for them and hid the chunk): its replay is metered with the recorded ones.
+func TestReplayMetersTheRecordedUsage(t *testing.T) {
+	e := newEnv(t, helloScript)
+	rec := e.issueGrant(Grant{Job: "job_orig", Agent: "a", Recording: true})
+	streamBody := `{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+	if r := do(t, "POST", e.openaiURL()+"/chat/completions", openaiHeaders(rec), streamBody); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	e.gw.Flush()
+	orig := e.meter.Job("job_orig")
+	if len(orig) != 1 || orig[0].Exchange == nil || orig[0].Usage.InputTokens == 0 {
+		t.Fatalf("recorded %+v", orig)
+	}
+	ex := orig[0].Exchange
+	rp := replayFunc(func(string, string, []byte) (*Exchange, bool, string) { return ex, false, "" })
+	key := e.issueGrant(Grant{Job: "job_replay", Agent: "a", Replay: rp})
+	if r := do(t, "POST", e.openaiURL()+"/chat/completions", openaiHeaders(key), streamBody); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	e.gw.Flush()
+	replayed := e.meter.Job("job_replay")
+	if len(replayed) != 1 || !replayed[0].Replayed || replayed[0].Usage != orig[0].Usage {
+		t.Errorf("replayed %+v, want the usage %+v", replayed, orig[0].Usage)
 	}
 }

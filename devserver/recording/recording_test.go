@@ -248,3 +248,29 @@ func answerText(t *testing.T, path, body string) string {
 	b.WriteString(" (" + r.StopReason + ")")
 	return b.String()
 }
+
+// An OpenAI stream whose client did not ask for include_usage has no usage chunk in its recorded
+// answer; the script's reply takes the tokens the call was metered with.
+func TestScriptTakesTheMeteredUsage(t *testing.T) {
+	chunks := `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello."},"finish_reason":null}]}
+
+data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+
+data: [DONE]
+
+`
+	ex := gateway.Exchange{Method: "POST", Path: "/openai/chat/completions", Status: 200, ContentType: "text/event-stream",
+		Request:  `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hello"}]}`,
+		Streamed: true, Chunks: []gateway.Chunk{{AtMS: 1, Data: chunks}},
+		Usage: &gateway.Usage{InputTokens: 252, OutputTokens: 23}}
+	script, err := Script("job_x", []gateway.Exchange{ex}, schemas.URLAt("main", fakemodel.SchemaName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "input_tokens: 252") || !strings.Contains(string(script), "output_tokens: 23") {
+		t.Errorf("the metered usage is not in the script:\n%s", script)
+	}
+	if _, err := fakemodel.ParseScript("recorded.yaml", script); err != nil {
+		t.Errorf("the script does not parse: %v\n%s", err, script)
+	}
+}

@@ -228,6 +228,11 @@ func replyOf(api string, ex *gateway.Exchange) (scriptReply, error) {
 		return scriptReply{}, err
 	}
 	r := scriptReply{StopReason: a.stop, Usage: a.usage}
+	if u := ex.Usage; u != nil && r.Usage == nil {
+		// The answer did not say its tokens to the client (the gateway hid a usage chunk it asked
+		// for); the call was metered with these.
+		r.Usage = &scriptUsage{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens}
+	}
 	for _, tc := range a.calls {
 		call := scriptToolCall{Name: tc.name}
 		if args := strings.TrimSpace(tc.args.String()); args != "" && args != "{}" {
