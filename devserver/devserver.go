@@ -565,6 +565,7 @@ type modelCall struct {
 	Record              string           `json:"record"`
 	Refused             string           `json:"refused,omitempty"`
 	Replayed            bool             `json:"replayed,omitempty"`
+	StartedAt           time.Time        `json:"started_at"` // the event's time is when it was metered, after the answer
 	Status              int              `json:"status"`
 	Step                int              `json:"step"`
 	Streamed            bool             `json:"streamed"`
@@ -579,6 +580,7 @@ func modelCallData(c gateway.Call) ([]byte, error) {
 		CacheReadTokens: c.Usage.CacheReadTokens, CacheCreationTokens: c.Usage.CacheCreationTokens,
 		LatencyMS: float64(c.Latency.Microseconds()) / 1000, TTFBMS: float64(c.TTFB.Microseconds()) / 1000,
 		Streamed: c.Streamed, Step: c.Step, Refused: c.Refused, Error: c.Error, Replayed: c.Replayed,
+		StartedAt: c.Start.UTC(),
 	}
 	if c.Priced {
 		d.CostUSD = &c.CostUSD

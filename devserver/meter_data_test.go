@@ -8,12 +8,13 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
-// A model_call event's data is what it always was: the map it was encoded from, keys in order.
+// A model_call event's data is the map it was once encoded from, keys in order (started_at since).
 func TestModelCallData(t *testing.T) {
 	for _, c := range []gateway.Call{
 		{Record: "fake", Format: gateway.AnthropicMessages, Endpoint: gateway.EndpointMessages, Model: "m", Status: 200,
 			Usage:   gateway.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5, CacheCreationTokens: 6},
-			Latency: 1234567 * time.Nanosecond, TTFB: 999 * time.Microsecond, Streamed: true, Step: 2},
+			Latency: 1234567 * time.Nanosecond, TTFB: 999 * time.Microsecond, Streamed: true, Step: 2,
+			Start: time.Date(2026, 12, 1, 4, 5, 6, 789_000_000, time.FixedZone("CET", 3600))},
 		{Record: "anthropic", Status: 429, Priced: true, Refused: "limits.max_steps", Error: `a <b> & "c"`},
 		{Record: "openai", Priced: true, CostUSD: 0.0125, Aborted: true, AbortReason: gateway.AbortClient, Replayed: true},
 	} {
@@ -23,7 +24,7 @@ func TestModelCallData(t *testing.T) {
 			"status": c.Status, "input_tokens": c.Usage.InputTokens, "output_tokens": c.Usage.OutputTokens,
 			"cache_read_input_tokens": c.Usage.CacheReadTokens, "cache_creation_input_tokens": c.Usage.CacheCreationTokens,
 			"latency_ms": float64(c.Latency.Microseconds()) / 1000, "ttfb_ms": float64(c.TTFB.Microseconds()) / 1000,
-			"streamed": c.Streamed, "step": c.Step,
+			"streamed": c.Streamed, "step": c.Step, "started_at": c.Start.UTC(),
 		}
 		if c.Priced {
 			d["cost_usd"] = c.CostUSD

@@ -150,6 +150,11 @@ func TestBrowser(t *testing.T) {
 			br.waitText("#timeline .span.k-tool", "notify_team"), br.waitText("#timeline .span.k-tool .detail", "allowed by a person"),
 			br.waitText("#timeline .span.k-tool .detail", "→ told the billing team"),
 			br.waitText("#timeline .span.k-result", "billing: Sorry"))
+		// The first model call began before the tool call it asked for, though it was metered
+		// (and so is in the trace) after: its row comes first, placed by started_at.
+		if order := evaluate[string](br, `[...document.querySelectorAll('#timeline .span')].map((e) => e.dataset.kind).filter((k) => k === 'model' || k === 'tool').join(' ')`); order != "model tool" {
+			t.Errorf("the timeline's model and tool rows, in order: %q, want %q", order, "model tool")
+		}
 		br.do("expand the model call to its JSON", chromedp.Click(model+" summary"), chromedp.WaitVisible(model+" pre.json"),
 			br.waitText(model+" pre.json", fmt.Sprintf(`"input_tokens": %d`, j.Usage.InputTokens)))
 		br.do("the job's usage by model record", br.waitText("#job-usage tbody tr", "fake"), br.waitText("#job-usage tbody tr", grouped(j.Usage.InputTokens)))

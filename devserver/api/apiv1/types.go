@@ -136,7 +136,9 @@ const (
 	// EventModelCall is one call through the gateway: {"record":"…","model":"…","format":"…",
 	// "endpoint":"…","status":200,"input_tokens":N,"output_tokens":N,"cache_read_input_tokens":N,
 	// "cache_creation_input_tokens":N,"cost_usd":X,"latency_ms":X,"ttfb_ms":X,"streamed":true,
-	// "step":N}, with "refused", "aborted" or "error" when it did not go through.
+	// "step":N,"started_at":"<RFC 3339>"}, with "refused", "aborted" or "error" when it did not go
+	// through. The event's time is when the call was metered, after its answer (its tool calls
+	// may come before it in the trace); started_at is when the call began.
 	EventModelCall = "model_call"
 	// EventStrayOutput is a line of the harness's stdout that is not protocol JSON: {"line":"…"}.
 	EventStrayOutput = "stray_output"

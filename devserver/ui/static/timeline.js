@@ -68,8 +68,12 @@ export function spans(events) {
         break;
       }
       case 'model_call': {
+        // The event is written when the call is metered, after its answer: the bar starts when
+        // the call began (started_at; before it was recorded, the event's time less the latency).
         const latency = Number(d.latency_ms) || 0;
-        const r = row(rows, ev, 'model', t - latency, t, `${d.record || 'model call'}${d.model ? ` · ${d.model}` : ''}`, '');
+        const began = Date.parse(d.started_at);
+        const start = Number.isNaN(began) ? t - latency : began;
+        const r = row(rows, ev, 'model', start, start + latency, `${d.record || 'model call'}${d.model ? ` · ${d.model}` : ''}`, '');
         const parts = [`${fmtCount(d.input_tokens)} in`, `${fmtCount(d.output_tokens)} out`];
         if (d.cache_read_input_tokens) parts.push(`${fmtCount(d.cache_read_input_tokens)} cache read`);
         if (d.cache_creation_input_tokens) parts.push(`${fmtCount(d.cache_creation_input_tokens)} cache written`);
