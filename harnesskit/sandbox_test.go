@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,6 +221,41 @@ func TestSandboxStrictReachesOnlyTheGateway(t *testing.T) {
 	}
 	if r := got["connect "+outside.Addr().String()]; r == "ok" || !strings.Contains(r, "refused") {
 		t.Errorf("a loopback port outside the sandbox: %q, want connection refused", r)
+	}
+}
+
+// A descriptor the node inherited from whatever started it (here opened without close-on-exec,
+// as a shell's redirection is), on a file its tier hides, does not reach the harness, in any tier.
+func TestHarnessGetsNoInheritedDescriptor(t *testing.T) {
+	secrets := filepath.Join(t.TempDir(), "secrets.json")
+	os.WriteFile(secrets, []byte(`{"ANTHROPIC_API_KEY":"sk-tenant"}`), 0o600)
+	fd, err := syscall.Open(secrets, syscall.O_RDONLY, 0) // no O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
+		t.Run(string(tier), func(t *testing.T) {
+			sp := spec(t, "probe")
+			if tier.Isolated() {
+				requireTier(t, tier)
+				sp = sandboxed(t, tier, "probe")
+			}
+			if tier == sandbox.Strict {
+				gw := httptest.NewServer(http.NotFoundHandler())
+				defer gw.Close()
+				sp.Env = harnesskit.Env{AnthropicBaseURL: gw.URL + "/anthropic"}
+				sp.Sandbox.Gateway = http.NotFoundHandler()
+			}
+			sp.Request.Options, _ = json.Marshal(map[string][]int{"fds": {fd}})
+			end, _ := run(t, sp)
+			wantStatus(t, end, harnesskit.Completed)
+			var got map[string]string
+			json.Unmarshal(end.Output, &got)
+			if r, ok := got["fd "+strconv.Itoa(fd)]; !ok || r == "ok" {
+				t.Errorf("descriptor %d (the node's, on %s): %q, want it closed", fd, secrets, r)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr"
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/fds"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 )
 
@@ -261,6 +262,8 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 			return nil, err
 		}
 	}
+	// What this process inherited from whatever started it is not the harness's to have.
+	fds.CloseOnExecFrom(3)
 	s.start = time.Now()
 	if s.box != nil {
 		if err = s.box.Start(); err != nil {

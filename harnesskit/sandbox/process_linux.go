@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr"
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/fds"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox/internal/initproc"
 )
 
@@ -157,6 +158,7 @@ func spawn(tier Tier) (*Process, error) {
 			AmbientCaps:                ids.ambient,
 		},
 	}
+	fds.CloseOnExecFrom(3) // the init gets its control socket, and nothing the node inherited
 	if err := p.cmd.Start(); err != nil {
 		p.ctl.Close()
 		return nil, &SetupError{Msg: fmt.Sprintf("cannot start the session's sandbox: %v", explainClone(err))}

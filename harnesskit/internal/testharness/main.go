@@ -195,7 +195,10 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 	// probe tries what options says (read, write: paths; connect: TCP host:ports; get: URLs) and
 	// answers with what each try got: "ok" or the error. With a sandbox, most should fail.
 	"probe": func(s *harness.Session, _ string) (any, error) {
-		var opts struct{ Read, Write, Connect, Get []string }
+		var opts struct {
+			Read, Write, Connect, Get []string
+			FDs                       []int // descriptors to look for: "ok" when the harness has it
+		}
 		if err := json.Unmarshal(s.Options(), &opts); err != nil {
 			return nil, err
 		}
@@ -212,6 +215,10 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		}
 		for _, p := range opts.Write {
 			got["write "+p] = outcome(os.WriteFile(p, []byte("written by a harness\n"), 0o644))
+		}
+		for _, fd := range opts.FDs {
+			var st syscall.Stat_t
+			got["fd "+strconv.Itoa(fd)] = outcome(syscall.Fstat(fd, &st))
 		}
 		for _, a := range opts.Connect {
 			c, err := net.DialTimeout("tcp", a, 5*time.Second)

@@ -12,7 +12,8 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr" // the standard library's basic packages only
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/execerr" // these two: the standard library's basic packages only
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/fds"
 )
 
 // The init runs from this package's init function rather than from main, and imports only the
@@ -101,6 +102,8 @@ func initMain() int {
 	if cfg.UID >= 0 {
 		sys.Credential = &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}}
 	}
+	// The harness gets its stdin, stdout and stderr and nothing else the init holds.
+	fds.CloseOnExecFrom(3)
 	proc, err := os.StartProcess(cfg.Argv[0], cfg.Argv, &os.ProcAttr{
 		Dir: cfg.Dir, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys,
 	})
