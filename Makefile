@@ -85,7 +85,7 @@ bench:
 	$(GO) run $(BENCHSTAT) bench.out
 
 # Fuzzing, each target for FUZZTIME: the protocol decoder, the manifest and agent loaders, the fake
-# model's script and request parsers, the hooks loader, the gateway's request reading. What a
+# model's script and request parsers, the hooks loader, the gateway's request reading and rewriting. What a
 # target finds is written under its package's testdata/fuzz/ and from then on runs with go test,
 # as a regression test: commit it with the fix.
 FUZZTIME ?= 20s
@@ -94,7 +94,7 @@ FUZZTIME ?= 20s
 FUZZMIN ?= 1s
 FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
 	./devserver/fakemodel:FuzzParseScript ./devserver/fakemodel:FuzzRequest \
-	./devserver/hooks:FuzzParse ./devserver/gateway:FuzzTopLevel
+	./devserver/hooks:FuzzParse ./devserver/gateway:FuzzTopLevel ./devserver/gateway:FuzzRewriteRequest
 fuzz:
 	@for t in $(FUZZ); do \
 	  echo "go test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*}"; \

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"maps"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -211,4 +214,69 @@ func TestPricesCost(t *testing.T) {
 	if none.Cost(Usage{InputTokens: 5}) != 0 {
 		t.Error("nil prices")
 	}
+}
+
+// FuzzRewriteRequest: the request as it goes upstream, for both faces. Never a panic; the body
+// sent (the segments, as the transport reads them) is the edited body; and on a JSON object with
+// no member twice, the result is a JSON object whose members are the client's but for a mapped
+// model and, on an OpenAI stream, include_usage asked for.
+func FuzzRewriteRequest(f *testing.F) {
+	for _, s := range []string{`{"model":"alias","stream":true}`, `{"model":"m","stream":true,"stream_options":null}`,
+		`{"stream":true,"stream_options":{ }}`, `{"stream":true,"stream_options":{"include_usage":false,"x":1}}`,
+		` { "model" : "alias" , "messages" : [ {"model":"alias"} ] } `, `{"stream":true,"stream_options":7}`, `[1]`, `{"a"`} {
+		f.Add([]byte(s), true)
+		f.Add([]byte(s), false)
+	}
+	models := map[string]string{"alias": "real-model"}
+	f.Fuzz(func(t *testing.T, body []byte, openai bool) {
+		face := AnthropicMessages
+		if openai {
+			face = OpenAIChat
+		}
+		edits, info := planRequest(body, face, models)
+		out := applyEdits(body, edits)
+		if u := newUpstreamBody(body, edits); u != nil {
+			r, err := u.open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, _ := io.ReadAll(r)
+			if !bytes.Equal(sent, out) {
+				t.Fatalf("%q: the upstream gets %q, the edits make %q", body, sent, out)
+			}
+		}
+		var in map[string]any
+		if json.Unmarshal(body, &in) != nil || in == nil {
+			return
+		}
+		members := 0
+		topLevel(body, func(member) bool { members++; return true })
+		if members != len(in) {
+			return // a member twice: which one an upstream reads is its own affair
+		}
+		var got map[string]any
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q became %q, not a JSON object: %v", body, out, err)
+		}
+		want := maps.Clone(in)
+		if m, ok := in["model"].(string); ok && models[m] != "" {
+			want["model"] = models[m]
+		}
+		if openai && in["stream"] == true {
+			switch so := in["stream_options"].(type) {
+			case nil:
+				want["stream_options"] = map[string]any{"include_usage": true}
+			case map[string]any:
+				so = maps.Clone(so)
+				so["include_usage"] = true
+				want["stream_options"] = so
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q became %q\nwant the members %v", body, out, want)
+		}
+		if info.stream != (in["stream"] == true) {
+			t.Fatalf("%q: stream %v", body, info.stream)
+		}
+	})
 }
