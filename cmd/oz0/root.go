@@ -56,7 +56,20 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
 	root.AddCommand(newCmdSchema(f, nil))
+	noFileArgs(root)
 	return root
+}
+
+// noFileArgs makes every command whose arguments have no completion of their own complete none:
+// cobra's default offers the current directory's files, which no such oz0 command takes (those
+// that take a directory or a file complete it themselves).
+func noFileArgs(cmd *cobra.Command) {
+	if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 {
+		cmd.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	for _, c := range cmd.Commands() {
+		noFileArgs(c)
+	}
 }
 
 // execute runs the command tree and turns its error into an exit code and one line on stderr,
