@@ -14,7 +14,15 @@ command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
-command -v "${OZ0_CHROMIUM:-chromium}" >/dev/null 2>&1 || missing+=(chromium)
+# The browsers the dev UI's tests look for (devserver/ui/browser_test.go's chromium), in order.
+have_browser() {
+  local b
+  for b in "${OZ0_CHROMIUM:-}" chromium chromium-browser google-chrome google-chrome-stable; do
+    [ -n "$b" ] && command -v "$b" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+have_browser || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     sudo=""

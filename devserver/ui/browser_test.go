@@ -281,6 +281,8 @@ func grouped(n int64) string {
 	return s
 }
 
+// chromium is the browser to drive: the first of these on PATH (scripts/test-deps.sh looks for the
+// same, and installs Debian's chromium when there is none).
 func chromium(t *testing.T) string {
 	for _, name := range []string{os.Getenv("OZ0_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if name == "" {
