@@ -101,10 +101,11 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*} || exit 1; \
 	done
 
-lint:
+lint: test-deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	shellcheck scripts/*.sh
 
 clean:
 	rm -rf bin dist test-output

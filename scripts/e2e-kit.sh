@@ -9,7 +9,8 @@
 #   scripts/e2e-kit.sh [path/to/oz0]     (make demo builds oz0 and runs this)
 set -euo pipefail
 OZ0=$(realpath "${1:-bin/oz0}")
-export PATH="$(dirname "$OZ0"):$PATH"
+PATH="$(dirname "$OZ0"):$PATH"
+export PATH
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -62,7 +63,8 @@ oz0 dev --ready-file "$work/ctx" >"$work/dev.log" 2>"$work/dev.err" &
 pids+=($!)
 waitfor "$work/ctx"
 sed 's/^/  | /' "$work/dev.log"
-export OZ0_CONTEXT=$(cat "$work/ctx")
+OZ0_CONTEXT=$(cat "$work/ctx")
+export OZ0_CONTEXT
 step oz0 run acme-triage "I was charged twice for my order"
 
 note "now the tenant's key, with the provider's upstream pointed at a fake model API"
@@ -70,6 +72,7 @@ oz0 fake-model serve --ready-file "$work/fm.url" >"$work/fm.log" 2>&1 &
 pids+=($!)
 waitfor "$work/fm.url"
 export ANTHROPIC_API_KEY="sk-ant-e2e-kit-not-a-real-key"
+# shellcheck disable=SC2016 # the command as the guide shows it, $ANTHROPIC_API_KEY unexpanded
 printf '\n%s$ printf %%s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY --base-url %s%s\n' "$bold" "$(cat "$work/fm.url")" "$reset"
 printf %s "$ANTHROPIC_API_KEY" | oz0 secret set ANTHROPIC_API_KEY --base-url "$(cat "$work/fm.url")"
 step oz0 run acme-triage "I was charged twice for my order"
@@ -85,7 +88,7 @@ sed -n 's/^reload: /  | reload: /p' "$work/dev.log"
 printf '\n%s$ %s &%s\n' "$bold" "$(shown oz0 run acme-triage "I was charged twice for my order")" "$reset"
 oz0 run acme-triage "I was charged twice for my order" >"$work/run.out" 2>"$work/run.err" &
 run=$!
-pids+=($run)
+pids+=("$run")
 waiting() { [ -n "$(oz0 approval list --jq '.[].id')" ]; }
 polluntil "the run's approval" waiting
 step oz0 approval list

@@ -14,6 +14,8 @@ command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# ShellCheck, which make lint runs over scripts/ and actionlint over the workflows' run steps.
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 # The browsers the dev UI's tests look for (devserver/ui/browser_test.go's chromium), in order.
 have_browser() {
   local b
@@ -37,7 +39,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       exit 1
     fi
   else
-    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race), Node 20 or later with npm, and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
+    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race), Node 20 or later with npm, shellcheck, and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
     exit 1
   fi
 fi
