@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/render"
@@ -319,6 +321,16 @@ func jobReplayRun(ctx context.Context, opts *jobReplayOptions) error {
 	}
 	ro := &runOptions{IO: opts.IO, Client: opts.Client, Prompter: opts.Prompter, Agent: job.Agent, JSON: opts.JSON}
 	err = follow(ctx, ro, c, job, sigs)
+	if opts.Upstream && !opts.JSON {
+		// Where the session left the recording is in the trace; say it, as a failed replay does.
+		if why := wentUpstream(ctx, c, job.ID); why != "" {
+			first, rest, _ := strings.Cut(why, "\n")
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s went upstream: %s\n", job.ID, first)
+			if rest = strings.TrimRight(rest, "\n"); rest != "" {
+				fmt.Fprintln(opts.IO.ErrOut, rest)
+			}
+		}
+	}
 	// A replay that departed from its recording fails with a diff of several lines: the reason's
 	// first line, then the diff as it is.
 	var findings *cmdutil.FindingsError
@@ -330,6 +342,20 @@ func jobReplayRun(ctx context.Context, opts *jobReplayOptions) error {
 		}
 	}
 	return err
+}
+
+// wentUpstream is where a replay with upstream left its recording, from the job's trace; "" when
+// it did not.
+func wentUpstream(ctx context.Context, c *client.Client, job string) string {
+	var why string
+	c.Events(ctx, job, 0, func(ev apiv1.Event) error {
+		var d struct{ Message string }
+		if ev.Type == apiv1.EventLog && json.Unmarshal(ev.Data, &d) == nil && strings.HasPrefix(d.Message, apiv1.ReplayWentUpstream) {
+			why = strings.TrimPrefix(d.Message, apiv1.ReplayWentUpstream)
+		}
+		return nil
+	}, nil)
+	return why
 }
 
 type jobScriptOptions struct {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
@@ -197,7 +198,7 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 			return
 		}
 		if w := rp.WentUpstream(); w != "" {
-			n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": "replay: went upstream from here on: " + w})
+			n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": apiv1.ReplayWentUpstream + w})
 		}
 	}
 	if end.StderrDropped > 0 && end.StderrTail != "" {

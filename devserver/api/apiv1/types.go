@@ -152,6 +152,10 @@ const (
 	EventError = "error"
 )
 
+// ReplayWentUpstream begins the message of the warning log event a replay with upstream writes
+// when the session left its recording: what follows says where, and how the call differed.
+const ReplayWentUpstream = "replay: went upstream from here on: "
+
 // StatusData is the data of an EventStatus event.
 type StatusData struct {
 	Status Status `json:"status"`
