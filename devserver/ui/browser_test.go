@@ -248,7 +248,10 @@ func TestBrowser(t *testing.T) {
 		// A page on another port of loopback: the same site, so the browser sends the cookie,
 		// but another origin.
 		// A plain POST (as a form sends it: no preflight, the cookie goes along) and a JSON one
-		// (preflighted); the page says when both are done.
+		// (preflighted); the page says when both are done. What refuses each here is the first
+		// of the UI's checks it fails (the CSRF token the page cannot have; the preflight); a
+		// browser cannot send the token from another origin, so the Origin check on its own is
+		// TestRefusals' to prove, with requests a browser would not make.
 		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprintf(w, `<!doctype html><title>evil</title><p id="done"></p>
