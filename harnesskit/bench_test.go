@@ -158,6 +158,7 @@ func BenchmarkFirstEventSandbox(b *testing.B) {
 	}{
 		{"go", func() harnesskit.Spec { sp := spec(b, "ok"); os.Chmod(sp.PluginDir, 0o755); return sp }},
 		{"python", func() harnesskit.Spec { return templateSpec(b, dir, ts.URL) }},
+		{"strands-ts", func() harnesskit.Spec { return strandsTSSpec(b, ts.URL) }},
 	} {
 		for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
 			b.Run(h.name+"/"+string(tier), func(b *testing.B) {

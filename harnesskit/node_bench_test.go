@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/nodedeps"
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
@@ -43,25 +44,32 @@ func BenchmarkFirstEventNode(b *testing.B) {
 		firstEvent(b, sp, baseline)
 	})
 	b.Run("strands-ts", func(b *testing.B) {
-		modules, installed, err := nodedeps.NodeModules("../scaffold/templates", "strands-ts")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !installed {
-			b.Skip(nodedeps.Missing("strands-ts", modules))
-		}
-		parent := b.TempDir()
-		if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: "strands-ts", Description: "Sorts support tickets", Parent: parent}); err != nil {
-			b.Fatal(err)
-		}
-		dir := filepath.Join(parent, "acme-triage")
-		if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
-			b.Fatal(err)
-		}
-		sp := templateSpec(b, dir, ts.URL)
-		sp.Command = []string{"node", "src/main.mjs"} // as the template's manifest says
-		firstEvent(b, sp, baseline)
+		firstEvent(b, strandsTSSpec(b, ts.URL), baseline)
 	})
+}
+
+// strandsTSSpec is a session of the strands-ts template, its dependencies linked from the cache
+// make test-deps fills, against the model API at url.
+func strandsTSSpec(b *testing.B, url string) harnesskit.Spec {
+	modules, installed, err := nodedeps.NodeModules("../scaffold/templates", "strands-ts")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !installed {
+		b.Skip(nodedeps.Missing("strands-ts", modules))
+	}
+	parent := b.TempDir()
+	os.Chmod(parent, 0o755) // a root node's sandboxed harness runs as nobody
+	if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: "strands-ts", Description: "Sorts support tickets", Parent: parent}); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(parent, "acme-triage")
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		b.Fatal(err)
+	}
+	sp := templateSpec(b, dir, url)
+	sp.Command = []string{"node", "src/main.mjs"} // as the template's manifest says
+	return sp
 }
 
 // docsNodeHarness is the complete Node harness of docs/protocol.md.

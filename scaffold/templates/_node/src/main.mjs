@@ -8,7 +8,9 @@ import { main } from "./harness.mjs";
 
 // Node 22.1 and later keep the code they compile in a cache, which takes about a third off loading
 // a framework the next time: here the plugin's node_modules/.cache, as each session's own
-// directories are removed when it ends. Where Node has no compile cache (Node 20) or the plugin's
+// directories are removed when it ends. A session in oz0 dev's sandbox sees the plugin read-only:
+// it reads the cache that sessions outside one and `npm test` wrote for the same user, and writes
+// nothing. Where Node has no compile cache (Node 20), or there is none for this user and the
 // directory cannot be written, nothing changes.
 const dependencies = new URL("../node_modules/", import.meta.url);
 const { enableCompileCache } = /** @type { {enableCompileCache?: (dir: string) => unknown} } */ (module);
