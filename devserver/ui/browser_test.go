@@ -218,6 +218,36 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("filter the jobs by status; a reload keeps the filter", func(t *testing.T) {
+		br.t = t
+		all, err := d.client.Jobs(ctx, "", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancelled := 0
+		for _, j := range all {
+			if j.Status == apiv1.StatusCancelled {
+				cancelled++
+			}
+		}
+		if cancelled == 0 || cancelled == len(all) {
+			t.Fatalf("the filter needs cancelled jobs and others: %d of %d", cancelled, len(all))
+		}
+		choose := func(value string) chromedp.Action[chromedp.Void] {
+			return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.getElementById('filter-status');
+				s.value = %q; s.dispatchEvent(new Event('change')); })()`, value))
+		}
+		rows := `document.querySelectorAll('#jobs-body tr')`
+		onlyCancelled := fmt.Sprintf(`%s.length === %d && [...%s].every((tr) => tr.querySelector('.status').textContent === 'cancelled')`, rows, cancelled, rows)
+		br.do("show the cancelled jobs", chromedp.Navigate(base+"#/jobs"), chromedp.WaitVisible("#jobs-body tr"),
+			choose("cancelled"), poll(`location.hash === '#/jobs?status=cancelled'`), poll(onlyCancelled))
+		br.do("reload: still filtered", chromedp.Reload(), chromedp.WaitVisible("#filter-status"),
+			poll(`document.getElementById('filter-status').value === 'cancelled'`), poll(onlyCancelled))
+		br.do("a status no job has", choose("timed_out"), poll(rows+`.length === 0`),
+			br.waitText("#jobs-empty", "No job matches the filters."))
+		br.do("all statuses again", choose(""), poll(fmt.Sprintf(`%s.length === %d`, rows, len(all))))
+	})
+
 	t.Run("usage", func(t *testing.T) {
 		br.t = t
 		agents, err := get[apiv1.UsageReport](d, "/api/v1/usage")
