@@ -4,6 +4,7 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -52,20 +53,153 @@ type Env struct {
 // MinPython is the oldest Python the templates run on.
 var MinPython = [2]int{3, 10}
 
-// Run runs every check, in order.
+// MinNode is the oldest Node the Node kit and its templates run on.
+const MinNode = 20
+
+// Run runs every check, in order: Node's for a Node plugin (a package.json and no
+// pyproject.toml), Python's for any other (and where there is no plugin: the guide's is Python).
 func Run(ctx context.Context, env Env) []Result {
 	if env.LookPath == nil {
 		env.LookPath = exec.LookPath
 	}
-	return []Result{
-		checkPython(ctx, env),
-		checkPlugin(env),
-		checkVenv(ctx, env),
-		checkUV(ctx, env),
-		checkDevServer(ctx, env),
-		checkPort(),
-		checkSandbox(env),
+	var rs []Result
+	if nodePlugin(env.PluginDir) {
+		rs = []Result{checkNode(ctx, env), checkPlugin(env), checkNodeModules(env)}
+	} else {
+		rs = []Result{checkPython(ctx, env), checkPlugin(env), checkVenv(ctx, env), checkUV(ctx, env)}
 	}
+	return append(rs, checkDevServer(ctx, env), checkPort(), checkSandbox(env))
+}
+
+// nodePlugin reports whether dir holds a Node plugin: a package.json, and no pyproject.toml.
+func nodePlugin(dir string) bool {
+	_, errPkg := os.Stat(filepath.Join(dir, lint.PackageJSONFile))
+	_, errPy := os.Stat(filepath.Join(dir, lint.PyprojectFile))
+	return errPkg == nil && errPy != nil
+}
+
+var nodeVersion = regexp.MustCompile(`^v(\d+)\.\d+\.\d+`)
+
+// checkNode checks the node on PATH against MinNode and the plugin's engines.node (a ">=N").
+func checkNode(ctx context.Context, env Env) Result {
+	r := Result{Check: "node"}
+	need, from := MinNode, "the Node kit"
+	if n := enginesNode(env.PluginDir); n > need {
+		need, from = n, "the plugin's package.json (engines.node)"
+	}
+	path, err := env.LookPath("node")
+	if err != nil {
+		r.Level, r.Detail = Fail, "node is not on PATH: the plugin's harness runs with it"
+		r.Mend = fmt.Sprintf("install Node %d or newer (your OS's nodejs package, or nvm), with npm", need)
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	m := nodeVersion.FindStringSubmatch(strings.TrimSpace(string(out)))
+	if err != nil || m == nil {
+		r.Level, r.Detail, r.Mend = Fail, fmt.Sprintf("%s --version does not say a version (%q, %v)", path, strings.TrimSpace(string(out)), err), "check that "+path+" runs"
+		return r
+	}
+	v := strings.TrimSpace(string(out))
+	if major, _ := strconv.Atoi(m[1]); major < need {
+		r.Level, r.Detail = Fail, fmt.Sprintf("node is %s (%s); %s needs Node %d or newer", v, path, from, need)
+		r.Mend = fmt.Sprintf("install Node %d or newer and put it first on PATH", need)
+		return r
+	}
+	r.Level, r.Detail = OK, fmt.Sprintf("node %s (%s)", v, path)
+	return r
+}
+
+var atLeast = regexp.MustCompile(`^\s*>=\s*v?(\d+)(\.\d+){0,2}\s*$`)
+
+// enginesNode is the major version a plugin's package.json asks for with engines.node ">=N"; 0
+// for any other constraint, or none.
+func enginesNode(dir string) int {
+	pkg, err := readPackageJSON(dir)
+	if err != nil {
+		return 0
+	}
+	m := atLeast.FindStringSubmatch(pkg.Engines.Node)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// packageJSON is what the Node checks read of a plugin's package.json.
+type packageJSON struct {
+	Engines      struct{ Node string } `json:"engines"`
+	Dependencies map[string]string     `json:"dependencies"`
+}
+
+func readPackageJSON(dir string) (packageJSON, error) {
+	var pkg packageJSON
+	data, err := os.ReadFile(filepath.Join(dir, lint.PackageJSONFile))
+	if err == nil {
+		err = json.Unmarshal(data, &pkg)
+	}
+	return pkg, err
+}
+
+// checkNodeModules checks that the plugin's dependencies are installed, and not older than its lock.
+func checkNodeModules(env Env) Result {
+	r := Result{Check: "node_modules"}
+	if pkg, err := readPackageJSON(env.PluginDir); err == nil && len(pkg.Dependencies) == 0 {
+		r.Level, r.Detail = OK, "the plugin has no dependencies to install"
+		return r
+	}
+	// npm keeps what it installed in node_modules/.package-lock.json, in package-lock.json's form.
+	installed, err := readLock(filepath.Join(env.PluginDir, "node_modules", ".package-lock.json"))
+	if err != nil {
+		r.Level, r.Detail = Warn, "the plugin's dependencies are not installed: its sessions cannot import them"
+		r.Mend = "run npm ci in the plugin"
+		return r
+	}
+	locked, err := readLock(filepath.Join(env.PluginDir, "package-lock.json"))
+	if err != nil {
+		r.Level, r.Detail = Warn, "node_modules is installed, but the plugin has no package-lock.json that pins it"
+		r.Mend = "run npm install in the plugin, and commit package-lock.json"
+		return r
+	}
+	for path, p := range locked.Packages {
+		if !strings.HasPrefix(path, "node_modules/") || p.Optional || p.Dev {
+			continue // the plugin itself; a package for another platform; a tool of its tests
+		}
+		if got, ok := installed.Packages[path]; !ok || got.Version != p.Version {
+			r.Level, r.Detail = Warn, fmt.Sprintf("node_modules is not what package-lock.json pins: %s is %s there, %s installed", strings.TrimPrefix(path, "node_modules/"), p.Version, orNone(got.Version))
+			r.Mend = "run npm ci in the plugin"
+			return r
+		}
+	}
+	r.Level, r.Detail = OK, fmt.Sprintf("node_modules as package-lock.json pins it (%d packages)", len(installed.Packages))
+	return r
+}
+
+// lockFile is what checkNodeModules reads of an npm lock file.
+type lockFile struct {
+	Packages map[string]struct {
+		Version  string `json:"version"`
+		Optional bool   `json:"optional"`
+		Dev      bool   `json:"dev"`
+	} `json:"packages"`
+}
+
+func readLock(path string) (lockFile, error) {
+	var l lockFile
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &l)
+	}
+	return l, err
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }
 
 // checkSandbox says which sandbox tiers work here, and for one that does not, why and what to do.

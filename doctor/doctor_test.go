@@ -104,3 +104,90 @@ func TestSandbox(t *testing.T) {
 		})
 	}
 }
+
+// writeFiles writes files (name → content) under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNodePluginIsToldFromItsFiles(t *testing.T) {
+	for files, want := range map[string]bool{"package.json": true, "package.json pyproject.toml": false, "pyproject.toml": false, "": false} {
+		dir := t.TempDir()
+		for _, f := range strings.Fields(files) {
+			writeFiles(t, dir, map[string]string{f: "{}"})
+		}
+		if got := nodePlugin(dir); got != want {
+			t.Errorf("%q: node plugin %v, want %v", files, got, want)
+		}
+	}
+}
+
+func TestNodeVersion(t *testing.T) {
+	bin := t.TempDir()
+	node := func(version string) Env {
+		writeFiles(t, bin, map[string]string{"node": "#!/bin/sh\necho " + version + "\n"})
+		return Env{LookPath: func(string) (string, error) { return filepath.Join(bin, "node"), nil }}
+	}
+	plugin := t.TempDir()
+	for _, tc := range []struct {
+		engines, version string
+		level            Level
+		says             string
+	}{
+		{"", "v22.11.0", OK, "node v22.11.0"},
+		{"", "v18.19.1", Fail, "the Node kit needs Node 20 or newer"},
+		{">=20", "v20.20.2", OK, "node v20.20.2"},
+		{">=22", "v20.20.2", Fail, "the plugin's package.json (engines.node) needs Node 22 or newer"},
+		{"^22 || ^24", "v20.20.2", OK, "node v20.20.2"}, // a constraint it does not read: the kit's floor only
+		{"", "not a version", Fail, "does not say a version"},
+	} {
+		writeFiles(t, plugin, map[string]string{"package.json": `{"engines":{"node":"` + tc.engines + `"}}`})
+		env := node(tc.version)
+		env.PluginDir = plugin
+		if r := checkNode(context.Background(), env); r.Level != tc.level || !strings.Contains(r.Detail, tc.says) {
+			t.Errorf("engines %q, %s: %+v", tc.engines, tc.version, r)
+		}
+	}
+	r := checkNode(context.Background(), Env{PluginDir: plugin, LookPath: func(string) (string, error) { return "", errors.New("not found") }})
+	if r.Level != Fail || !strings.Contains(r.Mend, "install Node") {
+		t.Errorf("no node: %+v", r)
+	}
+}
+
+func TestNodeModules(t *testing.T) {
+	lock := func(versions ...string) string {
+		return `{"packages":{"":{"name":"p"},"node_modules/a":{"version":"` + versions[0] + `"},"node_modules/b":{"version":"` + versions[1] + `"},` +
+			`"node_modules/only-on-mac":{"version":"1.0.0","optional":true},"node_modules/tsc":{"version":"5.0.0","dev":true}}}`
+	}
+	hidden := func(versions ...string) string {
+		return `{"packages":{"node_modules/a":{"version":"` + versions[0] + `"},"node_modules/b":{"version":"` + versions[1] + `"}}}`
+	}
+	deps := `{"dependencies":{"a":"1.0.0","b":"2.0.0"}}`
+	for _, tc := range []struct {
+		what  string
+		files map[string]string
+		level Level
+		says  string
+	}{
+		{"no dependencies", map[string]string{"package.json": `{"name":"p"}`}, OK, "no dependencies"},
+		{"not installed", map[string]string{"package.json": deps, "package-lock.json": lock("1.0.0", "2.0.0")}, Warn, "not installed"},
+		{"as locked", map[string]string{"package.json": deps, "package-lock.json": lock("1.0.0", "2.0.0"), "node_modules/.package-lock.json": hidden("1.0.0", "2.0.0")}, OK, "as package-lock.json pins it"},
+		{"another version", map[string]string{"package.json": deps, "package-lock.json": lock("1.0.0", "2.1.0"), "node_modules/.package-lock.json": hidden("1.0.0", "2.0.0")}, Warn, "b is 2.1.0 there, 2.0.0 installed"},
+		{"no lock", map[string]string{"package.json": deps, "node_modules/.package-lock.json": hidden("1.0.0", "2.0.0")}, Warn, "no package-lock.json"},
+	} {
+		dir := t.TempDir()
+		writeFiles(t, dir, tc.files)
+		if r := checkNodeModules(Env{PluginDir: dir}); r.Level != tc.level || !strings.Contains(r.Detail, tc.says) {
+			t.Errorf("%s: %+v", tc.what, r)
+		}
+	}
+}

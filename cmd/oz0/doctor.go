@@ -23,9 +23,10 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this machine for the oz0 dev loop, and say how to mend each miss",
-		Long: `Check python, the plugin (it lints), its .venv, uv, the dev server in OZ0_CONTEXT, a free
-loopback port, and which sandbox tiers work here (and if one does not, why). Exit status 1 when
-a check fails; warnings do not fail it.`,
+		Long: `Check python, the plugin (it lints), its .venv, uv (for a Node plugin: node, against the
+plugin's engines.node, and its node_modules against package-lock.json), the dev server in
+OZ0_CONTEXT, a free loopback port, and which sandbox tiers work here (and if one does not, why).
+Exit status 1 when a check fails; warnings do not fail it.`,
 		Example: "  oz0 doctor\n  oz0 doctor --plugin acme-triage --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +49,10 @@ func doctorRun(ctx context.Context, opts *doctorOptions) error {
 	results := doctor.Run(ctx, doctor.Env{PluginDir: opts.Plugin, Getenv: opts.Getenv})
 	out := opts.IO.Out
 	failed := 0
+	width := 10 // the checks' names, in a column
+	for _, r := range results {
+		width = max(width, len(r.Check))
+	}
 	for _, r := range results {
 		if r.Level == doctor.Fail {
 			failed++
@@ -55,9 +60,9 @@ func doctorRun(ctx context.Context, opts *doctorOptions) error {
 		if opts.Enabled() {
 			continue
 		}
-		fmt.Fprintf(out, "%-4s  %-10s  %s\n", r.Level, r.Check, r.Detail)
+		fmt.Fprintf(out, "%-4s  %-*s  %s\n", r.Level, width, r.Check, r.Detail)
 		if r.Mend != "" {
-			fmt.Fprintf(out, "      %-10s  mend: %s\n", "", r.Mend)
+			fmt.Fprintf(out, "      %-*s  mend: %s\n", width, "", r.Mend)
 		}
 	}
 	if opts.Enabled() {
