@@ -60,6 +60,7 @@ lint-templates: build test-deps
 # actionlint over the repository's workflows (and action.yml, which plugin-action.yml uses) and
 # every template's rendered CI workflow.
 lint-workflows: build
+	@$(NEED_SHELLCHECK)
 	@ACTIONLINT="$(GO) run $(ACTIONLINT)" scripts/lint-workflows.sh $(BIN)
 
 # .goreleaser.yaml is valid for the goreleaser that releases oz0, by goreleaser itself.
@@ -101,11 +102,16 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*} || exit 1; \
 	done
 
-lint: test-deps
+lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(NEED_SHELLCHECK)
 	shellcheck scripts/*.sh
+
+# ShellCheck: make lint runs it, and actionlint runs it on the workflows' run steps, where it
+# would skip them silently without it. make test-deps installs it.
+NEED_SHELLCHECK := command -v shellcheck >/dev/null || { echo "make: ShellCheck is missing: make test-deps installs it (or apt-get install shellcheck, brew install shellcheck)" >&2; exit 1; }
 
 clean:
 	rm -rf bin dist test-output

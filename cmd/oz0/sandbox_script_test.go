@@ -21,6 +21,15 @@ import (
 func init() {
 	scriptCmds["unprivileged"] = cmdUnprivileged
 	scriptCmds["waitprocs"] = cmdWaitProcs
+	scriptConds["refusinguserns"] = func(string) (bool, error) { return refusingUserns(), nil }
+}
+
+// refusingUserns reports whether this machine lets a script make a user namespace that refuses
+// user namespaces to what runs in it (its user.max_user_namespaces set to 0): where user
+// namespaces are refused already (a container's seccomp profile, AppArmor's restriction), it
+// cannot, and there is no standard sandbox to fall back from.
+func refusingUserns() bool {
+	return exec.Command("unshare", "--user", "--map-root-user", "sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces").Run() == nil
 }
 
 // scriptT is the key of the script's testscript.T in its Values.
