@@ -224,16 +224,14 @@ func TestSandboxStrictReachesOnlyTheGateway(t *testing.T) {
 	}
 }
 
-// A descriptor the node inherited from whatever started it (here opened without close-on-exec,
-// as a shell's redirection is), on a file its tier hides, does not reach the harness, in any tier.
+// A descriptor the node inherited from whatever started it (here put at a number no Go runtime
+// uses, without close-on-exec, as a shell's redirection is), on a file its tier hides, does not
+// reach the harness, in any tier. (TestInitPassesOnNoInheritedDescriptor, in package sandbox,
+// proves the sandbox's init does the same on its own.)
 func TestHarnessGetsNoInheritedDescriptor(t *testing.T) {
 	secrets := filepath.Join(t.TempDir(), "secrets.json")
 	os.WriteFile(secrets, []byte(`{"ANTHROPIC_API_KEY":"sk-tenant"}`), 0o600)
-	fd, err := syscall.Open(secrets, syscall.O_RDONLY, 0) // no O_CLOEXEC
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
+	const fd = 217
 	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
 		t.Run(string(tier), func(t *testing.T) {
 			sp := spec(t, "probe")
@@ -247,6 +245,16 @@ func TestHarnessGetsNoInheritedDescriptor(t *testing.T) {
 				sp.Env = harnesskit.Env{AnthropicBaseURL: gw.URL + "/anthropic"}
 				sp.Sandbox.Gateway = http.NotFoundHandler()
 			}
+			// Opened afresh for each tier: a descriptor an earlier session marked proves nothing.
+			f, err := os.Open(secrets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			defer syscall.Close(fd)
 			sp.Request.Options, _ = json.Marshal(map[string][]int{"fds": {fd}})
 			end, _ := run(t, sp)
 			wantStatus(t, end, harnesskit.Completed)

@@ -262,8 +262,10 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 			return nil, err
 		}
 	}
-	// What this process inherited from whatever started it is not the harness's to have.
-	fds.CloseOnExecFrom(3)
+	// What this process inherited from whatever started it is not the harness's to have. (Where
+	// that cannot be done, a sandbox's init refuses to start the session; tier none promises no
+	// isolation.)
+	_ = fds.CloseOnExecFrom(3)
 	s.start = time.Now()
 	if s.box != nil {
 		if err = s.box.Start(); err != nil {

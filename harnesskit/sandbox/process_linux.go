@@ -95,6 +95,10 @@ func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
 // the session), its ProcessState is the init's, its process group the one to signal.
 func (p *Process) Cmd() *exec.Cmd { return p.cmd }
 
+// markInherited marks the node's descriptors close-on-exec before an init starts; a test turns it
+// off to see the init do the same on its own.
+var markInherited = fds.CloseOnExecFrom
+
 var warm sync.Map // Tier → chan *Process: the init started ahead for the tier's next session
 
 // take returns the tier's init started ahead, or starts one.
@@ -158,7 +162,7 @@ func spawn(tier Tier) (*Process, error) {
 			AmbientCaps:                ids.ambient,
 		},
 	}
-	fds.CloseOnExecFrom(3) // the init gets its control socket, and nothing the node inherited
+	_ = markInherited(3) // the init gets its control socket, and nothing the node inherited (it checks again)
 	if err := p.cmd.Start(); err != nil {
 		p.ctl.Close()
 		return nil, &SetupError{Msg: fmt.Sprintf("cannot start the session's sandbox: %v", explainClone(err))}

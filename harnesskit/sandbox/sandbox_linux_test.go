@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/internal/fds"
 )
 
 // requireTier skips a test where the kernel refuses the tier, saying why.
@@ -156,5 +158,46 @@ func TestInitStartedAhead(t *testing.T) {
 	ch.(chan *Process) <- dead
 	if out, _, err := shell(t, Standard, "", nil, "echo three"); err != nil || out != "three\n" {
 		t.Fatalf("a session whose init started ahead had died: %q %v", out, err)
+	}
+}
+
+// inheritable puts a descriptor on path at number fd, without close-on-exec, as a descriptor this
+// process inherited would be; it is closed when the test ends.
+func inheritable(t *testing.T, path string, fd int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+}
+
+// The init marks what it inherited close-on-exec before it starts the harness, on its own: with
+// the node's marking turned off, and an init started after the descriptor was opened, the
+// harness still does not have it.
+func TestInitPassesOnNoInheritedDescriptor(t *testing.T) {
+	requireTier(t, Standard)
+	markInherited = func(int) error { return nil }
+	t.Cleanup(func() { markInherited = fds.CloseOnExecFrom })
+	if ch, ok := warm.Load(Standard); ok { // an init started ahead, before the descriptor: not this test's
+		select {
+		case p := <-ch.(chan *Process):
+			p.discard()
+		default:
+		}
+	}
+	secrets := filepath.Join(t.TempDir(), "secrets.json")
+	os.WriteFile(secrets, []byte(`{"ANTHROPIC_API_KEY":"sk-tenant"}`), 0o600)
+	const fd = 219
+	inheritable(t, secrets, fd)
+	plugin := t.TempDir()
+	os.Chmod(plugin, 0o755)
+	out, errOut, err := shell(t, Standard, plugin, nil, `if [ -e /proc/self/fd/219 ]; then echo "has 219"; else echo "no 219"; fi`)
+	if err != nil || out != "no 219\n" {
+		t.Errorf("the harness: %q (%v; stderr %q), want no descriptor 219", out, err, errOut)
 	}
 }

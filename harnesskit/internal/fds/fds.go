@@ -17,14 +17,15 @@ import (
 
 // markFrom marks every descriptor from first up that dir (the process's descriptors, as the
 // system lists them) names close-on-exec.
-func markFrom(dir string, first int) {
+func markFrom(dir string, first int) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return err
 	}
 	for _, e := range entries {
 		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
 			syscall.CloseOnExec(fd)
 		}
 	}
+	return nil
 }

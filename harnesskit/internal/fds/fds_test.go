@@ -22,7 +22,9 @@ func TestCloseOnExecFrom(t *testing.T) {
 	if !inherits() {
 		t.Fatalf("the child did not get descriptor %d even before: the test proves nothing", secret)
 	}
-	CloseOnExecFrom(3)
+	if err := CloseOnExecFrom(3); err != nil {
+		t.Fatal(err)
+	}
 	if inherits() {
 		t.Errorf("the child still got descriptor %d", secret)
 	}
@@ -38,15 +40,27 @@ func openInheritable(t *testing.T) int {
 	return fd
 }
 
+// markFrom, the way without close_range (older kernels, macOS), from each list of descriptors
+// this system has.
 func TestMarkFrom(t *testing.T) {
-	secret := openInheritable(t)
-	defer syscall.Close(secret)
-	dir := "/dev/fd"
-	if _, err := os.Stat("/proc/self/fd"); err == nil {
-		dir = "/proc/self/fd"
+	for _, dir := range []string{"/proc/self/fd", "/dev/fd"} {
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		secret := openInheritable(t)
+		inherits := func() bool { return exec.Command("/bin/sh", "-c", "exec 0<&"+strconv.Itoa(secret)).Run() == nil }
+		if !inherits() {
+			t.Fatalf("%s: the child did not get descriptor %d even before: the test proves nothing", dir, secret)
+		}
+		if err := markFrom(dir, 3); err != nil {
+			t.Fatal(err)
+		}
+		if inherits() {
+			t.Errorf("%s: the child still got descriptor %d", dir, secret)
+		}
+		syscall.Close(secret)
 	}
-	markFrom(dir, 3)
-	if exec.Command("/bin/sh", "-c", "exec 0<&"+strconv.Itoa(secret)).Run() == nil {
-		t.Errorf("the child still got descriptor %d", secret)
+	if err := markFrom(t.TempDir()+"/none", 3); err == nil {
+		t.Error("no list of descriptors, and no error")
 	}
 }

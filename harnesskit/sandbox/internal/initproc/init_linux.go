@@ -103,7 +103,10 @@ func initMain() int {
 		sys.Credential = &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}}
 	}
 	// The harness gets its stdin, stdout and stderr and nothing else the init holds.
-	fds.CloseOnExecFrom(3)
+	if err := fds.CloseOnExecFrom(3); err != nil {
+		reply(Reply{Error: "the sandbox's init cannot close the descriptors it inherited, which the harness would get: " + err.Error()})
+		return 1
+	}
 	proc, err := os.StartProcess(cfg.Argv[0], cfg.Argv, &os.ProcAttr{
 		Dir: cfg.Dir, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys,
 	})
