@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,8 +74,12 @@ func Run(ctx context.Context, env Env) []Result {
 	return append(rs, checkDevServer(ctx, env), checkPort(), checkSandbox(env))
 }
 
-// nodePlugin reports whether dir holds a Node plugin: a package.json, and no pyproject.toml.
+// nodePlugin reports whether dir holds a Node plugin: its manifest's runtime, or, where the
+// manifest does not load, a package.json and no pyproject.toml.
 func nodePlugin(dir string) bool {
+	if p, _, err := lint.Load(dir); err == nil && p != nil {
+		return p.Manifest.Runtime == "node"
+	}
 	_, errPkg := os.Stat(filepath.Join(dir, lint.PackageJSONFile))
 	_, errPy := os.Stat(filepath.Join(dir, lint.PyprojectFile))
 	return errPkg == nil && errPy != nil
@@ -143,54 +150,140 @@ func readPackageJSON(dir string) (packageJSON, error) {
 	return pkg, err
 }
 
-// checkNodeModules checks that the plugin's dependencies are installed, and not older than its lock.
+// checkNodeModules checks that each of the plugin's dependencies resolves as Node resolves it (a
+// node_modules of the plugin or of a directory above it, as a workspace installs them), and, for
+// npm, that what is installed is what the lock pins.
 func checkNodeModules(env Env) Result {
 	r := Result{Check: "node_modules"}
-	if pkg, err := readPackageJSON(env.PluginDir); err == nil && len(pkg.Dependencies) == 0 {
+	pkg, err := readPackageJSON(env.PluginDir)
+	if err != nil {
+		r.Level, r.Detail, r.Mend = Warn, "cannot read the plugin's package.json: "+err.Error(), "oz0 plugin lint says what is wrong with it"
+		return r
+	}
+	if len(pkg.Dependencies) == 0 {
 		r.Level, r.Detail = OK, "the plugin has no dependencies to install"
 		return r
 	}
-	// npm keeps what it installed in node_modules/.package-lock.json, in package-lock.json's form.
-	installed, err := readLock(filepath.Join(env.PluginDir, "node_modules", ".package-lock.json"))
-	if err != nil {
-		r.Level, r.Detail = Warn, "the plugin's dependencies are not installed: its sessions cannot import them"
-		r.Mend = "run npm ci in the plugin"
-		return r
-	}
-	locked, err := readLock(filepath.Join(env.PluginDir, "package-lock.json"))
-	if err != nil {
-		r.Level, r.Detail = Warn, "node_modules is installed, but the plugin has no package-lock.json that pins it"
-		r.Mend = "run npm install in the plugin, and commit package-lock.json"
-		return r
-	}
-	for path, p := range locked.Packages {
-		if !strings.HasPrefix(path, "node_modules/") || p.Optional || p.Dev {
-			continue // the plugin itself; a package for another platform; a tool of its tests
-		}
-		if got, ok := installed.Packages[path]; !ok || got.Version != p.Version {
-			r.Level, r.Detail = Warn, fmt.Sprintf("node_modules is not what package-lock.json pins: %s is %s there, %s installed", strings.TrimPrefix(path, "node_modules/"), p.Version, orNone(got.Version))
-			r.Mend = "run npm ci in the plugin"
+	install, where := installCommand(env.PluginDir)
+	mend := "run " + install + " in " + where
+	names := slices.Sorted(maps.Keys(pkg.Dependencies))
+	for _, name := range names {
+		if !resolves(env.PluginDir, name) {
+			r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("the plugin's dependencies are not installed (%s is not): its sessions cannot import them", name), mend
 			return r
 		}
 	}
-	r.Level, r.Detail = OK, fmt.Sprintf("node_modules as package-lock.json pins it (%d packages)", len(installed.Packages))
+	// npm records what it installed in node_modules/.package-lock.json, in its lock's form.
+	locked, errL := readLock(env.PluginDir, "package-lock.json", "npm-shrinkwrap.json")
+	installed, errI := readLock(filepath.Join(env.PluginDir, "node_modules"), ".package-lock.json")
+	if errL != nil || errI != nil {
+		r.Level, r.Detail = OK, fmt.Sprintf("the plugin's %d dependencies are installed", len(names))
+		return r
+	}
+	for _, path := range slices.Sorted(maps.Keys(locked.Packages)) {
+		p := locked.Packages[path]
+		if !strings.HasPrefix(path, "node_modules/") || p.Optional || p.Dev || p.DevOptional || !p.forHere() {
+			continue // the plugin itself; a package for another platform, or for its tests only
+		}
+		if got, ok := installed.Packages[path]; !ok || got.Version != p.Version {
+			r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("node_modules is not what the lock pins: %s is %s there, %s installed", strings.TrimPrefix(path, "node_modules/"), p.Version, orNone(got.Version)), mend
+			return r
+		}
+	}
+	r.Level, r.Detail = OK, fmt.Sprintf("node_modules as the lock pins it (%d packages)", len(installed.Packages))
 	return r
+}
+
+// resolves reports whether Node finds package name from dir: in dir's node_modules or a parent's.
+func resolves(dir, name string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "node_modules", name, "package.json")); err == nil {
+			return true
+		}
+		if filepath.Dir(d) == d {
+			return false
+		}
+	}
+}
+
+// installCommand is the command that installs what the plugin's lock pins, and where to run it:
+// the lock of the plugin, or of the workspace above it; npm's when there is none.
+func installCommand(dir string) (string, string) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		for _, lock := range lint.NodeLocks {
+			if _, err := os.Stat(filepath.Join(d, lock.File)); err == nil {
+				if d == abs {
+					return lock.Install, "the plugin"
+				}
+				return lock.Install, d + " (the workspace's root)"
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "npm install", "the plugin, and commit package-lock.json"
+		}
+	}
 }
 
 // lockFile is what checkNodeModules reads of an npm lock file.
 type lockFile struct {
-	Packages map[string]struct {
-		Version  string `json:"version"`
-		Optional bool   `json:"optional"`
-		Dev      bool   `json:"dev"`
-	} `json:"packages"`
+	Packages map[string]lockedPackage `json:"packages"`
 }
 
-func readLock(path string) (lockFile, error) {
+type lockedPackage struct {
+	Version     string   `json:"version"`
+	Optional    bool     `json:"optional"`
+	Dev         bool     `json:"dev"`
+	DevOptional bool     `json:"devOptional"`
+	OS          []string `json:"os"`
+	CPU         []string `json:"cpu"`
+}
+
+// forHere reports whether the package installs on this system: npm skips one whose os or cpu
+// leaves this one out ("darwin", "!win32"; "x64", "arm64"), in Node's names for them.
+func (p lockedPackage) forHere() bool {
+	return allows(p.OS, nodeName(runtime.GOOS)) && allows(p.CPU, nodeName(runtime.GOARCH))
+}
+
+// nodeName is Node's name (process.platform, process.arch) for Go's GOOS or GOARCH.
+func nodeName(goName string) string {
+	if n, ok := map[string]string{"windows": "win32", "amd64": "x64", "386": "ia32"}[goName]; ok {
+		return n
+	}
+	return goName
+}
+
+// allows reads an npm os or cpu list: empty allows all; "!x" excludes x; otherwise only those named.
+func allows(list []string, here string) bool {
+	named := false
+	for _, v := range list {
+		if neg, ok := strings.CutPrefix(v, "!"); ok {
+			if neg == here {
+				return false
+			}
+			continue
+		}
+		named = true
+		if v == here {
+			return true
+		}
+	}
+	return !named
+}
+
+// readLock reads the first of files in dir that is there.
+func readLock(dir string, files ...string) (lockFile, error) {
 	var l lockFile
-	data, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(data, &l)
+	var err error
+	for _, f := range files {
+		var data []byte
+		if data, err = os.ReadFile(filepath.Join(dir, f)); err == nil {
+			err = json.Unmarshal(data, &l)
+			return l, err
+		}
 	}
 	return l, err
 }

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,30 +165,68 @@ func TestNodeVersion(t *testing.T) {
 }
 
 func TestNodeModules(t *testing.T) {
-	lock := func(versions ...string) string {
-		return `{"packages":{"":{"name":"p"},"node_modules/a":{"version":"` + versions[0] + `"},"node_modules/b":{"version":"` + versions[1] + `"},` +
-			`"node_modules/only-on-mac":{"version":"1.0.0","optional":true},"node_modules/tsc":{"version":"5.0.0","dev":true}}}`
+	lock := func(b string) string {
+		return `{"packages":{"":{"name":"p"},"node_modules/a":{"version":"1.0.0"},"node_modules/b":{"version":"` + b + `"},` +
+			`"node_modules/fsevents":{"version":"2.3.3","os":["darwin"]},"node_modules/only-x":{"version":"1.0.0","optional":true},` +
+			`"node_modules/tsc":{"version":"5.0.0","dev":true},"node_modules/both":{"version":"1.0.0","devOptional":true}}}`
 	}
-	hidden := func(versions ...string) string {
-		return `{"packages":{"node_modules/a":{"version":"` + versions[0] + `"},"node_modules/b":{"version":"` + versions[1] + `"}}}`
-	}
+	hidden := `{"packages":{"node_modules/a":{"version":"1.0.0"},"node_modules/b":{"version":"2.0.0"}}}`
+	installed := map[string]string{"node_modules/a/package.json": "{}", "node_modules/b/package.json": "{}", "node_modules/.package-lock.json": hidden}
 	deps := `{"dependencies":{"a":"1.0.0","b":"2.0.0"}}`
+	with := func(files ...map[string]string) map[string]string {
+		out := map[string]string{}
+		for _, f := range files {
+			maps.Copy(out, f)
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		what  string
-		files map[string]string
+		files map[string]string // under the workspace's root; the plugin is in plug/
 		level Level
 		says  string
+		mend  string
 	}{
-		{"no dependencies", map[string]string{"package.json": `{"name":"p"}`}, OK, "no dependencies"},
-		{"not installed", map[string]string{"package.json": deps, "package-lock.json": lock("1.0.0", "2.0.0")}, Warn, "not installed"},
-		{"as locked", map[string]string{"package.json": deps, "package-lock.json": lock("1.0.0", "2.0.0"), "node_modules/.package-lock.json": hidden("1.0.0", "2.0.0")}, OK, "as package-lock.json pins it"},
-		{"another version", map[string]string{"package.json": deps, "package-lock.json": lock("1.0.0", "2.1.0"), "node_modules/.package-lock.json": hidden("1.0.0", "2.0.0")}, Warn, "b is 2.1.0 there, 2.0.0 installed"},
-		{"no lock", map[string]string{"package.json": deps, "node_modules/.package-lock.json": hidden("1.0.0", "2.0.0")}, Warn, "no package-lock.json"},
+		{"no dependencies", map[string]string{"plug/package.json": `{"name":"p"}`}, OK, "no dependencies", ""},
+		{"not installed", map[string]string{"plug/package.json": deps, "plug/package-lock.json": lock("2.0.0")}, Warn, "(a is not)", "run npm ci in the plugin"},
+		{"as locked", with(map[string]string{"plug/package.json": deps, "plug/package-lock.json": lock("2.0.0")}, prefixed("plug/", installed)), OK, "as the lock pins it", ""},
+		{"another version", with(map[string]string{"plug/package.json": deps, "plug/package-lock.json": lock("2.1.0")}, prefixed("plug/", installed)), Warn, "b is 2.1.0 there, 2.0.0 installed", "run npm ci in the plugin"},
+		{"shrinkwrap", with(map[string]string{"plug/package.json": deps, "plug/npm-shrinkwrap.json": lock("2.0.0")}, prefixed("plug/", installed)), OK, "as the lock pins it", ""},
+		{"pnpm, installed", with(map[string]string{"plug/package.json": deps, "plug/pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}, prefixed("plug/", installed)), OK, "2 dependencies are installed", ""},
+		{"yarn, not installed", map[string]string{"plug/package.json": deps, "plug/yarn.lock": "# yarn\n"}, Warn, "not installed", "run yarn install --frozen-lockfile in the plugin"},
+		{"a workspace member, installed at the root", with(map[string]string{"plug/package.json": deps, "package-lock.json": lock("2.0.0")}, installed), OK, "2 dependencies are installed", ""},
+		{"a workspace member, not installed", map[string]string{"plug/package.json": deps, "package-lock.json": lock("2.0.0")}, Warn, "not installed", "(the workspace's root)"},
+		{"no lock", with(map[string]string{"plug/package.json": deps}, prefixed("plug/", installed)), OK, "installed", ""},
 	} {
-		dir := t.TempDir()
-		writeFiles(t, dir, tc.files)
-		if r := checkNodeModules(Env{PluginDir: dir}); r.Level != tc.level || !strings.Contains(r.Detail, tc.says) {
+		root := t.TempDir()
+		writeFiles(t, root, tc.files)
+		r := checkNodeModules(Env{PluginDir: filepath.Join(root, "plug")})
+		if r.Level != tc.level || !strings.Contains(r.Detail, tc.says) || !strings.Contains(r.Mend, tc.mend) {
 			t.Errorf("%s: %+v", tc.what, r)
+		}
+	}
+}
+
+// prefixed is files with each name under dir.
+func prefixed(dir string, files map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		out[dir+k] = v
+	}
+	return out
+}
+
+func TestAllows(t *testing.T) {
+	for _, tc := range []struct {
+		list []string
+		here string
+		want bool
+	}{
+		{nil, "linux", true}, {[]string{"darwin"}, "linux", false}, {[]string{"linux", "darwin"}, "linux", true},
+		{[]string{"!win32"}, "linux", true}, {[]string{"!linux"}, "linux", false}, {[]string{"x64"}, nodeName("amd64"), true},
+	} {
+		if got := allows(tc.list, tc.here); got != tc.want {
+			t.Errorf("allows(%v, %s) = %v", tc.list, tc.here, got)
 		}
 	}
 }

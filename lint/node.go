@@ -247,6 +247,19 @@ func regexAllowed(prev byte, word string) bool {
 	return prev == 0 || strings.IndexByte("(,=:[!&|?{};+-*%<>~^", prev) >= 0
 }
 
+// NodeLock is a Node package manager's lock file, and the command that installs what it pins.
+type NodeLock struct{ File, Install string }
+
+// NodeLocks are the lock files a Node plugin may pin its dependencies with, npm's first.
+var NodeLocks = []NodeLock{
+	{"package-lock.json", "npm ci"},
+	{"npm-shrinkwrap.json", "npm ci"},
+	{"yarn.lock", "yarn install --frozen-lockfile"},
+	{"pnpm-lock.yaml", "pnpm install --frozen-lockfile"},
+	{"bun.lock", "bun install --frozen-lockfile"},
+	{"bun.lockb", "bun install --frozen-lockfile"},
+}
+
 // lintPackageJSON checks a Node plugin's package.json: that it parses, that the packages its
 // sessions run (dependencies, optionalDependencies) are pinned to one version, and that a lock
 // file pins what they depend on.
@@ -290,8 +303,8 @@ func (l *linter) lintPackageJSON() {
 	if !pinnedAny {
 		return
 	}
-	for _, lock := range []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb"} {
-		if _, err := fs.Stat(l.fsys, lock); err == nil {
+	for _, lock := range NodeLocks {
+		if _, err := fs.Stat(l.fsys, lock.File); err == nil {
 			return
 		}
 	}
