@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -145,16 +144,11 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	if cmd.HasSubCommands() {
 		return unknownCommand(cmd, args[0])
 	}
-	// gh's habit: --json with the fields to print. Here --json prints every field and --jq picks.
-	if fl := cmd.Flags().Lookup("json"); fl != nil && fl.Changed && fieldList.MatchString(args[0]) {
-		fields := strings.ReplaceAll(args[0], ",", ", ")
-		return cmdutil.Usagef("--json takes no field names: it prints every field; pick some with --jq, as in --jq '.[] | {%s}' for a list, or --jq '{%s}' for one", fields, fields)
+	if err := cmdutil.JSONFieldsMistake(cmd, args, true); err != nil {
+		return err
 	}
 	return cmdutil.Usagef("%s takes no arguments, got %s; see '%s --help'", cmd.CommandPath(), quote(args[0]), cmd.CommandPath())
 }
-
-// fieldList is what gh's --json takes: field names, comma-separated.
-var fieldList = regexp.MustCompile(`^[a-z_]+(,[a-z_]+)*$`)
 
 // unknownCommand is the error for a subcommand of cmd that does not exist.
 func unknownCommand(cmd *cobra.Command, name string) error {

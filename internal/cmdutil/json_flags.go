@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/cli/go-gh/v2/pkg/jq"
 	"github.com/cli/go-gh/v2/pkg/template"
@@ -38,6 +39,37 @@ func AddJSONFlags(cmd *cobra.Command, f *JSONFlags, what string) {
 	cmd.Flags().StringVarP(&f.Template, "template", "t", "", "format the JSON with a Go template, as gh does (implies --json)")
 	_ = cmd.RegisterFlagCompletionFunc("jq", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("template", cobra.NoFileCompletions)
+	// gh's habit, --json with the fields to print, leaves them as an argument: say so before the
+	// command reads them as its own (a job ID, a directory).
+	args := cmd.Args
+	cmd.Args = func(c *cobra.Command, a []string) error {
+		if err := JSONFieldsMistake(c, a, false); err != nil {
+			return err
+		}
+		if args == nil {
+			return nil
+		}
+		return args(c, a)
+	}
+}
+
+// jsonFields is what gh's --json takes: field names, comma-separated.
+var jsonFields = regexp.MustCompile(`^[a-z_]+(,[a-z_]+)*$`)
+
+// JSONFieldsMistake is the usage error for an argument that is gh's --json fields, when --json was
+// given: a comma-separated list of names, or, with oneWord (a command that takes no arguments),
+// any single name; nil otherwise.
+func JSONFieldsMistake(cmd *cobra.Command, args []string, oneWord bool) error {
+	if fl := cmd.Flags().Lookup("json"); fl == nil || !fl.Changed {
+		return nil
+	}
+	for _, a := range args {
+		if jsonFields.MatchString(a) && (oneWord || strings.Contains(a, ",")) {
+			fields := strings.ReplaceAll(a, ",", ", ")
+			return Usagef("--json takes no field names: it prints every field; pick some with --jq, as in --jq '.[] | {%s}' for a list, or --jq '{%s}' for one", fields, fields)
+		}
+	}
+	return nil
 }
 
 // Enabled reports whether the command prints JSON (or what --jq or --template make of it)
