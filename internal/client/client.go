@@ -157,11 +157,13 @@ func (c *Client) unreachable(err error) error {
 		return fmt.Errorf("no dev server at %s (connection refused); %s", c.ctx.URL, mend)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.ctx.URL, c.answerTimeout)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		// net/http's word (unexported) when the peer closed a new connection before the request
-		// was written: the same thing, seen a moment earlier.
-		strings.Contains(err.Error(), "server closed idle connection"):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return c.notDevServer("closed the connection without an answer")
+	case strings.Contains(err.Error(), "server closed idle connection"):
+		// net/http's words (its error is unexported) for a connection the server closed before
+		// the request was written: a kept-alive one the dev server let go at that moment, or a
+		// server that closes every connection at once. Which, one more try tells.
+		return fmt.Errorf("the dev server at %s closed the connection before the request reached it; run the command again, and if this repeats, check that %s names a running oz0 dev", c.ctx.URL, apiv1.ContextEnv)
 	case strings.Contains(err.Error(), "malformed HTTP"):
 		return c.notDevServer("does not speak HTTP")
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,9 @@ func TestCallsThatGetNoAnswer(t *testing.T) {
 		want      string
 	}{
 		{"nothing listens", goneURL, 0, list, "no dev server at " + goneURL + " (connection refused); start `oz0 dev` and export the OZ0_CONTEXT line it prints"},
-		{"the connection is closed", listener(t, func(net.Conn) {}), 0, list, "closed the connection without an answer: it is not an oz0 dev server; start `oz0 dev`"},
+		// It reads the request first: closed before, net/http may say it as a closed idle
+		// connection, which is the next case's.
+		{"the connection is closed", listener(t, func(c net.Conn) { c.Read(make([]byte, 4096)) }), 0, list, "closed the connection without an answer: it is not an oz0 dev server; start `oz0 dev`"},
 		{"the answer is not HTTP", listener(t, func(c net.Conn) { c.Read(make([]byte, 4096)); c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n")) }), 0, list, "does not speak HTTP: it is not an oz0 dev server"},
 		{"an error that is not the API's", html.URL, 0, show, "answered 404 Not Found: it is not an oz0 dev server"},
 		{"an answer that is not JSON", html.URL, 0, list, "answered with something that is not the control API's JSON: it is not an oz0 dev server"},
@@ -109,5 +112,15 @@ func TestEmptyIDIsRefused(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Errorf("the server was called %d times", calls)
+	}
+}
+
+// net/http's closed idle connection (a server that let the connection go before the request
+// reached it) is not said to be "not a dev server": a running dev server's keep-alive can end so.
+func TestClosedIdleConnectionSaysTryAgain(t *testing.T) {
+	c := New(apiv1.Context{URL: "http://127.0.0.1:9", Token: apiv1.NewToken()})
+	err := c.unreachable(&url.Error{Op: "Post", URL: "http://127.0.0.1:9/api/v1/jobs", Err: errors.New("http: server closed idle connection")})
+	if msg := err.Error(); !strings.Contains(msg, "closed the connection before the request reached it; run the command again") || strings.Contains(msg, "not an oz0 dev server") {
+		t.Errorf("got %q", msg)
 	}
 }
