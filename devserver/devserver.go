@@ -565,7 +565,7 @@ type modelCall struct {
 	Record              string           `json:"record"`
 	Refused             string           `json:"refused,omitempty"`
 	Replayed            bool             `json:"replayed,omitempty"`
-	StartedAt           time.Time        `json:"started_at"` // the event's time is when it was metered, after the answer
+	StartedAt           time.Time        `json:"started_at,omitzero"` // the event's time is when it was metered, after the answer
 	Status              int              `json:"status"`
 	Step                int              `json:"step"`
 	Streamed            bool             `json:"streamed"`

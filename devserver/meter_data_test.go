@@ -24,7 +24,10 @@ func TestModelCallData(t *testing.T) {
 			"status": c.Status, "input_tokens": c.Usage.InputTokens, "output_tokens": c.Usage.OutputTokens,
 			"cache_read_input_tokens": c.Usage.CacheReadTokens, "cache_creation_input_tokens": c.Usage.CacheCreationTokens,
 			"latency_ms": float64(c.Latency.Microseconds()) / 1000, "ttfb_ms": float64(c.TTFB.Microseconds()) / 1000,
-			"streamed": c.Streamed, "step": c.Step, "started_at": c.Start.UTC(),
+			"streamed": c.Streamed, "step": c.Step,
+		}
+		if !c.Start.IsZero() {
+			d["started_at"] = c.Start.UTC()
 		}
 		if c.Priced {
 			d["cost_usd"] = c.CostUSD

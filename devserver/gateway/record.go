@@ -147,10 +147,12 @@ func (c *call) answerFromRecording(ex *Exchange) {
 		rc := http.NewResponseController(c.w)
 		sp := &sseParser{face: c.rt.face}
 		c.writeHeader(ex.Status)
+		whole := true
 		for _, ch := range ex.Chunks {
 			sp.feed([]byte(ch.Data))
 			if _, err := out.Write([]byte(ch.Data)); err != nil || flush(rc) != nil {
 				c.clientWriteFailed()
+				whole = false
 				break
 			}
 			if c.rec.FirstEvent == 0 {
@@ -158,7 +160,7 @@ func (c *call) answerFromRecording(ex *Exchange) {
 			}
 		}
 		c.rec.Usage, c.rec.StreamError = sp.usage, sp.streamErr
-		if ex.Usage != nil {
+		if ex.Usage != nil && whole { // a client gone midway is metered with what it was sent
 			c.rec.Usage = *ex.Usage
 		}
 		return

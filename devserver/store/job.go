@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ const (
 )
 
 // Statuses lists every status, live ones first.
-var Statuses = apiv1.Statuses
+var Statuses = slices.Clone(apiv1.Statuses)
 
 // CanTransition reports whether a job in status from may move to status to:
 //
