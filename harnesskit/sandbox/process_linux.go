@@ -95,10 +95,6 @@ func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
 // the session), its ProcessState is the init's, its process group the one to signal.
 func (p *Process) Cmd() *exec.Cmd { return p.cmd }
 
-// markInherited marks the node's descriptors close-on-exec before an init starts; a test turns it
-// off to see the init do the same on its own.
-var markInherited = fds.CloseOnExecFrom
-
 var warm sync.Map // Tier → chan *Process: the init started ahead for the tier's next session
 
 // take returns the tier's init started ahead, or starts one.
@@ -127,7 +123,11 @@ func warmUp(tier Tier) {
 }
 
 // spawn starts an init of tier, which waits for its config on its control socket.
-func spawn(tier Tier) (*Process, error) {
+func spawn(tier Tier) (*Process, error) { return spawnMarking(tier, fds.CloseOnExecFrom) }
+
+// spawnMarking is spawn, with mark marking the node's descriptors close-on-exec before the init
+// starts (a test passes one that does nothing, to see the init do the same on its own).
+func spawnMarking(tier Tier, mark func(first int) error) (*Process, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -162,7 +162,7 @@ func spawn(tier Tier) (*Process, error) {
 			AmbientCaps:                ids.ambient,
 		},
 	}
-	_ = markInherited(3) // the init gets its control socket, and nothing the node inherited (it checks again)
+	_ = mark(3) // the init gets its control socket, and nothing the node inherited (it checks again)
 	if err := p.cmd.Start(); err != nil {
 		p.ctl.Close()
 		return nil, &SetupError{Msg: fmt.Sprintf("cannot start the session's sandbox: %v", explainClone(err))}

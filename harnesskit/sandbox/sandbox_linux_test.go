@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/orchestrator-zero/oz0/harnesskit/internal/fds"
 )
 
 // requireTier skips a test where the kernel refuses the tier, saying why.
@@ -118,6 +116,21 @@ ls /proc | grep -c '^[0-9]'
 	}
 }
 
+// offer makes p the init the next session of its tier takes. An init another warm-up started
+// (Check starts one, and so does each session's end, in the background) is discarded: the pool
+// holds one.
+func offer(p *Process) {
+	ch, _ := warm.LoadOrStore(p.tier, make(chan *Process, 1))
+	for {
+		select {
+		case ch.(chan *Process) <- p:
+			return
+		case other := <-ch.(chan *Process):
+			other.discard()
+		}
+	}
+}
+
 // An init started ahead for the next session serves it; one that died meanwhile is replaced.
 func TestInitStartedAhead(t *testing.T) {
 	requireTier(t, Standard)
@@ -143,8 +156,7 @@ func TestInitStartedAhead(t *testing.T) {
 	}
 	ahead := waitWarm()
 	pid := ahead.Cmd().Process.Pid
-	ch, _ := warm.Load(Standard)
-	ch.(chan *Process) <- ahead
+	offer(ahead)
 	if out, _, err := shell(t, Standard, "", nil, "echo two"); err != nil || out != "two\n" {
 		t.Fatalf("the second session: %q %v", out, err)
 	}
@@ -155,7 +167,7 @@ func TestInitStartedAhead(t *testing.T) {
 	dead := waitWarm()
 	dead.Cmd().Process.Kill()
 	dead.Cmd().Wait()
-	ch.(chan *Process) <- dead
+	offer(dead)
 	if out, _, err := shell(t, Standard, "", nil, "echo three"); err != nil || out != "three\n" {
 		t.Fatalf("a session whose init started ahead had died: %q %v", out, err)
 	}
@@ -181,19 +193,16 @@ func inheritable(t *testing.T, path string, fd int) {
 // harness still does not have it.
 func TestInitPassesOnNoInheritedDescriptor(t *testing.T) {
 	requireTier(t, Standard)
-	markInherited = func(int) error { return nil }
-	t.Cleanup(func() { markInherited = fds.CloseOnExecFrom })
-	if ch, ok := warm.Load(Standard); ok { // an init started ahead, before the descriptor: not this test's
-		select {
-		case p := <-ch.(chan *Process):
-			p.discard()
-		default:
-		}
-	}
 	secrets := filepath.Join(t.TempDir(), "secrets.json")
 	os.WriteFile(secrets, []byte(`{"ANTHROPIC_API_KEY":"sk-tenant"}`), 0o600)
 	const fd = 219
 	inheritable(t, secrets, fd)
+	// The session's init: started now, with the descriptor, the node's marking turned off.
+	p, err := spawnMarking(Standard, func(int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer(p)
 	plugin := t.TempDir()
 	os.Chmod(plugin, 0o755)
 	out, errOut, err := shell(t, Standard, plugin, nil, `if [ -e /proc/self/fd/219 ]; then echo "has 219"; else echo "no 219"; fi`)
