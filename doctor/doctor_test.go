@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 func noEnv(string) string { return "" }
@@ -106,25 +107,11 @@ func TestSandbox(t *testing.T) {
 	}
 }
 
-// writeFiles writes files (name → content) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestNodePluginIsToldFromItsFiles(t *testing.T) {
 	for files, want := range map[string]bool{"package.json": true, "package.json pyproject.toml": false, "pyproject.toml": false, "": false} {
 		dir := t.TempDir()
 		for _, f := range strings.Fields(files) {
-			writeFiles(t, dir, map[string]string{f: "{}"})
+			testbin.WriteFiles(t, dir, map[string]string{f: "{}"})
 		}
 		if got := nodePlugin(dir); got != want {
 			t.Errorf("%q: node plugin %v, want %v", files, got, want)
@@ -135,7 +122,7 @@ func TestNodePluginIsToldFromItsFiles(t *testing.T) {
 func TestNodeVersion(t *testing.T) {
 	bin := t.TempDir()
 	node := func(version string) Env {
-		writeFiles(t, bin, map[string]string{"node": "#!/bin/sh\necho " + version + "\n"})
+		testbin.WriteFiles(t, bin, map[string]string{"node": "#!/bin/sh\necho " + version + "\n"})
 		return Env{LookPath: func(string) (string, error) { return filepath.Join(bin, "node"), nil }}
 	}
 	plugin := t.TempDir()
@@ -151,7 +138,7 @@ func TestNodeVersion(t *testing.T) {
 		{"^22 || ^24", "v20.20.2", OK, "node v20.20.2"}, // a constraint it does not read: the kit's floor only
 		{"", "not a version", Fail, "does not say a version"},
 	} {
-		writeFiles(t, plugin, map[string]string{"package.json": `{"engines":{"node":"` + tc.engines + `"}}`})
+		testbin.WriteFiles(t, plugin, map[string]string{"package.json": `{"engines":{"node":"` + tc.engines + `"}}`})
 		env := node(tc.version)
 		env.PluginDir = plugin
 		if r := checkNode(context.Background(), env); r.Level != tc.level || !strings.Contains(r.Detail, tc.says) {
@@ -199,7 +186,7 @@ func TestNodeModules(t *testing.T) {
 		{"no lock", with(map[string]string{"plug/package.json": deps}, prefixed("plug/", installed)), OK, "installed", ""},
 	} {
 		root := t.TempDir()
-		writeFiles(t, root, tc.files)
+		testbin.WriteFiles(t, root, tc.files)
 		r := checkNodeModules(Env{PluginDir: filepath.Join(root, "plug")})
 		if r.Level != tc.level || !strings.Contains(r.Detail, tc.says) || !strings.Contains(r.Mend, tc.mend) {
 			t.Errorf("%s: %+v", tc.what, r)
