@@ -58,12 +58,28 @@ func ask(t *testing.T, in *Inbox, st *store.Store, ctx context.Context, c Call) 
 	return store.Approval{}, nil
 }
 
+// waitStatus waits until job has status st.
+func waitStatus(t *testing.T, st *store.Store, job string, want store.Status) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		j, err := st.GetJob(job)
+		if err == nil && j.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job is %s (%v), want %s", j.Status, err, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestApproveForTheJobAnswersTheJobsNextCalls(t *testing.T) {
 	in, st, job := setup(t)
 	a, out := ask(t, in, st, context.Background(), call(job))
-	if j, _ := st.GetJob(job); j.Status != store.StatusWaitingForApproval {
-		t.Errorf("job is %s while it waits", j.Status)
-	}
+	// The approval is made first and the job's status follows it (so that a client that sees the
+	// job waiting finds its approval): the status comes a moment after the approval is listed.
+	waitStatus(t, st, job, store.StatusWaitingForApproval)
 	if _, _, err := in.Approve(a.ID, store.ScopeJob); err != nil {
 		t.Fatal(err)
 	}
