@@ -92,7 +92,7 @@ var Rules = []Rule{
 		ID: "path-escape", Severity: Error,
 		Short:   "A path in the manifest or an agent is absolute or leaves the plugin directory.",
 		Help:    "The agents and skills directories, an agent's instructions and its input/output schema files are paths relative to the plugin directory: a plugin is installed as a unit, so an absolute path or one that climbs out with .. would not exist where it runs. A symbolic link inside the plugin that leads outside it is refused the same way, wherever it is on the path (a prompt linked to /etc/passwd would otherwise become a model's system prompt); links that stay inside the plugin are fine.",
-		Example: "`instructions` must be a path inside the plugin, not `../shared/prompt.md`",
+		Example: "`instructions` must be a path inside the plugin, not `../common/prompt.md`",
 		Fix:     "Move the file into the plugin and use a relative path.",
 	},
 	{
