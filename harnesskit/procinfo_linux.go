@@ -51,8 +51,8 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// sessionProcesses lists the live processes a dead node's session left: see ReapStale.
-func sessionProcesses(rec sessionRecord, root string) []int {
+// ownProcesses lists this user's processes but this one, those keep says yes to.
+func ownProcesses(keep func(pid int, ps procStat) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	self, uid := os.Getpid(), uint32(os.Getuid())
 	var pids []int
@@ -68,18 +68,24 @@ func sessionProcesses(rec sessionRecord, root string) []int {
 		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
 			continue
 		}
-		ps, ok := readProcStat(pid)
-		if !ok || ps.state == "Z" || ps.state == "X" {
-			continue
-		}
-		inGroup := ps.pgrp == rec.PGID && ps.start >= rec.Start
-		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
-		inDir := cwd == root || strings.HasPrefix(cwd, root+string(filepath.Separator))
-		if inGroup || inDir {
+		if ps, ok := readProcStat(pid); ok && keep(pid, ps) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// sessionProcesses lists the live processes a dead node's session left: see ReapStale.
+func sessionProcesses(rec sessionRecord, root string) []int {
+	return ownProcesses(func(pid int, ps procStat) bool {
+		if ps.state == "Z" || ps.state == "X" {
+			return false
+		}
+		inGroup := ps.pgrp == rec.PGID && ps.start >= rec.Start
+		cwd, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		inDir := cwd == root || strings.HasPrefix(cwd, root+string(filepath.Separator))
+		return inGroup || inDir
+	})
 }
 
 // pipeHolders lists the processes of this user that hold one of files' pipes open, but this one
@@ -99,30 +105,18 @@ func pipeHolders(files ...*os.File) []int {
 	if len(want) == 0 {
 		return nil
 	}
-	entries, _ := os.ReadDir("/proc")
-	self, uid := os.Getpid(), uint32(os.Getuid())
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
+	self := os.Getpid()
+	return ownProcesses(func(pid int, ps procStat) bool {
+		if ps.ppid == self {
+			return false
 		}
-		if fi, err := os.Stat("/proc/" + e.Name()); err != nil {
-			continue
-		} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
-			continue
-		}
-		if st, ok := readProcStat(pid); !ok || st.ppid == self {
-			continue
-		}
-		fdDir := "/proc/" + e.Name() + "/fd"
+		fdDir := "/proc/" + strconv.Itoa(pid) + "/fd"
 		fds, _ := os.ReadDir(fdDir)
 		for _, fd := range fds {
 			if link, err := os.Readlink(fdDir + "/" + fd.Name()); err == nil && want[link] {
-				pids = append(pids, pid)
-				break
+				return true
 			}
 		}
-	}
-	return pids
+		return false
+	})
 }
