@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/orchestrator-zero/oz0/devserver/api"
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
@@ -422,7 +424,7 @@ func (s *Server) serveAPI() error {
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ConnState: s.conns.state, ErrorLog: errorLog}
 	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
-	for srv, ln := range map[*http.Server]net.Listener{s.http: limitListener(s.listener, s.cfg.limits.maxConns), s.selfHTTP: s.self} {
+	for srv, ln := range map[*http.Server]net.Listener{s.http: netutil.LimitListener(s.listener, s.cfg.limits.maxConns), s.selfHTTP: s.self} {
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("serve", "err", err)

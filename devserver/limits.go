@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // What the port holds of its clients (docs/dev-server.md): a client that opens connections and
@@ -78,9 +76,6 @@ func (c *connCount) now() (open, peak int) {
 	defer c.mu.Unlock()
 	return c.open, c.peak
 }
-
-// limitListener limits ln to max connections open at once.
-func limitListener(ln net.Listener, max int) net.Listener { return netutil.LimitListener(ln, max) }
 
 // selfListener is an in-memory listener for the dev server's calls to itself (the gateway's calls
 // to the fake model): they take none of the port's connections, so the port's limit cannot leave

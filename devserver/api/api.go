@@ -361,10 +361,7 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sub.Close()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	sseHead(w)
 	flusher, _ := w.(http.Flusher)
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 4096)

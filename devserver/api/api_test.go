@@ -564,33 +564,6 @@ func TestWireShapeIsTheStoreShape(t *testing.T) {
 	if got, want := wireEvent(ev).AppendJSON(nil), mustMarshal(ev); !bytes.Equal(got, want) {
 		t.Errorf("event on the live stream:\n %s\n %s", got, want)
 	}
-	// The vocabularies agree.
-	for _, st := range store.Statuses {
-		if !apiv1.Status(st).Valid() || apiv1.Status(st).Terminal() != st.Terminal() {
-			t.Errorf("status %s", st)
-		}
-	}
-	if len(store.Statuses) != len(apiv1.Statuses) {
-		t.Errorf("store statuses %v, wire statuses %v", store.Statuses, apiv1.Statuses)
-	}
-	for s, w := range map[string]string{
-		store.EventStatus: apiv1.EventStatus, store.EventSay: apiv1.EventSay, store.EventPermissionRequest: apiv1.EventPermissionRequest,
-		store.EventPermissionDecision: apiv1.EventPermissionDecision, store.EventToolResult: apiv1.EventToolResult,
-		store.EventModelCall: apiv1.EventModelCall, store.EventStrayOutput: apiv1.EventStrayOutput, store.EventLog: apiv1.EventLog,
-		store.EventStderr: apiv1.EventStderr, store.EventResult: apiv1.EventResult, store.EventError: apiv1.EventError,
-	} {
-		if s != w {
-			t.Errorf("event type %s is %s on the wire", s, w)
-		}
-	}
-	for s, w := range map[string]string{store.ScopeOnce: apiv1.ScopeOnce, store.ScopeJob: apiv1.ScopeJob, store.ScopeAlways: apiv1.ScopeAlways,
-		string(store.ApprovalPending): string(apiv1.ApprovalPending), string(store.ApprovalApproved): string(apiv1.ApprovalApproved),
-		string(store.ApprovalDenied): string(apiv1.ApprovalDenied), string(store.ApprovalWithdrawn): string(apiv1.ApprovalWithdrawn),
-		string(store.ApprovalInterrupted): string(apiv1.ApprovalInterrupted)} {
-		if s != w {
-			t.Errorf("%s is %s on the wire", s, w)
-		}
-	}
 	if apiv1.MaxInput > store.MaxData {
 		t.Errorf("the API takes inputs of %d bytes, the store %d", apiv1.MaxInput, store.MaxData)
 	}

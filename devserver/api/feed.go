@@ -148,11 +148,16 @@ type sse struct {
 }
 
 func newSSE(w http.ResponseWriter) *sse {
+	sseHead(w)
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
+// sseHead starts a server-sent events answer: its headers (no cache, no proxy buffering), 200.
+func sseHead(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, rc: http.NewResponseController(w)}
 }
 
 func (s *sse) send(event, id string, v any) error {

@@ -836,15 +836,9 @@ type reqInfo struct {
 
 var includeUsageMember = []byte(`"stream_options":{"include_usage":true},`)
 
-// rewriteRequest reads the model and stream flag of a request body, maps the model, and on an
-// OpenAI stream asks for include_usage when the client did not. A body that is not a JSON object
-// goes unchanged.
-func rewriteRequest(body []byte, face Format, models map[string]string) ([]byte, reqInfo) {
-	edits, info := planRequest(body, face, models)
-	return applyEdits(body, edits), info
-}
-
-// planRequest is rewriteRequest's edits, in order, without applying them.
+// planRequest reads the model and stream flag of a request body, and returns the edits (in order)
+// that map the model and, on an OpenAI stream, ask for include_usage when the client did not; the
+// upstream body splices them in (newUpstreamBody). A body that is not a JSON object gets none.
 func planRequest(body []byte, face Format, models map[string]string) ([]edit, reqInfo) {
 	var info reqInfo
 	var edits []edit

@@ -299,3 +299,28 @@ func openStream(t *testing.T, ctx context.Context, url string, header map[string
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp, &sseReader{br: bufio.NewReader(resp.Body)}
 }
+
+// rewriteRequest is the body planRequest's edits make, whole: what the upstream reads.
+func rewriteRequest(body []byte, face Format, models map[string]string) ([]byte, reqInfo) {
+	edits, info := planRequest(body, face, models)
+	return applyEdits(body, edits), info
+}
+
+// applyEdits returns body with the edits (in ascending, non-overlapping order) applied.
+func applyEdits(body []byte, edits []edit) []byte {
+	if len(edits) == 0 {
+		return body
+	}
+	n := len(body)
+	for _, e := range edits {
+		n += len(e.text) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, e := range edits {
+		out = append(out, body[at:e.start]...)
+		out = append(out, e.text...)
+		at = e.end
+	}
+	return append(out, body[at:]...)
+}

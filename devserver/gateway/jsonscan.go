@@ -177,25 +177,6 @@ type edit struct {
 	text       []byte
 }
 
-// applyEdits returns body with the edits (in ascending, non-overlapping order) applied.
-func applyEdits(body []byte, edits []edit) []byte {
-	if len(edits) == 0 {
-		return body
-	}
-	n := len(body)
-	for _, e := range edits {
-		n += len(e.text) - (e.end - e.start)
-	}
-	out := make([]byte, 0, n)
-	at := 0
-	for _, e := range edits {
-		out = append(out, body[at:e.start]...)
-		out = append(out, e.text...)
-		at = e.end
-	}
-	return append(out, body[at:]...)
-}
-
 // atoi parses a JSON integer (a non-negative one: token counts); ok is false for anything else.
 func atoi(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 18 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -58,7 +59,7 @@ func Script(job string, exchanges []gateway.Exchange, schemaURL string) ([]byte,
 			skipped = append(skipped, fmt.Sprintf("call %d: %v", i+1, err))
 			continue
 		}
-		if conv.Model != "" && !contains(models, conv.Model) {
+		if conv.Model != "" && !slices.Contains(models, conv.Model) {
 			models = append(models, conv.Model)
 		}
 		m := &scriptMatch{}
@@ -173,15 +174,6 @@ type scriptError struct {
 
 func sameMatch(a, b *scriptMatch) bool {
 	return a.User == b.User && a.System == b.System && fmt.Sprint(a.Tools) == fmt.Sprint(b.Tools) && fmt.Sprint(a.ToolResult) == fmt.Sprint(b.ToolResult)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // plainStyle drops the JSON's flow style and quotes, so arguments read as a script's YAML does.

@@ -94,7 +94,7 @@ func (s *Store) CreateApproval(a Approval) (Approval, error) {
 	if err != nil {
 		return Approval{}, err
 	}
-	a.ID, a.Arguments, a.Status, a.CreatedAt = newID("apr_"), args, ApprovalPending, time.Now().UTC()
+	a.ID, a.Arguments, a.Status, a.CreatedAt = newID(apiv1.ApprovalIDPrefix), args, ApprovalPending, time.Now().UTC()
 	a.Why = s.maskString(a.Why)
 	err = s.write(context.Background(), func(x execer) ([]Change, error) {
 		_, err := x.ExecContext(context.Background(), `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)`,
@@ -212,7 +212,7 @@ func (s *Store) EndApprovals(job string, to ApprovalStatus, reason string) ([]st
 // AddRule records an "always" rule for target (<harness>.<tool>); adding one that exists
 // returns the existing rule.
 func (s *Store) AddRule(target, approval string) (ApprovalRule, error) {
-	r := ApprovalRule{ID: newID("rule_"), Target: target, Approval: approval, CreatedAt: time.Now().UTC()}
+	r := ApprovalRule{ID: newID(apiv1.RuleIDPrefix), Target: target, Approval: approval, CreatedAt: time.Now().UTC()}
 	err := s.write(context.Background(), func(x execer) ([]Change, error) {
 		_, err := x.ExecContext(context.Background(), `INSERT INTO approval_rules (id, target, approval, created_at) VALUES (?,?,?,?) ON CONFLICT (target) DO NOTHING`,
 			r.ID, r.Target, r.Approval, r.CreatedAt.UnixNano())

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,9 +29,6 @@ const (
 	StatusTimedOut           = apiv1.StatusTimedOut
 	StatusInterrupted        = apiv1.StatusInterrupted
 )
-
-// Statuses lists every status, live ones first.
-var Statuses = slices.Clone(apiv1.Statuses)
 
 // CanTransition reports whether a job in status from may move to status to:
 //
@@ -152,12 +148,12 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 func NewJobID() string {
 	var b [13]byte
 	rand.Read(b[:])
-	return "job_" + idEncoding.EncodeToString(b[:])[:20]
+	return apiv1.JobIDPrefix + idEncoding.EncodeToString(b[:])[:20]
 }
 
 // ValidJobID reports whether id has the shape NewJobID gives.
 func ValidJobID(id string) bool {
-	if len(id) != 24 || !strings.HasPrefix(id, "job_") {
+	if len(id) != 24 || !strings.HasPrefix(id, apiv1.JobIDPrefix) {
 		return false
 	}
 	for _, c := range id[4:] {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
 func TestJobID(t *testing.T) {
@@ -94,8 +96,8 @@ func TestTransitions(t *testing.T) {
 		StatusRunning:            {StatusWaitingForApproval, StatusSucceeded, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted},
 		StatusWaitingForApproval: {StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted},
 	}
-	for _, from := range Statuses {
-		for _, to := range append(slices.Clone(Statuses), "bogus") {
+	for _, from := range apiv1.Statuses {
+		for _, to := range append(slices.Clone(apiv1.Statuses), "bogus") {
 			want := slices.Contains(legal[from], to)
 			if got := CanTransition(from, to); got != want {
 				t.Errorf("CanTransition(%s, %s) = %v", from, to, got)
@@ -109,13 +111,13 @@ func TestTransitions(t *testing.T) {
 		StatusRunning:            {StatusRunning},
 		StatusWaitingForApproval: {StatusRunning, StatusWaitingForApproval},
 	}
-	for _, t2 := range Statuses {
+	for _, t2 := range apiv1.Statuses {
 		if t2.Terminal() {
 			paths[t2] = []Status{StatusRunning, t2}
 		}
 	}
 	for from, path := range paths {
-		for _, to := range Statuses {
+		for _, to := range apiv1.Statuses {
 			j := newJob(t, s)
 			for _, st := range path {
 				if err := s.SetStatus(j.ID, st, ""); err != nil {

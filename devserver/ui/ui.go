@@ -22,6 +22,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/base32"
+	"html"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -262,9 +263,7 @@ func writePage(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	var b strings.Builder
 	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>oz0 dev</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/ui/style.css"></head><body><main class="notice"><h1>oz0 dev</h1><p>`)
-	b.WriteString(htmlEscape(msg))
+	b.WriteString(html.EscapeString(msg))
 	b.WriteString(`</p></main></body></html>`)
 	w.Write([]byte(b.String()))
 }
-
-var htmlEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace
