@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/plugin"
+
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/client"
@@ -65,19 +67,25 @@ func Run(ctx context.Context, env Env) []Result {
 	if env.LookPath == nil {
 		env.LookPath = exec.LookPath
 	}
+	p, rep, err := lint.Load(env.PluginDir) // once, for the plugin's kind and its check
+	var re *diag.ReportError
+	if errors.As(err, &re) {
+		err = nil // findings, which the plugin check reports
+	}
+	pluginCheck := checkPlugin(env, rep, err)
 	var rs []Result
-	if nodePlugin(env.PluginDir) {
-		rs = []Result{checkNode(ctx, env), checkPlugin(env), checkNodeModules(env)}
+	if nodePlugin(env.PluginDir, p) {
+		rs = []Result{checkNode(ctx, env), pluginCheck, checkNodeModules(env)}
 	} else {
-		rs = []Result{checkPython(ctx, env), checkPlugin(env), checkVenv(ctx, env), checkUV(ctx, env)}
+		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkUV(ctx, env)}
 	}
 	return append(rs, checkDevServer(ctx, env), checkPort(), checkSandbox(env))
 }
 
-// nodePlugin reports whether dir holds a Node plugin: its manifest's runtime, or, where the
-// manifest does not load, a package.json and no pyproject.toml.
-func nodePlugin(dir string) bool {
-	if p, _, err := lint.Load(dir); err == nil && p != nil {
+// nodePlugin reports whether dir holds a Node plugin: its manifest's runtime (p, the plugin as
+// lint loaded it), or, where it did not load, a package.json and no pyproject.toml.
+func nodePlugin(dir string, p *plugin.Plugin) bool {
+	if p != nil {
 		return p.Manifest.Runtime == "node"
 	}
 	_, errPkg := os.Stat(filepath.Join(dir, lint.PackageJSONFile))
@@ -364,9 +372,9 @@ func checkPython(ctx context.Context, env Env) Result {
 	return r
 }
 
-func checkPlugin(env Env) Result {
+// checkPlugin reports the plugin's lint: its report, or the error that kept it from being read.
+func checkPlugin(env Env, rep *diag.Report, err error) Result {
 	r := Result{Check: "plugin"}
-	rep, err := lint.Run(env.PluginDir)
 	switch {
 	case err != nil:
 		r.Level, r.Detail, r.Mend = Warn, err.Error(), "run oz0 doctor in a plugin's directory, or pass --plugin DIR"

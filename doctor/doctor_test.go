@@ -11,6 +11,8 @@ import (
 
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
+	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 func noEnv(string) string { return "" }
@@ -57,7 +59,7 @@ func TestDevServer(t *testing.T) {
 
 func TestVenvAndPlugin(t *testing.T) {
 	dir := t.TempDir()
-	if r := checkPlugin(Env{PluginDir: dir}); r.Level != Warn || !strings.Contains(r.Mend, "oz0 plugin new") {
+	if r := checkPluginIn(dir); r.Level != Warn || !strings.Contains(r.Mend, "oz0 plugin new") {
 		t.Errorf("no manifest: %+v", r)
 	}
 	// No plugin here at all: the venv check does not call it "not a Python plugin".
@@ -113,7 +115,7 @@ func TestNodePluginIsToldFromItsFiles(t *testing.T) {
 		for _, f := range strings.Fields(files) {
 			testbin.WriteFiles(t, dir, map[string]string{f: "{}"})
 		}
-		if got := nodePlugin(dir); got != want {
+		if got := nodePlugin(dir, nil); got != want {
 			t.Errorf("%q: node plugin %v, want %v", files, got, want)
 		}
 	}
@@ -216,4 +218,14 @@ func TestAllows(t *testing.T) {
 			t.Errorf("allows(%v, %s) = %v", tc.list, tc.here, got)
 		}
 	}
+}
+
+// checkPluginIn is checkPlugin of the plugin in dir, loaded as Run loads it.
+func checkPluginIn(dir string) Result {
+	_, rep, err := lint.Load(dir)
+	var re *diag.ReportError
+	if errors.As(err, &re) {
+		err = nil
+	}
+	return checkPlugin(Env{PluginDir: dir}, rep, err)
 }

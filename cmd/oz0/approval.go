@@ -104,7 +104,7 @@ func newCmdApprovalApprove(f *cmdutil.Factory, runF func(*approvalApproveOptions
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if !slices.Contains(approvalScopes, opts.Scope) {
-				return cmdutil.Usagef("unknown --scope %s; choose once, job or always", quote(opts.Scope))
+				return cmdutil.Usagef("unknown --scope %s; choose once, job or always", cmdutil.Quote(opts.Scope))
 			}
 			if runF != nil {
 				return runF(opts)
@@ -283,5 +283,5 @@ func ruleArg(cmd *cobra.Command, args []string) error {
 		strings.IndexFunc(rule, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) < 0 {
 		return nil
 	}
-	return cmdutil.Usagef("%s is neither a rule ID (rule_…) nor the <harness>.<tool> of a rule; `oz0 approval rules` shows them", quote(rule))
+	return cmdutil.Usagef("%s is neither a rule ID (rule_…) nor the <harness>.<tool> of a rule; `oz0 approval rules` shows them", cmdutil.Quote(rule))
 }

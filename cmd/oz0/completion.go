@@ -45,7 +45,7 @@ The bash script needs the bash-completion package (version 2). If it is not inst
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(out)
 			}
-			return cmdutil.Usagef("unknown shell %s; choose bash, zsh, fish or powershell", quote(args[0]))
+			return cmdutil.Usagef("unknown shell %s; choose bash, zsh, fish or powershell", cmdutil.Quote(args[0]))
 		},
 	}
 }

@@ -73,10 +73,10 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 				opts.LogLevel = "debug"
 			}
 			if !slices.Contains(logLevels, opts.LogLevel) {
-				return cmdutil.Usagef("unknown --log-level %s; choose one of %s", quote(opts.LogLevel), strings.Join(logLevels, ", "))
+				return cmdutil.Usagef("unknown --log-level %s; choose one of %s", cmdutil.Quote(opts.LogLevel), strings.Join(logLevels, ", "))
 			}
 			if !slices.Contains(logFormats, opts.LogFormat) {
-				return cmdutil.Usagef("unknown --log-format %s; choose text or json", quote(opts.LogFormat))
+				return cmdutil.Usagef("unknown --log-format %s; choose text or json", cmdutil.Quote(opts.LogFormat))
 			}
 			tier, err := sandbox.ParseTier(sandboxFlag)
 			if err != nil {

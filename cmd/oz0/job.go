@@ -57,7 +57,7 @@ func newCmdJobList(f *cmdutil.Factory, runF func(*jobListOptions) error) *cobra.
 			if opts.Status != "" {
 				for _, st := range strings.Split(opts.Status, ",") {
 					if !apiv1.Status(st).Valid() {
-						return cmdutil.Usagef("unknown --status %s; the statuses are %s", quote(st), statusNames())
+						return cmdutil.Usagef("unknown --status %s; the statuses are %s", cmdutil.Quote(st), statusNames())
 					}
 				}
 			}
@@ -107,7 +107,7 @@ func jobListRun(ctx context.Context, opts *jobListOptions) error {
 			filters = append(filters, "--status "+opts.Status)
 		}
 		if opts.Agent != "" {
-			filters = append(filters, "--agent "+quote(opts.Agent))
+			filters = append(filters, "--agent "+cmdutil.Quote(opts.Agent))
 		}
 		if len(filters) > 0 {
 			fmt.Fprintf(opts.IO.ErrOut, "no jobs with %s; oz0 job list shows them all\n", strings.Join(filters, " "))

@@ -17,16 +17,16 @@ import (
 func loopbackAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", cmdutil.Usagef("--addr %s is not HOST:PORT; use e.g. --addr 127.0.0.1:7311, or port 0 for a free one", quote(addr))
+		return "", cmdutil.Usagef("--addr %s is not HOST:PORT; use e.g. --addr 127.0.0.1:7311, or port 0 for a free one", cmdutil.Quote(addr))
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
-		return "", cmdutil.Usagef("--addr %s has a bad port; use e.g. --addr 127.0.0.1:7311, or port 0 for a free one", quote(addr))
+		return "", cmdutil.Usagef("--addr %s has a bad port; use e.g. --addr 127.0.0.1:7311, or port 0 for a free one", cmdutil.Quote(addr))
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	if !apiv1.IsLoopbackHost(host) {
-		return "", cmdutil.Usagef("--addr %s is not a loopback address: oz0 listens only on 127.0.0.1, ::1 or localhost, e.g. --addr 127.0.0.1:7311", quote(addr))
+		return "", cmdutil.Usagef("--addr %s is not a loopback address: oz0 listens only on 127.0.0.1, ::1 or localhost, e.g. --addr 127.0.0.1:7311", cmdutil.Quote(addr))
 	}
 	return net.JoinHostPort(host, port), nil
 }

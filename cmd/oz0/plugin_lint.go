@@ -57,7 +57,7 @@ Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.
 				opts.Dir = args[0]
 			}
 			if !slices.Contains(diag.Formats, opts.Format) {
-				return cmdutil.Usagef("unknown --format %s; choose one of %s", quote(opts.Format), strings.Join(diag.Formats, ", "))
+				return cmdutil.Usagef("unknown --format %s; choose one of %s", cmdutil.Quote(opts.Format), strings.Join(diag.Formats, ", "))
 			}
 			if runF != nil {
 				return runF(opts)

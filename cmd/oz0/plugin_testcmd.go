@@ -100,7 +100,7 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	}
 	for _, h := range opts.Harnesses {
 		if p.Harness(h) == nil {
-			return cmdutil.Usagef("--harness %s: the plugin in %s has no harness %s; it has %s", quote(h), opts.Dir, quote(h), strings.Join(harnessNames(p), ", "))
+			return cmdutil.Usagef("--harness %s: the plugin in %s has no harness %s; it has %s", cmdutil.Quote(h), opts.Dir, cmdutil.Quote(h), strings.Join(harnessNames(p), ", "))
 		}
 	}
 	var script *fakemodel.Script

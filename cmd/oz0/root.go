@@ -123,17 +123,14 @@ func flagError(cmd *cobra.Command, err error) error {
 func badFlagValue(fl *pflag.Flag, value string) string {
 	switch fl.Value.Type() {
 	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return fmt.Sprintf("--%s takes a whole number, not %s", fl.Name, quote(value))
+		return fmt.Sprintf("--%s takes a whole number, not %s", fl.Name, cmdutil.Quote(value))
 	case "duration":
-		return fmt.Sprintf("--%s takes a duration such as 30s, 2m or 1m30s, not %s", fl.Name, quote(value))
+		return fmt.Sprintf("--%s takes a duration such as 30s, 2m or 1m30s, not %s", fl.Name, cmdutil.Quote(value))
 	case "bool":
-		return fmt.Sprintf("--%s is a switch: give it alone, or as --%s=false, not with %s", fl.Name, fl.Name, quote(value))
+		return fmt.Sprintf("--%s is a switch: give it alone, or as --%s=false, not with %s", fl.Name, fl.Name, cmdutil.Quote(value))
 	}
-	return fmt.Sprintf("--%s does not take %s", fl.Name, quote(value))
+	return fmt.Sprintf("--%s does not take %s", fl.Name, cmdutil.Quote(value))
 }
-
-// quote quotes a value the user gave for a message, clipped: a mistyped megabyte stays a line.
-func quote(s string) string { return strconv.Quote(diag.Clip(s)) }
 
 // noArgs rejects arguments on commands that take none, naming an unknown subcommand as such,
 // with the subcommands it may have meant.
@@ -147,7 +144,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	if err := cmdutil.JSONFieldsMistake(cmd, args, true); err != nil {
 		return err
 	}
-	return cmdutil.Usagef("%s takes no arguments, got %s; see '%s --help'", cmd.CommandPath(), quote(args[0]), cmd.CommandPath())
+	return cmdutil.Usagef("%s takes no arguments, got %s; see '%s --help'", cmd.CommandPath(), cmdutil.Quote(args[0]), cmd.CommandPath())
 }
 
 // unknownCommand is the error for a subcommand of cmd that does not exist.
@@ -156,9 +153,9 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
 	}
 	if near := plausible(name, cmd.SuggestionsFor(name)); len(near) > 0 {
-		return cmdutil.Usagef("unknown command %s for %q; did you mean %s? See '%s --help'", quote(name), cmd.CommandPath(), orList(near, ""), cmd.CommandPath())
+		return cmdutil.Usagef("unknown command %s for %q; did you mean %s? See '%s --help'", cmdutil.Quote(name), cmd.CommandPath(), orList(near, ""), cmd.CommandPath())
 	}
-	return cmdutil.Usagef("unknown command %s for %q; see '%s --help'", quote(name), cmd.CommandPath(), cmd.CommandPath())
+	return cmdutil.Usagef("unknown command %s for %q; see '%s --help'", cmdutil.Quote(name), cmd.CommandPath(), cmd.CommandPath())
 }
 
 // plausible keeps the suggestions that look like name: within two edits and fewer than its
@@ -275,7 +272,7 @@ func oneID(kind, prefix, list string) cobra.PositionalArgs {
 			return err
 		}
 		if !apiv1.ValidID(prefix, args[0]) {
-			return cmdutil.Usagef("%s is not %s %s ID (they look like %s4k2vrsmq…); `%s` shows them", quote(args[0]), article(kind), kind, prefix, list)
+			return cmdutil.Usagef("%s is not %s %s ID (they look like %s4k2vrsmq…); `%s` shows them", cmdutil.Quote(args[0]), article(kind), kind, prefix, list)
 		}
 		return nil
 	}

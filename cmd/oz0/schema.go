@@ -53,7 +53,7 @@ is its URL.`,
 			if len(args) == 1 {
 				name, ok := schemas.Lookup(args[0])
 				if !ok {
-					return cmdutil.Usagef("no schema %s; oz0 schema lists them: %s", quote(args[0]), strings.Join(schemaShortNames(), ", "))
+					return cmdutil.Usagef("no schema %s; oz0 schema lists them: %s", cmdutil.Quote(args[0]), strings.Join(schemaShortNames(), ", "))
 				}
 				opts.Name = name
 			}

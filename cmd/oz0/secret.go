@@ -107,7 +107,7 @@ func secretName(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if !secrets.ValidName(args[0]) {
-		return cmdutil.Usagef("secret name %s is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", quote(args[0]))
+		return cmdutil.Usagef("secret name %s is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", cmdutil.Quote(args[0]))
 	}
 	return nil
 }

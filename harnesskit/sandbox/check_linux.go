@@ -24,7 +24,6 @@ func check(t Tier) error {
 		u.Reason = "the container this runs in refuses user namespaces (" + err.Error() + ")"
 		u.Mend = "run the container with --security-opt seccomp=unconfined (or a seccomp profile that allows user namespaces), or use --sandbox none"
 	}
-	u.Tier = t
 	return u
 }
 

@@ -36,7 +36,6 @@ type Process struct {
 	cfg      initproc.Config
 	stdio    []*os.File // the harness's stdin, stdout and stderr, sent to the init with its config
 	ctl      *net.UnixConn
-	harness  int
 	lns      []net.Listener
 	done     chan struct{}
 	mu       sync.Mutex
@@ -251,7 +250,6 @@ func (p *Process) configure() error {
 		}
 		p.lns = append(p.lns, l)
 	}
-	p.harness = r.PID
 	go p.readExit()
 	return nil
 }
@@ -286,9 +284,6 @@ func (p *Process) readExit() {
 // Listeners are the sockets a Strict session reaches the gateway on, listening inside its
 // network: the node serves the gateway there, and closes them.
 func (p *Process) Listeners() []net.Listener { return p.lns }
-
-// HarnessPID is the harness's process id inside the sandbox.
-func (p *Process) HarnessPID() int { return p.harness }
 
 // HarnessStatus is how the harness exited, once cmd.Wait has returned; ok is false when the init
 // could not say (it was killed first).

@@ -87,14 +87,14 @@ func (f *JSONFlags) Check() error {
 			var pe *gojq.ParseError
 			if errors.As(err, &pe) && pe.Offset >= len(f.JQ) {
 				// gojq says "unexpected EOF": the expression stops before it is whole.
-				return Usagef("--jq %s is not a whole jq expression: it ends too soon (a bracket or quote left open?)", quote(f.JQ))
+				return Usagef("--jq %s is not a whole jq expression: it ends too soon (a bracket or quote left open?)", Quote(f.JQ))
 			}
-			return Usagef("--jq %s is not a jq expression: %v", quote(f.JQ), err)
+			return Usagef("--jq %s is not a jq expression: %v", Quote(f.JQ), err)
 		}
 	}
 	if f.Template != "" {
 		if err := template.New(io.Discard, 80, false).Parse(f.Template); err != nil {
-			return Usagef("--template %s is not a Go template: %s", quote(f.Template), templateError(err))
+			return Usagef("--template %s is not a Go template: %s", Quote(f.Template), templateError(err))
 		}
 	}
 	return nil
@@ -113,8 +113,8 @@ func templateError(err error) string {
 	return m[2]
 }
 
-// quote quotes a value the user gave, clipped.
-func quote(s string) string { return strconv.Quote(diag.Clip(s)) }
+// Quote quotes a value the user gave for a message, clipped: a mistyped megabyte stays a line.
+func Quote(s string) string { return strconv.Quote(diag.Clip(s)) }
 
 var templateHead = regexp.MustCompile(`^template: [^:]*:(\d+):(?:\d+:)? (.*)$`)
 
