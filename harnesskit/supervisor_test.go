@@ -239,8 +239,7 @@ func TestFaultIgnoresSIGTERM(t *testing.T) {
 
 func TestFaultGrandchildHoldsStdout(t *testing.T) {
 	sp := spec(t, "grandchild")
-	sp.Limits.Grace = 20 * time.Second // long, so that waiting for it cannot pass for killing at once
-	start := time.Now()
+	sp.Limits.Grace = time.Hour // a supervisor that waited for it would hang the test, not pass it
 	end, _ := run(t, sp)
 	wantStatus(t, end, harnesskit.Completed)
 	pid := grandchildPID(t, end)
@@ -250,9 +249,6 @@ func TestFaultGrandchildHoldsStdout(t *testing.T) {
 	}
 	// The group is killed as soon as the harness exits: no waiting for the grace period. (A
 	// correctness bound, far from both the session's few milliseconds and the 20 s grace.)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the session took %s; a grandchild holding stdout held it up", d)
-	}
 }
 
 func TestFaultGrandchildLeavesTheGroup(t *testing.T) {
@@ -263,13 +259,12 @@ func TestFaultGrandchildLeavesTheGroup(t *testing.T) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	sp.Limits.Grace = 20 * time.Second // long, so that waiting for it cannot pass for killing at once
-	start := time.Now()
+	sp.Limits.Grace = time.Hour // a supervisor that waited for it would hang the test, not pass it
 	end, _ := run(t, sp)
 	wantStatus(t, end, harnesskit.Completed)
 	pid = grandchildPID(t, end)
 	// It escaped the group, but it holds stdout: the supervisor finds it by its pipe and kills
-	// it, and does not wait for it. (A correctness bound, far from the 20 s grace.)
+	// it, and does not wait for it.
 	deadline := time.Now().Add(10 * time.Second)
 	for processAlive(pid) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

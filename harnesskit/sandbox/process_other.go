@@ -29,7 +29,6 @@ func (p *Process) Start() error { return check(Standard) }
 // Listeners are none.
 func (p *Process) Listeners() []net.Listener { return nil }
 
-
 // HarnessStatus is never known.
 func (p *Process) HarnessStatus() (syscall.WaitStatus, bool) { return 0, false }
 
