@@ -247,8 +247,8 @@ func TestFaultGrandchildHoldsStdout(t *testing.T) {
 		t.Errorf("the grandchild %d is alive", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	// The group is killed as soon as the harness exits: no waiting for the grace period. (A
-	// correctness bound, far from both the session's few milliseconds and the 20 s grace.)
+	// The group is killed as soon as the harness exits: with an hour's grace, waiting for it would
+	// hang the test.
 }
 
 func TestFaultGrandchildLeavesTheGroup(t *testing.T) {
@@ -271,9 +271,6 @@ func TestFaultGrandchildLeavesTheGroup(t *testing.T) {
 	}
 	if processAlive(pid) {
 		t.Errorf("the grandchild %d, which holds the session's stdout, is alive", pid)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the session took %s; a grandchild holding stdout held it up", d)
 	}
 }
 
