@@ -148,7 +148,6 @@ func (c *activeClock) release() {
 	}
 }
 
-// stop stops the clock for good and returns the time held.
 // remaining is the active time left before the limit; ok is false when there is no limit.
 func (c *activeClock) remaining() (left time.Duration, ok bool) {
 	c.mu.Lock()
@@ -163,6 +162,7 @@ func (c *activeClock) remaining() (left time.Duration, ok bool) {
 	return max(c.limit-active, 0), true
 }
 
+// stop stops the clock for good and returns the time held.
 func (c *activeClock) stop() (held time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -188,7 +188,8 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}
 	s.workdir = filepath.Join(s.root, "work")
 	s.stateDir = filepath.Join(s.root, "state")
-	for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
+	dirs := []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")}
+	for _, d := range dirs {
 		if err = os.Mkdir(d, 0o700); err != nil {
 			return nil, fmt.Errorf("cannot make the session's directories: %w", err)
 		}
@@ -217,7 +218,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 			argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
 		}
 		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
-			for _, d := range []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")} {
+			for _, d := range dirs {
 				if err = os.Chown(d, uid, gid); err != nil {
 					return nil, fmt.Errorf("cannot give the session's directories to its sandbox's user: %w", err)
 				}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 // MaxNameLen is the longest plugin name: it must fit a DNS label, as names end up in hosts.
@@ -20,10 +22,10 @@ func ValidateName(name string) error {
 		return fmt.Errorf("plugin name is empty; give one like acme-triage (lowercase letters, digits and hyphens)")
 	}
 	if !utf8.ValidString(name) {
-		return fmt.Errorf("plugin name %q is not UTF-8 text; use only lowercase letters, digits and hyphens", clip(name))
+		return fmt.Errorf("plugin name %q is not UTF-8 text; use only lowercase letters, digits and hyphens", diag.ClipN(name, MaxNameLen+1))
 	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLen {
-		return fmt.Errorf("plugin name %q is %d characters; use at most %d", clip(name), n, MaxNameLen)
+		return fmt.Errorf("plugin name %q is %d characters; use at most %d", diag.ClipN(name, MaxNameLen+1), n, MaxNameLen)
 	}
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return fmt.Errorf("plugin name %q is a path; give a bare name and choose the parent directory with --dir", name)
@@ -92,14 +94,6 @@ func SuggestName(name string) string {
 	s := b.String()
 	if len(s) > MaxNameLen {
 		s = strings.TrimRight(s[:MaxNameLen], "-")
-	}
-	return s
-}
-
-// clip shortens a name too long to be one for a message: a mistyped megabyte stays a line.
-func clip(s string) string {
-	if r := []rune(s); len(r) > MaxNameLen+1 {
-		return string(r[:MaxNameLen]) + "…"
 	}
 	return s
 }

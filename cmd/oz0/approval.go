@@ -275,7 +275,7 @@ func ruleArg(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	rule := args[0]
-	if strings.HasPrefix(rule, apiv1.RuleIDPrefix) && apiv1.ValidID(apiv1.RuleIDPrefix, rule) {
+	if apiv1.ValidID(apiv1.RuleIDPrefix, rule) {
 		return nil
 	}
 	harness, tool, ok := strings.Cut(rule, ".")
