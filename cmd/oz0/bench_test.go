@@ -161,25 +161,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // startDev starts `oz0 dev` on dir in tier and returns a client of it; it stops at the end.
 func startDev(b *testing.B, bin, dir string, tier sandbox.Tier) *client.Client {
 	ready := filepath.Join(b.TempDir(), "ctx")
-	cmd := exec.Command(bin, "dev", "--ephemeral", "--plugin", dir, "--sandbox", string(tier), "--ready-file", ready)
-	if err := cmd.Start(); err != nil {
+	ctx, err := apiv1.ParseContext(startReady(b, nil, ready, bin, "dev", "--ephemeral", "--plugin", dir, "--sandbox", string(tier), "--ready-file", ready))
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
-			ctx, err := apiv1.ParseContext(strings.TrimSpace(string(data)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return client.New(ctx)
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("oz0 dev not ready in 30 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return client.New(ctx)
 }
 
 // firstEvent submits a job and follows it to its end; it returns the time to its first event
