@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
@@ -93,7 +93,7 @@ func nodePlugin(dir string, p *plugin.Plugin) bool {
 	return errPkg == nil && errPy != nil
 }
 
-var nodeVersion = regexp.MustCompile(`^v(\d+)\.\d+\.\d+`)
+var nodeVersion = lazyre.New(`^v(\d+)\.\d+\.\d+`)
 
 // checkNode checks the node on PATH against MinNode and the plugin's engines.node (a ">=N").
 func checkNode(ctx context.Context, env Env) Result {
@@ -111,7 +111,7 @@ func checkNode(ctx context.Context, env Env) Result {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
-	m := nodeVersion.FindStringSubmatch(strings.TrimSpace(string(out)))
+	m := nodeVersion().FindStringSubmatch(strings.TrimSpace(string(out)))
 	if err != nil || m == nil {
 		r.Level, r.Detail, r.Mend = Fail, fmt.Sprintf("%s --version does not say a version (%q, %v)", path, strings.TrimSpace(string(out)), err), "check that "+path+" runs"
 		return r
@@ -126,7 +126,7 @@ func checkNode(ctx context.Context, env Env) Result {
 	return r
 }
 
-var atLeast = regexp.MustCompile(`^\s*>=\s*v?(\d+)(\.\d+){0,2}\s*$`)
+var atLeast = lazyre.New(`^\s*>=\s*v?(\d+)(\.\d+){0,2}\s*$`)
 
 // enginesNode is the major version a plugin's package.json asks for with engines.node ">=N"; 0
 // for any other constraint, or none.
@@ -135,7 +135,7 @@ func enginesNode(dir string) int {
 	if err != nil {
 		return 0
 	}
-	m := atLeast.FindStringSubmatch(pkg.Engines.Node)
+	m := atLeast().FindStringSubmatch(pkg.Engines.Node)
 	if m == nil {
 		return 0
 	}
@@ -329,7 +329,7 @@ func checkSandbox(env Env) Result {
 	return r
 }
 
-var pyVersion = regexp.MustCompile(`Python (\d+)\.(\d+)(\.\d+)?`)
+var pyVersion = lazyre.New(`Python (\d+)\.(\d+)(\.\d+)?`)
 
 func version(ctx context.Context, bin string) (string, int, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -338,7 +338,7 @@ func version(ctx context.Context, bin string) (string, int, int, error) {
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("%s --version: %v", bin, err)
 	}
-	m := pyVersion.FindStringSubmatch(string(out))
+	m := pyVersion().FindStringSubmatch(string(out))
 	if m == nil {
 		return strings.TrimSpace(string(out)), 0, 0, fmt.Errorf("cannot read the version in %q", strings.TrimSpace(string(out)))
 	}

@@ -2,19 +2,20 @@ package harnesskit
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 )
 
 // How a harness's command line reads, for the node that runs it and for lint, which checks what
 // the node will resolve: the program, the module python -m runs, and the file an interpreter runs.
 
-var pythonProgram = regexp.MustCompile(`^python(?:3(?:\.\d+)?)?$`)
+var pythonProgram = lazyre.New(`^python(?:3(?:\.\d+)?)?$`)
 
 // IsPython reports whether a command's program is Python (python, python3, python3.N): the
 // plugin's .venv python when it has one.
-func IsPython(program string) bool { return pythonProgram.MatchString(filepath.Base(program)) }
+func IsPython(program string) bool { return pythonProgram().MatchString(filepath.Base(program)) }
 
 // PythonModule returns the module of `python [options] -m MODULE` (or -mMODULE) and its index in
 // argv; "" and -1 when the command is not Python or runs no module (a script, -c code, stdin).

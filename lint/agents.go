@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
@@ -77,7 +77,7 @@ func (l *linter) lintAgent(file string) {
 	// runtime: harness:NAME of the manifest.
 	var h *harness
 	if rt, ok := asString(m["runtime"]); ok && l.harnessesKnown {
-		if hn, ok := strings.CutPrefix(rt, "harness:"); ok && agentHarnessRef.MatchString(hn) {
+		if hn, ok := strings.CutPrefix(rt, "harness:"); ok && agentHarnessRef().MatchString(hn) {
 			h = l.harnesses[hn]
 			if h == nil {
 				_, n := schemas.Locate(root, "runtime")
@@ -99,7 +99,7 @@ func (l *linter) lintAgent(file string) {
 	l.checkApprovals(file, root, asMap(m["harness"]), h)
 }
 
-var agentHarnessRef = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+var agentHarnessRef = lazyre.New(`^[a-z][a-z0-9-]*$`)
 
 // checkInstructions checks the agent's prompt file and returns its text.
 func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]any) string {

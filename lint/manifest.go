@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"os/exec"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -171,7 +171,7 @@ func (l *linter) checkFormats(root *yaml.Node, hp []string, hm map[string]any, l
 	}
 }
 
-var pythonModule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+var pythonModule = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 // checkModule checks that python -m MODULE names a module of the plugin.
 func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, label string) {
@@ -184,7 +184,7 @@ func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, la
 		return
 	}
 	_, n := schemas.Locate(root, append(hp, "command", strconv.Itoa(at))...)
-	if !pythonModule.MatchString(mod) {
+	if !pythonModule().MatchString(mod) {
 		l.addAt(ManifestFile, n, 0, "module-missing", "%s runs python -m `%s`, which is not a Python module name", label, mod)
 		return
 	}

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 )
 
 // PackageJSONFile is the Node project file whose dependencies are checked.
@@ -19,13 +19,13 @@ const PackageJSONFile = "package.json"
 // The model clients a JavaScript or TypeScript harness's code may build, by the model API they
 // speak: Strands', LangChain's and the AI SDK's, and the SDKs' own classes.
 var (
-	jsAnthropicClients = regexp.MustCompile(`\b(AnthropicModel|ChatAnthropic|createAnthropic|Anthropic)\b`)
-	jsOpenAIClients    = regexp.MustCompile(`\b(OpenAIModel|ChatOpenAI|createOpenAI|OpenAI)\b`)
-	jsResponsesCalls   = regexp.MustCompile(`\.responses\.(create|stream|parse)\(|\.responses\(`)
+	jsAnthropicClients = lazyre.New(`\b(AnthropicModel|ChatAnthropic|createAnthropic|Anthropic)\b`)
+	jsOpenAIClients    = lazyre.New(`\b(OpenAIModel|ChatOpenAI|createOpenAI|OpenAI)\b`)
+	jsResponsesCalls   = lazyre.New(`\.responses\.(create|stream|parse)\(|\.responses\(`)
 	// Strands' OpenAIModel speaks the Responses API unless it is given api: "chat".
-	strandsOpenAIModel = regexp.MustCompile(`\bnew\s+OpenAIModel\s*\(\s*\{`)
-	apiChat            = regexp.MustCompile(`\bapi\s*:\s*["'` + "`" + `]chat["'` + "`" + `]`)
-	apiOption          = regexp.MustCompile(`\bapi\s*:`)
+	strandsOpenAIModel = lazyre.New(`\bnew\s+OpenAIModel\s*\(\s*\{`)
+	apiChat            = lazyre.New(`\bapi\s*:\s*["'` + "`" + `]chat["'` + "`" + `]`)
+	apiOption          = lazyre.New(`\bapi\s*:`)
 )
 
 var jsPatterns = []clientPattern{
@@ -83,7 +83,7 @@ func (l *linter) jsClients(dir string) (clients []client, usesComplete bool) {
 		}
 		src := string(data)
 		code := jsCode(src)
-		usesComplete = usesComplete || completeCall.MatchString(code)
+		usesComplete = usesComplete || completeCall().MatchString(code)
 		for _, c := range findClients(p, code, jsPatterns) {
 			if c.responses {
 				c.fix = "use Chat Completions (client.chat.completions.create, or Strands' OpenAIModel with api: \"chat\")"
@@ -100,16 +100,16 @@ func (l *linter) jsClients(dir string) (clients []client, usesComplete bool) {
 // default is the Responses API. Only options written in place (an object literal) are judged.
 func strandsResponses(file, src, code string) []client {
 	var out []client
-	for _, loc := range strandsOpenAIModel.FindAllStringIndex(code, -1) {
+	for _, loc := range strandsOpenAIModel().FindAllStringIndex(code, -1) {
 		open := loc[1] - 1
 		end := matchingBrace(code, open)
 		options := src[open:end]
-		if apiChat.MatchString(options) {
+		if apiChat().MatchString(options) {
 			continue
 		}
 		c := client{name: "OpenAIModel", file: file, responses: true,
 			fix: "give it api: \"chat\" (its default is the Responses API)"}
-		if !apiOption.MatchString(jsCode(options)) {
+		if !apiOption().MatchString(jsCode(options)) {
 			c.name = "OpenAIModel` without `api: \"chat\""
 		}
 		c.line, c.col = lineCol(code, loc[0]+strings.Index(code[loc[0]:], "OpenAIModel"))
@@ -321,8 +321,8 @@ func sortedKeys(m map[string]any) []string {
 }
 
 var (
-	npmExact   = regexp.MustCompile(`^=?v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	npmGitHash = regexp.MustCompile(`#[0-9a-f]{7,40}$`)
+	npmExact   = lazyre.New(`^=?v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	npmGitHash = lazyre.New(`#[0-9a-f]{7,40}$`)
 )
 
 // npmPinned reports whether an npm dependency's spec names one version: an exact version (an
@@ -332,7 +332,7 @@ func npmPinned(spec string) bool {
 	spec = strings.TrimSpace(spec)
 	if alias, ok := strings.CutPrefix(spec, "npm:"); ok {
 		at := strings.LastIndexByte(alias, '@')
-		return at > 0 && npmExact.MatchString(alias[at+1:])
+		return at > 0 && npmExact().MatchString(alias[at+1:])
 	}
 	for _, local := range []string{"file:", "link:", "workspace:"} {
 		if strings.HasPrefix(spec, local) {
@@ -340,9 +340,9 @@ func npmPinned(spec string) bool {
 		}
 	}
 	if strings.Contains(spec, "://") || strings.HasPrefix(spec, "github:") || strings.Contains(spec, "/") {
-		return npmGitHash.MatchString(spec) || strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".tar.gz")
+		return npmGitHash().MatchString(spec) || strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".tar.gz")
 	}
-	return npmExact.MatchString(spec)
+	return npmExact().MatchString(spec)
 }
 
 // jsonKeyPosition finds where key is written in the object under section, the first level of a

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 )
 
 // PyprojectFile is the Python project file whose dependencies are checked.
@@ -79,12 +80,12 @@ func (l *linter) lintPyproject() {
 
 // A PEP 508 requirement: name, extras, then a version specifier or a URL,
 // then markers.
-var requirement = regexp.MustCompile(`^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[([^\]]*)\])?\s*(.*)$`)
+var requirement = lazyre.New(`^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[([^\]]*)\])?\s*(.*)$`)
 
-var separators = regexp.MustCompile(`[-_.]+`)
+var separators = lazyre.New(`[-_.]+`)
 
 func normalizeName(s string) string {
-	return separators.ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-")
+	return separators().ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-")
 }
 
 // frameworks whose versions must be pinned: exact names, and prefixes.
@@ -94,7 +95,7 @@ var (
 )
 
 func (l *linter) checkDependency(file string, loc *literalFinder, where, dep string) {
-	m := requirement.FindStringSubmatch(dep)
+	m := requirement().FindStringSubmatch(dep)
 	if m == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -17,10 +18,10 @@ import (
 // frameworks' and the SDKs' class names (node.go has JavaScript's). session.complete() speaks the
 // record's format, so it fits any.
 var (
-	anthropicClients = regexp.MustCompile(`\b(AnthropicModel|AnthropicLlm|AnthropicClient|ChatAnthropic|AsyncAnthropic|Anthropic)\b`)
-	openaiClients    = regexp.MustCompile(`\b(OpenAIModel|OpenAILlm|OpenAIChatCompletionClient|ChatOpenAI|AsyncOpenAI|OpenAI)\b`)
-	responsesClients = regexp.MustCompile(`\b(OpenAIResponsesModel|OpenAIResponsesLlm|OpenAIChatClient)\b|\.responses\.(create|stream)\(`)
-	completeCall     = regexp.MustCompile(`\bsession\.complete\(`)
+	anthropicClients = lazyre.New(`\b(AnthropicModel|AnthropicLlm|AnthropicClient|ChatAnthropic|AsyncAnthropic|Anthropic)\b`)
+	openaiClients    = lazyre.New(`\b(OpenAIModel|OpenAILlm|OpenAIChatCompletionClient|ChatOpenAI|AsyncOpenAI|OpenAI)\b`)
+	responsesClients = lazyre.New(`\b(OpenAIResponsesModel|OpenAIResponsesLlm|OpenAIChatClient)\b|\.responses\.(create|stream)\(`)
+	completeCall     = lazyre.New(`\bsession\.complete\(`)
 )
 
 // maxCodeFiles bounds how many files of a harness's package are read for its model clients.
@@ -87,7 +88,7 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 // (a single-file module, or none: module-missing says so).
 func (l *linter) pythonPackageDir(argv []string) string {
 	mod, at := harnesskit.PythonModule(argv)
-	if at < 0 || !pythonModule.MatchString(mod) {
+	if at < 0 || !pythonModule().MatchString(mod) {
 		return ""
 	}
 	rel := strings.ReplaceAll(mod, ".", "/")
@@ -115,7 +116,7 @@ func (l *linter) pythonClients(dir string) (clients []client, usesComplete bool)
 			return nil
 		}
 		code := pythonCode(string(data))
-		usesComplete = usesComplete || completeCall.MatchString(code)
+		usesComplete = usesComplete || completeCall().MatchString(code)
 		clients = append(clients, findClients(p, code, pythonPatterns)...)
 		return nil
 	})
@@ -124,7 +125,7 @@ func (l *linter) pythonClients(dir string) (clients []client, usesComplete bool)
 
 // clientPattern finds the clients of one kind in code: those of a format, or of the Responses API.
 type clientPattern struct {
-	re        *regexp.Regexp
+	re        func() *regexp.Regexp
 	format    string
 	responses bool
 }
@@ -139,7 +140,7 @@ var pythonPatterns = []clientPattern{
 func findClients(file, code string, patterns []clientPattern) []client {
 	var out []client
 	for _, m := range patterns {
-		for _, loc := range m.re.FindAllStringIndex(code, -1) {
+		for _, loc := range m.re().FindAllStringIndex(code, -1) {
 			c := client{name: strings.TrimPrefix(code[loc[0]:loc[1]], "."), file: file, responses: m.responses, formatName: m.format,
 				fix: "use the framework's Chat Completions client"}
 			c.line, c.col = lineCol(code, loc[0])

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
@@ -52,7 +52,7 @@ type Limits struct {
 // DefaultLimits are the limits of ToValue and ValidateYAML.
 var DefaultLimits = Limits{MaxNodes: 100_000, MaxDepth: 64}
 
-var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineErr = lazyre.New(`^yaml: line (\d+): (.*)$`)
 
 // ParseYAML parses data as one YAML document and returns its document node.
 // It never panics: binary data, invalid UTF-8, syntax errors and a second
@@ -97,14 +97,14 @@ func yamlError(data []byte, err error) diag.Diagnostic {
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		// A decoding error: its line is the node's own.
 		line := 1
-		if m := yamlLineErr.FindStringSubmatch("yaml: " + te.Errors[0]); m != nil {
+		if m := yamlLineErr().FindStringSubmatch("yaml: " + te.Errors[0]); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			return problem(line, 1, KindYAMLSyntax, "", m[2])
 		}
 		return problem(line, 1, KindYAMLSyntax, "", te.Errors[0])
 	}
 	reported := 0
-	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineErr().FindStringSubmatch(msg); m != nil {
 		reported, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	} else {
@@ -187,7 +187,7 @@ func failsWith(data []byte, msg string) (fails bool) {
 			return false
 		}
 		got := err.Error()
-		if m := yamlLineErr.FindStringSubmatch(got); m != nil {
+		if m := yamlLineErr().FindStringSubmatch(got); m != nil {
 			got = m[2]
 		}
 		return strings.TrimPrefix(got, "yaml: ") == msg

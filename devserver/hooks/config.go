@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -201,12 +202,12 @@ func (p *parser) keyProblem(kind string, path []string, msg string) {
 
 func (p *parser) reported(path []string) bool { return p.bad[schemas.Pointer(path...)] }
 
-var hookPointer = regexp.MustCompile(`^/hooks/(\d+)$`)
+var hookPointer = lazyre.New(`^/hooks/(\d+)$`)
 
 // relocate moves a problem of the schema's cross-key rules (reported on the hook's mapping) to the
 // key it is about, and words the missing arguments of a change.
 func (p *parser) relocate(pr diag.Diagnostic) diag.Diagnostic {
-	m := hookPointer.FindStringSubmatch(pr.Pointer)
+	m := hookPointer().FindStringSubmatch(pr.Pointer)
 	if m == nil {
 		return pr
 	}
@@ -367,7 +368,7 @@ func reservedEnv(name string) bool {
 	return name == hook.MagicCookieKey || strings.HasPrefix(name, "PLUGIN_") || name == "OZ0_HOOK"
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHook {
 	ph := &pluginHook{name: name, timeout: DefaultTimeout}
@@ -406,7 +407,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		for _, k := range keys {
 			kat := append(slices.Clone(path), "env", k)
 			switch {
-			case !envName.MatchString(k):
+			case !envName().MatchString(k):
 				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", diag.Clip(k)))
 			case reservedEnv(k):
 				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is set by oz0 for the plugin's handshake; choose another name", k))

@@ -32,7 +32,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -56,10 +55,20 @@ var (
 	ErrFile     = errors.New("unusable secrets file")
 )
 
-var nameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
-
 // ValidName reports whether name is a secret's name: like an environment variable, ^[A-Z][A-Z0-9_]{0,127}$.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+// (Checked by hand: that regexp's bounded repeat compiles to ~100 KB at package init, which every
+// oz0 command paid.)
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 128 || name[0] < 'A' || name[0] > 'Z' {
+		return false
+	}
+	for _, c := range []byte(name[1:]) {
+		if !('A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Meta is what may be shown of a secret.
 type Meta struct {

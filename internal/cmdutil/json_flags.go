@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
@@ -54,7 +54,7 @@ func AddJSONFlags(cmd *cobra.Command, f *JSONFlags, what string) {
 }
 
 // jsonFields is what gh's --json takes: field names, comma-separated.
-var jsonFields = regexp.MustCompile(`^[a-z_]+(,[a-z_]+)*$`)
+var jsonFields = lazyre.New(`^[a-z_]+(,[a-z_]+)*$`)
 
 // JSONFieldsMistake is the usage error for an argument that is gh's --json fields, when --json was
 // given: a comma-separated list of names, or, with oneWord (a command that takes no arguments),
@@ -64,7 +64,7 @@ func JSONFieldsMistake(cmd *cobra.Command, args []string, oneWord bool) error {
 		return nil
 	}
 	for _, a := range args {
-		if jsonFields.MatchString(a) && (oneWord || strings.Contains(a, ",")) {
+		if jsonFields().MatchString(a) && (oneWord || strings.Contains(a, ",")) {
 			fields := strings.ReplaceAll(a, ",", ", ")
 			return Usagef("--json takes no field names: it prints every field; pick some with --jq, as in --jq '.[] | {%s}' for a list, or --jq '{%s}' for one", fields, fields)
 		}
@@ -103,7 +103,7 @@ func (f *JSONFlags) Check() error {
 // templateError is what text/template says is wrong, without its "template: NAME:LINE: " head;
 // the line is said when the template has more than one.
 func templateError(err error) string {
-	m := templateHead.FindStringSubmatch(err.Error())
+	m := templateHead().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err.Error()
 	}
@@ -116,7 +116,7 @@ func templateError(err error) string {
 // Quote quotes a value the user gave for a message, clipped: a mistyped megabyte stays a line.
 func Quote(s string) string { return strconv.Quote(diag.Clip(s)) }
 
-var templateHead = regexp.MustCompile(`^template: [^:]*:(\d+):(?:\d+:)? (.*)$`)
+var templateHead = lazyre.New(`^template: [^:]*:(\d+):(?:\d+:)? (.*)$`)
 
 // Write prints v as the flags ask: JSON, or what --jq or --template make of it. A nil slice is
 // an empty list, [].
