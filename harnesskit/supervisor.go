@@ -210,13 +210,14 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if IsPython(spec.Command[0]) {
+		// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
+		// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
+		// Python starts: every tier runs the interpreter it runs, resolved once.
+		argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
+	}
 	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
 	if tier.Isolated() {
-		if IsPython(spec.Command[0]) {
-			// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which
-			// the sandbox hides: run the interpreter it runs.
-			argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
-		}
 		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
 			for _, d := range dirs {
 				if err = os.Chown(d, uid, gid); err != nil {
