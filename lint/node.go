@@ -29,9 +29,9 @@ var (
 )
 
 var jsPatterns = []clientPattern{
-	{jsResponsesCalls, "", true},
-	{jsAnthropicClients, harnesskit.FormatAnthropicMessages, false},
-	{jsOpenAIClients, harnesskit.FormatOpenAIChat, false},
+	{jsResponsesCalls, []string{".responses"}, "", true},
+	{jsAnthropicClients, []string{"Anthropic"}, harnesskit.FormatAnthropicMessages, false},
+	{jsOpenAIClients, []string{"OpenAI"}, harnesskit.FormatOpenAIChat, false},
 }
 
 // jsExtensions are the files of JavaScript and TypeScript code.
