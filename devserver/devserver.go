@@ -86,7 +86,7 @@ type Server struct {
 	store       *store.Store
 	secrets     *secrets.Store
 	gw          *gateway.Gateway
-	fake        *fakemodel.Server
+	fake        func() *fakemodel.Server
 	keys        *gateway.MemResolver
 	inflight    *inflight
 	inbox       *approvals.Inbox
@@ -150,6 +150,11 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	s.startWatch()
 	s.banner()
+	// What the first request does not need starts once the API answers, not before: the tier's
+	// first init (namespaces, oz0's exec) and the default fake model's script (parsed and checked
+	// against its schema) would share the 2 cores with the start.
+	sandbox.WarmUp(s.tier)
+	go s.fake()
 	return s, nil
 }
 
@@ -340,14 +345,19 @@ func (s *Server) startGateway() error {
 	s.Token = apiv1.NewToken()
 	// The fake model answers only the gateway, which holds its key as the fake record's secret.
 	fakeKey := "oz0f_" + strings.TrimPrefix(apiv1.NewToken(), apiv1.TokenPrefix)
-	script := s.cfg.FakeScript
-	if script == nil {
-		script = fakemodel.DefaultScript()
-	}
-	scriptCopy := *script
-	scriptCopy.RequireKey = fakeKey
-	s.fake = fakemodel.New(&scriptCopy)
-	s.fake.KeepRequests = -1 // no one reads them here: kept, they held up to 1000 bodies of 32 MB
+	// Made on its first call (or right after the start, in the background): no request needs it
+	// before a job's first model call.
+	s.fake = sync.OnceValue(func() *fakemodel.Server {
+		script := s.cfg.FakeScript
+		if script == nil {
+			script = fakemodel.DefaultScript()
+		}
+		scriptCopy := *script
+		scriptCopy.RequireKey = fakeKey
+		f := fakemodel.New(&scriptCopy)
+		f.KeepRequests = -1 // no one reads them here: kept, they held up to 1000 bodies of 32 MB
+		return f
+	})
 
 	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", s.cfg.Getenv)
 	s.keys = gateway.NewMemResolver()
@@ -415,7 +425,8 @@ func (s *Server) serveAPI() error {
 	})
 	mux.Handle("/ui/", logRequests(s.log, s.ui.Handler()))
 	mux.Handle("/gateway/", s.gatewayFace())
-	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", s.fake)))
+	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fake().ServeHTTP(w, r) })
+	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
 	// Bodies must come in time; answers are not limited (limits.go).
 	handler := api.BodyDeadline(s.cfg.limits.bodyTimeout, mux)

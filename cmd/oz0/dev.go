@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/procstart"
 )
 
 type devOptions struct {
@@ -131,7 +131,7 @@ func logHandler(opts *devOptions) slog.Handler {
 }
 
 func devRun(ctx context.Context, opts *devOptions) error {
-	started := time.Now()
+	started := procstart.Time() // "ready in" counts what ran before main too
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ready := readyFile(opts.ReadyFile)

@@ -215,6 +215,7 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	if warning != "" && opts.Warn != nil {
 		opts.Warn(warning)
 	}
+	sandbox.WarmUp(tier)
 	e := &env{opts: opts, keys: gateway.NewMemResolver(), meter: &gateway.MemMeter{}}
 	e.upstream = httptest.NewServer(fakemodel.New(opts.Script))
 	defer e.upstream.Close()

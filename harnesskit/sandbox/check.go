@@ -36,6 +36,15 @@ func Check(t Tier) error {
 	return r.err
 }
 
+// WarmUp starts tier's init for the first session ahead, in the background, unless one waits
+// already. Check does not: a caller that will run sessions calls it once it is ready, so that the
+// init's start does not share the CPU with the caller's own (oz0 dev's, before its API answers).
+func WarmUp(t Tier) {
+	if t.Isolated() {
+		go warmUp(t)
+	}
+}
+
 // Resolve decides the tier sessions run in. An explicit tier that cannot work here is an error
 // (an *Unavailable); the default ("") is Standard where it works, else None with a warning that
 // says why: never a silent fallback.

@@ -52,7 +52,6 @@ func probe(t Tier) error {
 		return err
 	}
 	<-p.done
-	go warmUp(t) // the first session's init, started ahead
 	return nil
 }
 

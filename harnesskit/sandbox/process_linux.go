@@ -109,6 +109,9 @@ func take(tier Tier) (*Process, error) {
 
 // warmUp starts the tier's next init ahead, unless one is waiting.
 func warmUp(tier Tier) {
+	if ch, ok := warm.Load(tier); ok && len(ch.(chan *Process)) > 0 {
+		return // one waits (another could come between this and the send: it is discarded)
+	}
 	p, err := spawn(tier)
 	if err != nil {
 		return

@@ -35,6 +35,9 @@ func (p *Process) HarnessStatus() (syscall.WaitStatus, bool) { return 0, false }
 // HarnessOwner: the session's directories are the node's own.
 func HarnessOwner(t Tier) (uid, gid int, chown bool) { return 0, 0, false }
 
+// warmUp has no init to start.
+func warmUp(Tier) {}
+
 // Nobody is the id a root node's harness runs as, where there is a sandbox.
 const Nobody = 65534
 
