@@ -74,13 +74,28 @@ func ReapStale(dir string) (Leftovers, error) {
 	}
 	var left Leftovers
 	boot := bootID()
+	// A node runs many sessions: each node is asked after once (a /proc read), not each directory.
+	type node struct {
+		pid   int
+		start uint64
+	}
+	alive := map[node]bool{}
 	for _, e := range entries {
 		name := e.Name()
 		if !e.IsDir() || !strings.HasPrefix(name, sessionPrefix) {
 			continue
 		}
 		owner, ownerStart, ok := sessionOwner(name)
-		if !ok || ownerAlive(owner, ownerStart) {
+		if !ok {
+			continue
+		}
+		n := node{owner, ownerStart}
+		live, asked := alive[n]
+		if !asked {
+			live = ownerAlive(owner, ownerStart)
+			alive[n] = live
+		}
+		if live {
 			continue
 		}
 		root := filepath.Join(dir, name)
