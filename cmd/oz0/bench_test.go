@@ -22,9 +22,13 @@ import (
 // BenchmarkColdVersion is the baseline: the cost of starting the binary at all.
 
 // oz0Binary builds the real binary into the benchmark's temporary directory (the build cache
-// makes every build after the first a link).
+// makes every build after the first a link). OZ0_BENCH_BIN names a binary to time instead, such
+// as an earlier build, for a before-and-after under the same load.
 func oz0Binary(b *testing.B) string {
 	b.Helper()
+	if bin := os.Getenv("OZ0_BENCH_BIN"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(b.TempDir(), "oz0")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
