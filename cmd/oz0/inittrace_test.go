@@ -21,7 +21,7 @@ import (
 // maxInitBytes is what any package's init may allocate, but those of heavyInits.
 const maxInitBytes = 16 << 10
 
-// maxTotalInitBytes bounds all the inits together (1.1 MB when this was written; 4.2 MB before).
+// maxTotalInitBytes bounds all the inits together (1.1 MB when this was written; 3.1 MB before).
 const maxTotalInitBytes = 1300 << 10
 
 // heavyInits are the packages whose init allocates more than maxInitBytes and cannot be made
