@@ -30,11 +30,8 @@ const maxTotalInitBytes = 1300 << 10
 var heavyInits = map[string]int{
 	// --jq (go-gh's jq): gojq's builtin functions, a table built at init.
 	"github.com/itchyny/gojq": 256 << 10,
-	// --template (go-gh's template) links sprig: semver compiles its regexps at init, decimal and
-	// mgutz/ansi build tables.
-	"github.com/Masterminds/semver/v3": 200 << 10,
-	"github.com/shopspring/decimal":    64 << 10,
-	"github.com/mgutz/ansi":            40 << 10,
+	// --template's color function (internal/ghtemplate): mgutz/ansi's table of colours.
+	"github.com/mgutz/ansi": 40 << 10,
 	// Hooks run as go-plugin plugins over gRPC (devserver/hooks): protobuf's descriptors, gRPC,
 	// x/net/trace (gRPC's), gob (go-plugin's net/rpc).
 	"google.golang.org/protobuf/reflect/protodesc":  200 << 10,

@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/cli/go-gh/v2/pkg/jq"
-	"github.com/cli/go-gh/v2/pkg/template"
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 
+	"github.com/orchestrator-zero/oz0/internal/ghtemplate"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
@@ -93,7 +93,7 @@ func (f *JSONFlags) Check() error {
 		}
 	}
 	if f.Template != "" {
-		if err := template.New(io.Discard, 80, false).Parse(f.Template); err != nil {
+		if err := ghtemplate.New(io.Discard, 80, false).Parse(f.Template); err != nil {
 			return Usagef("--template %s is not a Go template: %s", Quote(f.Template), templateError(err))
 		}
 	}
@@ -139,7 +139,7 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 		}
 		return nil
 	case f.Template != "":
-		t := template.New(ios.Out, ios.TerminalWidth(), false)
+		t := ghtemplate.New(ios.Out, ios.TerminalWidth(), false)
 		if err := t.Parse(f.Template); err != nil {
 			return Usagef("--template: %v", err)
 		}
