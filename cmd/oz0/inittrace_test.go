@@ -21,8 +21,8 @@ import (
 // maxInitBytes is what any package's init may allocate, but those of heavyInits.
 const maxInitBytes = 16 << 10
 
-// maxTotalInitBytes bounds all the inits together (1.1 MB when this was written; 3.1 MB before).
-const maxTotalInitBytes = 1300 << 10
+// maxTotalInitBytes bounds all the inits together (0.88 MB when this was written; 3.1 MB before).
+const maxTotalInitBytes = 1 << 20
 
 // heavyInits are the packages whose init allocates more than maxInitBytes and cannot be made
 // lazy while they are linked (third-party code that builds tables at init), with what each may
