@@ -514,6 +514,24 @@ func TestPythonEnvironment(t *testing.T) {
 		}
 		checkNames(t, env)
 	})
+	// A python3 that is a wrapper script (as pyenv's shim is, which costs each session ~150 ms):
+	// the session runs the interpreter it runs, in tier none as in the sandboxed tiers.
+	t.Run("a wrapper on PATH, tier none", func(t *testing.T) {
+		sp := spec(t, "")
+		wrappers := t.TempDir()
+		wrapper := "#!/bin/sh\nOZ0_TEST_VIA_WRAPPER=1 exec " + python + " \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(wrappers, "python3"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sp.Command = []string{"python3", "-c", dump}
+		sp.Env.PATH = wrappers + ":" + os.Getenv("PATH")
+		end, _, _ := runSession(t, context.Background(), sp, nil)
+		wantStatus(t, end, harnesskit.Completed)
+		env, exe := pythonDump(t, end)
+		if _, ok := env["OZ0_TEST_VIA_WRAPPER"]; ok || exe != python {
+			t.Errorf("the session ran through the wrapper (exe %s, env %v); want %s itself", exe, env, python)
+		}
+	})
 	t.Run("the plugin's venv", func(t *testing.T) {
 		sp := spec(t, "")
 		bin := filepath.Join(sp.PluginDir, ".venv", "bin")
