@@ -143,7 +143,8 @@ func Start(cfg Config) (_ *Server, err error) {
 		tier, warning, err := sandbox.Resolve(s.cfg.Sandbox)
 		s.tierCh <- resolvedTier{tier, warning, err}
 	}()
-	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.resolveSandbox, s.listen, s.startGateway, s.startNode, s.serveAPI} {
+	// The node is the first step that needs the tier: the probe has until then.
+	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI} {
 		if err := step(); err != nil {
 			return nil, err
 		}
