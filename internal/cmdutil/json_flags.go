@@ -18,6 +18,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
@@ -155,6 +156,7 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 		}
 		data = b.Bytes()
 	}
-	_, err := fmt.Fprintf(ios.Out, "%s\n", data)
+	// The exact text, with the controls encoding/json leaves raw (C1, DEL) escaped as well.
+	_, err := fmt.Fprintf(ios.Out, "%s\n", termtext.EscapeJSON(data))
 	return err
 }
