@@ -133,6 +133,11 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 	if ios.IsStdoutTTY() {
 		indent = "  "
 	}
+	if ios.IsStdoutTTY() && (f.JQ != "" || f.Template != "") {
+		// --jq and --template print strings as they are: on a terminal, with their controls
+		// made visible; piped, exact, for scripts.
+		data = termtext.VisibleJSON(data)
+	}
 	switch {
 	case f.JQ != "":
 		if err := jq.EvaluateFormatted(bytes.NewReader(data), ios.Out, f.JQ, indent, false); err != nil {

@@ -135,3 +135,69 @@ func (j *JSONWriter) Flush() error {
 	_, err := j.w.Write([]byte{0xc2})
 	return err
 }
+
+// VisibleJSON returns JSON text whose strings hold, in place of each control, what Visible
+// writes for it: the JSON value a terminal may show (--jq and --template print strings as they
+// are). A newline and a tab stay. b must be valid JSON; it comes back as it is when no string
+// has a control.
+func VisibleJSON(b []byte) []byte {
+	var out []byte
+	const hex = "0123456789abcdef"
+	visible := func(r rune) []byte { // Visible(r), JSON-escaped: its backslash doubled
+		switch {
+		case r == '\r':
+			return []byte(`\\r`)
+		case r < 0x80:
+			return []byte{'\\', '\\', 'x', hex[r>>4], hex[r&0xf]}
+		}
+		return []byte{'\\', '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf]}
+	}
+	in := false
+	last := 0 // b[:last] is in out (once out is made)
+	put := func(i, n int, repl []byte) {
+		if out == nil {
+			out = make([]byte, 0, len(b)+16)
+		}
+		out = append(out, b[last:i]...)
+		out = append(out, repl...)
+		last = i + n
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			in = !in
+		case !in:
+		case c == '\\' && i+1 < len(b):
+			switch e := b[i+1]; e {
+			case 'r':
+				put(i, 2, visible('\r'))
+			case 'b':
+				put(i, 2, visible('\b'))
+			case 'f':
+				put(i, 2, visible('\f'))
+			case 'u':
+				if i+6 <= len(b) {
+					var r rune
+					for _, h := range b[i+2 : i+6] {
+						r = r<<4 | rune(strings.IndexByte(hex, h|0x20))
+					}
+					if IsControl(r) && r != '\n' {
+						put(i, 6, visible(r))
+					}
+				}
+				i += 4
+			}
+			i++ // the escaped character is not a quote
+		case c == 0x7f:
+			put(i, 1, visible(0x7f))
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] < 0xa0:
+			put(i, 2, visible(rune(b[i+1])))
+			i++
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}

@@ -57,3 +57,21 @@ func TestJSONWriter(t *testing.T) {
 		}
 	}
 }
+
+func TestVisibleJSON(t *testing.T) {
+	in := map[string]any{"a": "t\x1b]0;x\x07 \r\n\t\b\f\x7f\u0085 \\u001b é", "b": []any{"\x1b", 1, "plain"}}
+	b, _ := json.Marshal(in)
+	var got map[string]any
+	if err := json.Unmarshal(VisibleJSON(b), &got); err != nil {
+		t.Fatalf("VisibleJSON(%s) = %s: %v", b, VisibleJSON(b), err)
+	}
+	if want := Visible(in["a"].(string)); got["a"] != want {
+		t.Errorf("a = %q, want %q", got["a"], want)
+	}
+	if got := got["b"].([]any); got[0] != `\x1b` || got[2] != "plain" {
+		t.Errorf("b = %q", got)
+	}
+	if plain := []byte(`{"a":"b\n\\u001b"}`); &VisibleJSON(plain)[0] != &plain[0] {
+		t.Error("JSON without controls was copied")
+	}
+}
