@@ -72,6 +72,10 @@ type Config struct {
 	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
 	// (a release's tag); "" is main.
 	Ref string
+	// TokenFiles are files outside the state directory that hold the token (oz0 dev's
+	// --ready-file): sessions must not see them, as they must not see the state directory,
+	// wherever they lie (in the plugin, beside it).
+	TokenFiles []string
 
 	limits portLimits // the port's limits (limits.go); zero: the defaults
 }
@@ -401,9 +405,9 @@ func (s *Server) startNode() error {
 		},
 		Decider: &decider{hooks: s.hooks, inbox: s.inbox},
 		Record:  s.cfg.Record,
-		// The node's state (the store, secrets, provider records) may sit in the plugin, which
-		// sessions see: they must not see it.
-		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: []string{s.StateDir}, Gateway: gatewayOnly},
+		// The node's state (the store, secrets, provider records) and the files that hold the
+		// token may sit in the plugin, which sessions see: they must not see them.
+		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: append([]string{s.StateDir}, s.cfg.TokenFiles...), Gateway: gatewayOnly},
 	})
 	return nil
 }

@@ -123,6 +123,18 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	}
 }
 
+// Discard reads the rest of the input and drops it, holding no more than the read buffer; the
+// Reader is done after it.
+func (r *Reader) Discard() {
+	r.buf = nil
+	if r.err == nil {
+		_, r.err = r.br.WriteTo(io.Discard)
+		if r.err == nil {
+			r.err = io.EOF
+		}
+	}
+}
+
 // grow makes room for n more bytes in buf, doubling (append grows large slices by only 1.25×,
 // which would allocate about five times the line), but not past limit.
 func grow(buf []byte, n, limit int) []byte {

@@ -50,7 +50,8 @@ type Event struct {
 	Text    string    `json:"text,omitempty"`    // EventStray, EventIgnored, EventStderr: the line (valid UTF-8, cut at MaxEventText)
 	// Raw is the stdout line as the harness wrote it (without its "\n" or "\r\n"), for every event from stdout
 	// but a line over the limit: for checks such as oz0 plugin test's schema validation. It is not
-	// in the event's JSON.
+	// in the event's JSON, and it is valid only while the Sink runs (it is the reader's buffer): a
+	// Sink that keeps it copies it.
 	Raw  []byte `json:"-"`
 	Note string `json:"note,omitempty"` // why it was flagged or ignored
 	End  *End   `json:"end,omitempty"`  // EventEnd

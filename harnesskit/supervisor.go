@@ -2,6 +2,7 @@ package harnesskit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,21 @@ type Limits struct {
 	// Grace is how long the process gets to exit after its last line (with stdin closed), or
 	// after SIGTERM, before its process group is killed. 0 is DefaultGrace.
 	Grace time.Duration
+	// EventBytes is the most bytes the harness may write on stdout in all (its lines: says,
+	// logs, tool results, stray output); past it the session fails. 0 is DefaultEventBytes.
+	EventBytes int64
+	// EventBytesPerSecond is the most bytes the harness may write on stdout a second, over any
+	// second (a second's worth may come at once); past it the session fails. 0 is
+	// DefaultEventBytesPerSecond.
+	EventBytesPerSecond int64
 }
+
+// The default budgets of a session's events: far above what an agent says, logs and gets from
+// its tools, low enough that a harness that floods cannot fill the node's memory or store.
+const (
+	DefaultEventBytes          = 64 << 20
+	DefaultEventBytesPerSecond = 16 << 20
+)
 
 // DefaultGrace is the grace period when Limits.Grace is 0. It is longer than the Python
 // template's 2 s for its exit handlers.
@@ -427,9 +442,26 @@ func (s *Session) violate(rule, reason string) bool {
 func (s *Session) readStdout() {
 	defer close(s.stdoutEOF)
 	r := NewReader(s.stdout)
+	budget := newEventBudget(s.spec.Limits)
 	for {
 		line, err := r.ReadLine()
 		n := r.Lines()
+		size := int64(len(line)) + 1
+		var tooLong *LineTooLongError
+		if errors.As(err, &tooLong) {
+			size = tooLong.Size
+		}
+		if err == nil || errors.Is(err, ErrInvalidUTF8) || tooLong != nil {
+			if over := budget.take(size, time.Now()); over != "" {
+				// The line is not decoded, nor anything after it: the rest of stdout is read
+				// and dropped, so the harness is not blocked on its writes while it is stopped.
+				if s.decideEnd(End{Status: Failed, Reason: over}) {
+					s.emit(Event{Kind: EventIgnored, Line: n, Note: fmt.Sprintf("line %d and the rest of stdout were not read: %s", n, over)})
+				}
+				r.Discard()
+				return
+			}
+		}
 		switch {
 		case err == nil:
 			s.handleLine(n, line)
@@ -448,9 +480,49 @@ func (s *Session) readStdout() {
 	}
 }
 
-// emitLine delivers an event from stdout line n.
+// eventBudget counts the bytes of a session's stdout against its limits: in all, and a second (a
+// token bucket holding one second's worth, refilled as time passes).
+type eventBudget struct {
+	total, perSecond int64
+	used             int64
+	tokens           float64
+	last             time.Time
+}
+
+func newEventBudget(l Limits) *eventBudget {
+	b := &eventBudget{total: cmp.Or(l.EventBytes, DefaultEventBytes), perSecond: cmp.Or(l.EventBytesPerSecond, DefaultEventBytesPerSecond)}
+	b.tokens = float64(b.perSecond)
+	return b
+}
+
+// take counts n bytes read at now; past a budget it says which, as the session's failure.
+func (b *eventBudget) take(n int64, now time.Time) string {
+	b.used += n
+	if b.used > b.total {
+		return fmt.Sprintf("the harness wrote events past its limits.max_event_bytes of %s on stdout (%d bytes and more; set a larger limit in the agent's limits if it needs to)", sizeName64(b.total), b.used)
+	}
+	if !b.last.IsZero() {
+		b.tokens = min(float64(b.perSecond), b.tokens+now.Sub(b.last).Seconds()*float64(b.perSecond))
+	}
+	b.last = now
+	b.tokens -= float64(n)
+	if b.tokens < 0 {
+		return fmt.Sprintf("the harness wrote events faster than its limits.max_event_bytes_per_second of %s a second on stdout (set a larger limit in the agent's limits if it needs to)", sizeName64(b.perSecond))
+	}
+	return ""
+}
+
+func sizeName64(n int64) string {
+	if n <= 1<<40 {
+		return sizeName(int(n))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// emitLine delivers an event from stdout line n. Its Raw is the reader's buffer, not a copy: a
+// line of megabytes is not held twice more for a Sink that does not look at it.
 func (s *Session) emitLine(n int64, line []byte, ev Event) {
-	ev.Line, ev.Raw = n, bytes.Clone(line)
+	ev.Line, ev.Raw = n, line
 	s.emit(ev)
 }
 

@@ -83,6 +83,10 @@ type Limits struct {
 	Timeout    string  `json:"timeout"`
 	MaxTokens  int64   `json:"max_tokens"`
 	MaxCostUSD float64 `json:"max_cost_usd"`
+	// MaxEventBytes and MaxEventBytesPerSecond bound what a session writes on stdout; 0 is
+	// harnesskit's default.
+	MaxEventBytes          int64 `json:"max_event_bytes"`
+	MaxEventBytesPerSecond int64 `json:"max_event_bytes_per_second"`
 }
 
 // TimeoutDuration is the timeout as a duration; 0 when none is set.

@@ -124,7 +124,7 @@ func TestValidDocuments(t *testing.T) {
 		{Manifest, goodManifest},
 		{Skill, "name: oz0-plugin\ndescription: How to work on a plugin.\nlicense: MIT\nallowed-tools: Read Grep\nmetadata: {owner: acme}\n"},
 		{Skill, "name: x\ndescription: d\nallowed-tools: [Read, Grep]\n"},
-		{Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
+		{Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
 	} {
 		if ps := ValidateYAML(tc.schema, parse(t, tc.doc)); len(ps) > 0 {
 			t.Errorf("%s: unexpected problems %v in\n%s", tc.schema, ps, tc.doc)
@@ -218,6 +218,8 @@ func TestValueMessages(t *testing.T) {
 		expect{4, 26, KindUnknownKey, "unknown key `extra` in `output`; the only key allowed is `schema`"})
 	check(t, Agent, "name: a\nruntime: python\ninstructions: p\n",
 		expect{2, 10, KindInvalidValue, "`runtime` must be harness:<name>"})
+	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_event_bytes: 1024}\n",
+		expect{4, 27, KindInvalidValue, "`max_event_bytes` must be at least 65536"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_cost_usd: 0, max_tokens: 0}\n",
 		expect{4, 24, KindInvalidValue, "`max_cost_usd` must be greater than 0"},
 		expect{4, 39, KindInvalidValue, "`max_tokens` must be at least 1, not 0"})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -145,7 +146,16 @@ func devRun(ctx context.Context, opts *devOptions) error {
 			return err
 		}
 	}
+	var tokenFiles []string
+	if opts.ReadyFile != "" {
+		abs, err := filepath.Abs(opts.ReadyFile)
+		if err != nil {
+			return err
+		}
+		tokenFiles = append(tokenFiles, abs) // it holds the token: sessions must not read it
+	}
 	srv, err := devserver.Start(devserver.Config{
+		TokenFiles: tokenFiles,
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: opts.Record, Ref: opts.Ref,

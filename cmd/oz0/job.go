@@ -20,6 +20,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/render"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 func newCmdJob(f *cmdutil.Factory) *cobra.Command {
@@ -177,7 +178,7 @@ func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
 		if v != "" {
 			// A value of several lines (a reason with the end of a harness's stderr) goes on in
 			// its column.
-			v = strings.ReplaceAll(strings.TrimRight(v, "\n"), "\n", "\n\t")
+			v = strings.ReplaceAll(strings.TrimRight(termtext.Visible(v), "\n"), "\n", "\n\t")
 			fmt.Fprintf(tw, "%s\t%s\n", k, v)
 		}
 	}
@@ -263,7 +264,11 @@ func jobTraceRun(ctx context.Context, opts *jobTraceOptions) error {
 	if err != nil {
 		return err
 	}
-	return c.Trace(ctx, opts.ID, opts.IO.Out)
+	w := termtext.NewJSONWriter(opts.IO.Out) // the exact text; C1 and DEL escaped too
+	if err := c.Trace(ctx, opts.ID, w); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 type jobReplayOptions struct {
@@ -324,7 +329,7 @@ func jobReplayRun(ctx context.Context, opts *jobReplayOptions) error {
 	if opts.Upstream && !opts.JSON {
 		// Where the session left the recording is in the trace; say it, as a failed replay does.
 		if why := wentUpstream(ctx, c, job.ID); why != "" {
-			first, rest, _ := strings.Cut(why, "\n")
+			first, rest, _ := strings.Cut(termtext.Visible(why), "\n")
 			fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s went upstream: %s\n", job.ID, first)
 			if rest = strings.TrimRight(rest, "\n"); rest != "" {
 				fmt.Fprintln(opts.IO.ErrOut, rest)
@@ -336,7 +341,7 @@ func jobReplayRun(ctx context.Context, opts *jobReplayOptions) error {
 	var findings *cmdutil.FindingsError
 	if errors.As(err, &findings) {
 		if end, jerr := c.Job(ctx, job.ID); jerr == nil && strings.Contains(end.Reason, "\n") {
-			first, rest, _ := strings.Cut(end.Reason, "\n")
+			first, rest, _ := strings.Cut(termtext.Visible(end.Reason), "\n")
 			fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s %s: %s\n%s\n", job.ID, end.Status, first, strings.TrimRight(rest, "\n"))
 			return &cmdutil.FindingsError{}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
@@ -132,13 +133,13 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			}
 			fmt.Fprintf(out, "  %s %-19s %s (%.1fs)\n", mark, c.ID, c.Title, c.Elapsed.Seconds())
 			if !c.Pass {
-				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", c.Expected, c.Got)
+				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", termtext.Visible(c.Expected), termtext.Visible(c.Got))
 			}
 			if c.Hint != "" {
 				fmt.Fprintf(out, "       do:       %s\n", c.Hint)
 			}
 			if c.Note != "" {
-				fmt.Fprintf(out, "       note:     %s\n", c.Note)
+				fmt.Fprintf(out, "       note:     %s\n", termtext.Visible(c.Note))
 			}
 		},
 	})

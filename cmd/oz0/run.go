@@ -21,6 +21,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/render"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 type runOptions struct {
@@ -209,7 +210,7 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 				ev, _ := raw.Event()
 				_ = json.Unmarshal(ev.Data, &outcome)
 			}
-			out.Write(raw.JSON)
+			out.Write(termtext.EscapeJSON(raw.JSON)) // the exact text; C1 and DEL escaped too
 			out.WriteByte('\n')
 			if raw.More {
 				return nil
@@ -230,7 +231,7 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 			inline.Wait()
 			if json.Unmarshal(ev.Data, &st) == nil && st.Status == apiv1.StatusWaitingForApproval {
 				r.Close()
-				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", st.Reason)
+				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", termtext.OneLine(st.Reason))
 				if ios.CanPrompt() {
 					var waitCtx context.Context
 					waitCtx, closeInline = context.WithCancel(ctx)
@@ -293,7 +294,7 @@ func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "oz0: cancelling job %s\n", job)
 		if _, err := c.Cancel(ctx, job); err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "oz0: %v\n", err)
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: %s\n", cmdutil.Message(err))
 		}
 	}
 }
@@ -309,7 +310,7 @@ func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job s
 		if a.Job != job {
 			continue
 		}
-		title := fmt.Sprintf("%s %s — %s", a.Target(), render.CompactJSON(a.Arguments), a.Why)
+		title := termtext.OneLine(fmt.Sprintf("%s %s — %s", a.Target(), render.CompactJSON(a.Arguments), a.Why))
 		choice, reason, ok := opts.Prompter.Approval(ctx, title)
 		if ctx.Err() != nil {
 			return // answered elsewhere, or the job ended: nothing to say
@@ -324,7 +325,7 @@ func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job s
 			_, _, err = c.Approve(ctx, a.ID, choice)
 		}
 		if err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "oz0: %v\n", err)
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: %s\n", cmdutil.Message(err))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,36 +55,12 @@ func cmdUnprivileged(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: unprivileged [TIER]")
 	}
 	work := ts.Getenv("WORK")
-	real := filepath.Join(work, ".unprivileged", "oz0")
-	ts.Check(os.MkdirAll(filepath.Dir(real), 0o755))
-	self, err := os.Executable() // this test binary, which runs as oz0 under that name
+	bin, uid, err := unprivilegedOz0(work)
+	if errors.Is(err, errNoSetpriv) {
+		skipScript(ts, err.Error())
+	}
 	ts.Check(err)
-	if err := os.Link(self, real); err != nil {
-		ts.Check(copyFile(self, real))
-	}
-	wrapper := fmt.Sprintf("#!/bin/sh\nexec %q \"$@\"\n", real)
-	if os.Geteuid() == 0 {
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			skipScript(ts, "setpriv (util-linux) is needed to run oz0 as an unprivileged user")
-		}
-		wrapper = fmt.Sprintf("#!/bin/sh\nexec %q --reuid=%s --regid=%s --clear-groups %q \"$@\"\n", setpriv, nobody, nobody, real)
-		// nobody owns $WORK and can pass through its parents (the test's temporary directories).
-		ts.Check(exec.Command("chown", "-R", nobody+":"+nobody, work).Run())
-		for d := filepath.Dir(work); d != "/" && d != "."; d = filepath.Dir(d) {
-			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
-				ts.Check(os.Chmod(d, fi.Mode().Perm()|0o001))
-			}
-		}
-	}
-	uid := strconv.Itoa(os.Getuid())
-	if os.Geteuid() == 0 {
-		uid = nobody
-	}
 	ts.Setenv("NODE_UID", uid)
-	bin := filepath.Join(work, ".unprivileged", "bin")
-	ts.Check(os.MkdirAll(bin, 0o755))
-	ts.Check(os.WriteFile(filepath.Join(bin, "oz0"), []byte(wrapper), 0o755))
 	ts.Setenv("PATH", bin+string(os.PathListSeparator)+ts.Getenv("PATH"))
 	if len(args) == 0 {
 		return
@@ -104,6 +81,53 @@ func cmdUnprivileged(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Fatalf("unprivileged: oz0 doctor said nothing of the sandbox:\n%s", out)
+}
+
+var errNoSetpriv = errors.New("setpriv (util-linux) is needed to run oz0 as an unprivileged user")
+
+// unprivilegedOz0 makes a directory under work holding an oz0 that runs as an unprivileged user:
+// when the test runs as root, nobody (setpriv), with work given to nobody and its parents made
+// passable; else the test's own user. It returns the directory and that user's id.
+func unprivilegedOz0(work string) (bin, uid string, err error) {
+	real := filepath.Join(work, ".unprivileged", "oz0")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		return "", "", err
+	}
+	self, err := os.Executable() // this test binary, which runs as oz0 under that name
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.Link(self, real); err != nil {
+		if err := copyFile(self, real); err != nil {
+			return "", "", err
+		}
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nexec %q \"$@\"\n", real)
+	uid = strconv.Itoa(os.Getuid())
+	if os.Geteuid() == 0 {
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			return "", "", errNoSetpriv
+		}
+		wrapper = fmt.Sprintf("#!/bin/sh\nexec %q --reuid=%s --regid=%s --clear-groups %q \"$@\"\n", setpriv, nobody, nobody, real)
+		// nobody owns work and can pass through its parents (the test's temporary directories).
+		if err := exec.Command("chown", "-R", nobody+":"+nobody, work).Run(); err != nil {
+			return "", "", err
+		}
+		for d := filepath.Dir(work); d != "/" && d != "."; d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+				if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
+					return "", "", err
+				}
+			}
+		}
+		uid = nobody
+	}
+	bin = filepath.Join(work, ".unprivileged", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", "", err
+	}
+	return bin, uid, os.WriteFile(filepath.Join(bin, "oz0"), []byte(wrapper), 0o755)
 }
 
 func copyFile(from, to string) error {

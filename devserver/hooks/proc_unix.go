@@ -8,9 +8,10 @@ import (
 	"syscall"
 )
 
-// ownProcessGroup starts cmd in a new process group, whose id is its pid.
+// ownProcessGroup starts cmd in a new session, so a new process group whose id is its pid, with
+// no controlling terminal (one shared with oz0 could be written on and fed input, TIOCSTI).
 func ownProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
 
 // killTree sends SIGKILL to p's process group, and to p unless it has exited (and been reaped:

@@ -369,7 +369,9 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 	})
 	spec.Sink = func(ev harnesskit.Event) {
 		mu.Lock()
-		out.events = append(out.events, ev)
+		kept := ev
+		kept.Raw = nil // the reader's buffer: valid only here
+		out.events = append(out.events, kept)
 		if ev.Raw != nil {
 			if err := validateLine(ev.Raw); err != nil {
 				out.invalid = append(out.invalid, fmt.Sprintf("line %d: %v", ev.Line, err))

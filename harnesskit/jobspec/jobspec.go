@@ -146,7 +146,8 @@ func (j *Job) Spec(gatewayURL, key string, sandbox harnesskit.Sandbox) harnesski
 			AnthropicBaseURL: gatewayURL + "/anthropic", AnthropicAPIKey: key,
 			OpenAIBaseURL: gatewayURL + "/openai", OpenAIAPIKey: key,
 		},
-		Limits:  harnesskit.Limits{Timeout: j.Limits().TimeoutDuration()},
+		Limits: harnesskit.Limits{Timeout: j.Limits().TimeoutDuration(),
+			EventBytes: j.Limits().MaxEventBytes, EventBytesPerSecond: j.Limits().MaxEventBytesPerSecond},
 		Sandbox: sandbox,
 	}
 }

@@ -57,8 +57,10 @@ const (
 // harness needs, and /etc's configuration. Each is a directory of the system, not of a user.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"}
 
-// devices are bound from the host's /dev: the ones programs open without asking.
-var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+// devices are bound from the host's /dev: the ones programs open without asking. Not /dev/tty:
+// a session has no controlling terminal, and the host's /dev/tty is the terminal of whoever
+// opens it (a harness that had one could write on the user's terminal and feed it input).
+var devices = []string{"null", "zero", "full", "random", "urandom"}
 
 // plan lists the steps that build the session's root: the system's directories read-only, a
 // fresh /dev, /proc and /tmp, the plugin and the program's installation read-only, the session's

@@ -155,7 +155,8 @@ func spawnMarking(tier Tier, mark func(first int) error) (*Process, error) {
 		Dir:        "/",
 		ExtraFiles: []*os.File{child},
 		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:                    true,
+			// A session of its own: no controlling terminal for the session (TIOCSTI).
+			Setsid:                     true,
 			Pdeathsig:                  syscall.SIGKILL,
 			Cloneflags:                 flags,
 			UidMappings:                ids.uids,

@@ -18,6 +18,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
@@ -132,6 +133,11 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 	if ios.IsStdoutTTY() {
 		indent = "  "
 	}
+	if ios.IsStdoutTTY() && (f.JQ != "" || f.Template != "") {
+		// --jq and --template print strings as they are: on a terminal, with their controls
+		// made visible; piped, exact, for scripts.
+		data = termtext.VisibleJSON(data)
+	}
 	switch {
 	case f.JQ != "":
 		if err := jq.EvaluateFormatted(bytes.NewReader(data), ios.Out, f.JQ, indent, false); err != nil {
@@ -155,6 +161,7 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 		}
 		data = b.Bytes()
 	}
-	_, err := fmt.Fprintf(ios.Out, "%s\n", data)
+	// The exact text, with the controls encoding/json leaves raw (C1, DEL) escaped as well.
+	_, err := fmt.Fprintf(ios.Out, "%s\n", termtext.EscapeJSON(data))
 	return err
 }

@@ -29,6 +29,12 @@ func TestJSONFlagsWrite(t *testing.T) {
 		{"--jq on an empty list", JSONFlags{JQ: ".[].id"}, false, []item(nil), ""},
 		{"--jq: objects as JSON", JSONFlags{JQ: ".[1]"}, false, list, `{"id":"job_2"}` + "\n"},
 		{"--template", JSONFlags{Template: `{{range .}}{{.id}} {{end}}`}, false, list, "job_1 job_2 "},
+		// Text from a harness: exact in JSON and piped; on a terminal --jq and --template show
+		// its controls, which JSON escapes but they print as they are.
+		{"JSON escapes C1 controls too", JSONFlags{JSON: true}, false, item{ID: "j", Note: "\x1b]0;t\x07\u009b"}, `{"id":"j","note":"\u001b]0;t\u0007\u009b"}` + "\n"},
+		{"--jq piped: exact", JSONFlags{JQ: ".note"}, false, item{Note: "\x1b[2J\r"}, "\x1b[2J\r\n"},
+		{"--jq on a terminal: controls visible", JSONFlags{JQ: ".note"}, true, item{Note: "\x1b[2J\r\u009b"}, `\x1b[2J\r\u009b` + "\n"},
+		{"--template on a terminal: controls visible", JSONFlags{Template: "{{.note}}"}, true, item{Note: "\x1b]52;c;eA==\x07"}, `\x1b]52;c;eA==\x07`},
 	} {
 		ios, _, out, _ := iostreams.Test()
 		ios.SetTTY(false, c.tty)

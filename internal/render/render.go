@@ -1,5 +1,6 @@
 // Package render turns a job's event stream into the text `oz0 run` shows, line for line as the
-// product guide prints it:
+// product guide prints it, every control character of what the harness, a model or a tool said
+// made visible (termtext.Visible):
 //
 //	acme-triage: Sorting the ticket.
 //	acme-triage → notify_team {"summary":"…","team":"billing"}
@@ -16,6 +17,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 // Stream renders events for one agent's job. It is not safe for concurrent use.
@@ -124,6 +126,7 @@ func by(who string) string {
 // whitespace is held back until more text comes, so a line never ends in spaces, and blank
 // lines are dropped.
 func (s *Stream) say(text string) error {
+	text = termtext.Visible(text) // a say must not move the cursor, nor rewrite the lines above it
 	for text != "" {
 		line, rest, nl := strings.Cut(text, "\n")
 		body := strings.TrimRight(line, " \t")
@@ -160,11 +163,14 @@ func (s *Stream) endSay() error {
 	return err
 }
 
+// line writes one line (or several: a result may have newlines) with its controls made visible:
+// tool names, arguments, results, reasons and stray output come from the harness, a model or a
+// tool.
 func (s *Stream) line(format string, args ...any) error {
 	if err := s.endSay(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(s.w, format+"\n", args...)
+	_, err := io.WriteString(s.w, termtext.Visible(fmt.Sprintf(format, args...))+"\n")
 	return err
 }
 

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 // Severity is how bad a diagnostic is. Errors make a command fail; warnings are reported and do
@@ -182,25 +184,4 @@ func Squash(s string, n int) string {
 
 // OneLine escapes control characters (newlines included) so that a message or a path from a file
 // stays on its line and cannot move a terminal's cursor.
-func OneLine(s string) string {
-	if strings.IndexFunc(s, isControl) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case isControl(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// isControl: C0 and C1 controls and DEL; a tab is text.
-func isControl(r rune) bool { return (r < 0x20 && r != '\t') || (r >= 0x7f && r < 0xa0) }
+func OneLine(s string) string { return termtext.OneLine(s) }

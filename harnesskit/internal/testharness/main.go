@@ -619,6 +619,18 @@ var rawModes = map[string]func(arg string){
 		fmt.Fprintln(os.Stderr, "the last line of stderr")
 		put(`{"type":"result","output":"flooded"}`)
 	},
+	// saysflood says ARG (COUNTxBYTES) says of BYTES bytes each as fast as it can, then answers.
+	"saysflood": func(arg string) {
+		readRequest()
+		count, size, _ := strings.Cut(arg, "x")
+		n, _ := strconv.Atoi(count)
+		b, _ := strconv.Atoi(size)
+		line := `{"type":"say","text":"` + strings.Repeat("s", b) + `"}`
+		for range n {
+			put(line)
+		}
+		put(`{"type":"result","output":"flooded"}`)
+	},
 	// runsanyway asks to run notify_team, then runs it with its own arguments whatever the
 	// answer, and answers.
 	"runsanyway": func(string) {
@@ -668,6 +680,15 @@ var rawModes = map[string]func(arg string){
 	"badutf8": func(string) {
 		readRequest()
 		put("\xff\xfe not UTF-8 at all", `{"type":"say","text":"caf`+"\xe9"+`"}`, `{"type":"result","output":"done"}`)
+	},
+	// escapes says, writes and answers with terminal control sequences: a window title, the
+	// clipboard (OSC 52), a cleared screen, a line rewritten (CR, ESC [ 2K), a C1 CSI.
+	"escapes": func(string) {
+		readRequest()
+		put(`{"type":"say","text":"title \u001b]0;pwned\u0007 clip \u001b]52;c;ZWNobw==\u0007\n"}`,
+			"stray \x1b[2J output",
+			`{"type":"say","text":"\r\u001b[2Kcsi \u009b31m\n"}`,
+			`{"type":"result","output":"answer \u001b[31mred"}`)
 	},
 	// protocol2 speaks protocol 2 only, and refuses the session as rule 5 says.
 	"protocol2": func(string) {

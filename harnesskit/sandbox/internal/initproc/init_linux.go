@@ -98,7 +98,9 @@ func initMain() int {
 		reply(Reply{Ready: true})
 		return 0
 	}
-	sys := &syscall.SysProcAttr{Setpgid: true} // the node's SIGTERM reaches the session once, from here
+	// A session of its own (the node's SIGTERM reaches the session once, from here), with no
+	// controlling terminal, as the init has none.
+	sys := &syscall.SysProcAttr{Setsid: true}
 	if cfg.UID >= 0 {
 		sys.Credential = &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}}
 	}

@@ -1,0 +1,148 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
+)
+
+// TestFloodBounded runs a harness that says 100 × 4 MiB as fast as it can through a real
+// `oz0 dev` with the default limits: the job fails with a reason naming the limit, the dev
+// server's peak resident memory (VmHWM) stays under 256 MiB and its store grows by less than
+// 64 MiB. Before the event budget, the job succeeded, oz0 dev grew to 690 MB and the store by
+// 464 MB.
+func TestFloodBounded(t *testing.T) {
+	bin, err := exec.LookPath("oz0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness := testbin.Build(t, testbin.TestHarness)
+	work, err := os.MkdirTemp("", "oz0-flood-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o755); err != nil { // sessions of a root node run as nobody
+		t.Fatal(err)
+	}
+	testbin.WriteFiles(t, filepath.Join(work, "plug"), map[string]string{
+		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: flood\nversion: 0.1.0\nruntime: binary\nagents: [agents/]\n"+
+			"harnesses:\n  - name: flood\n    command: [%q, saysflood, 100x4194304]\n    formats: [anthropic-messages]\n", harness),
+		"agents/flood.yaml": "name: flood\nruntime: harness:flood\ninstructions: prompts/p.md\n",
+		"prompts/p.md":      "Flood.\n",
+	})
+	state := filepath.Join(work, "state")
+	dev := startProcess(t, filepath.Join(work, "ctx"), filepath.Join(work, "dev.log"), bin,
+		"dev", "--plugin", filepath.Join(work, "plug"), "--state-dir", state, "--ready-file", filepath.Join(work, "ctx"))
+	before, dbBefore := dirSize(t, state), fileSize(t, filepath.Join(state, "oz0.db"))
+
+	run := exec.Command(bin, "run", "flood", "go")
+	run.Env = append(os.Environ(), apiv1.ContextEnv+"="+dev.ready)
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if code := exitCode(err); code != 1 {
+		t.Errorf("oz0 run exited %d, want 1 (a failed job); stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "failed: the harness wrote events past its limits.max_event_bytes") {
+		t.Errorf("oz0 run does not say the job failed for its events' limit; stderr:\n%s", stderr.String())
+	}
+	t.Logf("oz0 run printed %d MiB; stderr: %s", len(out)>>20, stderr.String())
+
+	hwm := procStatus(t, dev.cmd.Process.Pid, "VmHWM")
+	if err := dev.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-dev.done
+	// The events are in the database; the write-ahead log beside it is SQLite's scratch space,
+	// reused, and cut back to 64 MiB after each checkpoint whatever the jobs write.
+	grown := fileSize(t, filepath.Join(state, "oz0.db")) - dbBefore
+	t.Logf("oz0 dev: VmHWM %d MiB; the database grew by %d MiB; the state directory by %d MiB (its write-ahead log included)", hwm>>20, grown>>20, (dirSize(t, state)-before)>>20)
+	if hwm >= 256<<20 {
+		t.Errorf("oz0 dev's peak resident memory was %d MiB, over 256 MiB", hwm>>20)
+	}
+	if grown >= 64<<20 {
+		t.Errorf("the job store grew by %d MiB, over 64 MiB", grown>>20)
+	}
+
+	// oz0 plugin test runs the same harness under the same budget: its checks fail saying why,
+	// and its peak resident memory is bounded too.
+	pt := exec.Command(bin, "plugin", "test", filepath.Join(work, "plug"))
+	ptOut, _ := pt.CombinedOutput()
+	rss := pt.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("oz0 plugin test: peak RSS %d MiB; it printed:\n%s", rss>>20, ptOut)
+	if !strings.Contains(string(ptOut), "limits.max_event_bytes") {
+		t.Errorf("oz0 plugin test does not say the harness went past its events' limit:\n%s", ptOut)
+	}
+	if rss >= 256<<20 {
+		t.Errorf("oz0 plugin test's peak resident memory was %d MiB, over 256 MiB", rss>>20)
+	}
+}
+
+// procStatus reads a size in kB from /proc/PID/status, in bytes.
+func procStatus(t *testing.T, pid int, key string) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", key, pid)
+	return 0
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// dirSize is the bytes of the files under dir.
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
