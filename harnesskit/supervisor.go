@@ -211,12 +211,12 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		return nil, err
 	}
 	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
-	if tier.Isolated() {
-		if IsPython(spec.Command[0]) {
-			// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which
-			// the sandbox hides: run the interpreter it runs.
-			argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
+	if runsInterpreter(tier, spec.Command) {
+		if argv[0], err = sandbox.PythonInterpreter(argv[0], env, s.workdir); err != nil {
+			return nil, err
 		}
+	}
+	if tier.Isolated() {
 		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
 			for _, d := range dirs {
 				if err = os.Chown(d, uid, gid); err != nil {
