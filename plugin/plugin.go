@@ -83,6 +83,9 @@ type Limits struct {
 	Timeout    string  `json:"timeout"`
 	MaxTokens  int64   `json:"max_tokens"`
 	MaxCostUSD float64 `json:"max_cost_usd"`
+	// MaxConcurrent is the most sessions of the agent a node runs at once; 0: no limit of the
+	// agent's own (the node's applies).
+	MaxConcurrent int `json:"max_concurrent"`
 }
 
 // TimeoutDuration is the timeout as a duration; 0 when none is set.
