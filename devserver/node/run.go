@@ -73,7 +73,11 @@ func (n *Node) run(job *Job) {
 	job.session = sess
 	cancelled = job.cancel
 	job.mu.Unlock()
-	if cancelled {
+	// Close cancels the sessions it finds; one set after it looked is cancelled here.
+	n.mu.Lock()
+	closing = n.closed
+	n.mu.Unlock()
+	if cancelled || closing {
 		sess.Cancel()
 	}
 	end := sess.Wait()
