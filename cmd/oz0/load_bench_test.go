@@ -22,10 +22,11 @@ import (
 // so its sessions run the `python` on PATH, which on a developer's machine is often pyenv's
 // shim) under a real `oz0 dev` in its default tier on the fake model, and 200 jobs submitted at
 // once, each by a client of its own that then follows the job's live stream to its end, as `oz0
-// run` does. Every job must succeed. It reports the submits' latency (the API's answer to POST
+// run` does. Every job must succeed under the default limit. It reports the submits' latency (the API's answer to POST
 // /api/v1/jobs), the time from the first submit to the last job's end, and the peak resident
 // memory of the oz0 dev process (VmHWM). Sub-benchmarks: the default limit on sessions at once,
-// and --max-sessions 200 (no limit for this batch, as before there was one), in the same run.
+// and --max-sessions 200 (no limit for this batch, as before there was one), in the same run,
+// where the jobs that failed are counted.
 func BenchmarkManyJobsThroughDev(b *testing.B) {
 	const jobs = 200
 	bin := oz0Binary(b)
@@ -74,14 +75,16 @@ func BenchmarkManyJobsThroughDev(b *testing.B) {
 				for _, f := range failures {
 					if f != "" {
 						if failed == 0 {
-							b.Errorf("a job failed: %s", f)
+							b.Logf("a job failed: %s", f)
 						}
 						failed++
 					}
 				}
-				if failed > 0 {
+				// Every job must succeed under the limit; without one, how many fail is the figure.
+				if failed > 0 && limit == "default" {
 					b.Fatalf("%d of %d jobs failed", failed, jobs)
 				}
+				b.ReportMetric(float64(failed), "failed-jobs")
 				slices.Sort(latencies)
 				b.ReportMetric(ms(latencies[jobs/2]), "submit-p50-ms")
 				b.ReportMetric(ms(latencies[jobs*99/100]), "submit-p99-ms")
