@@ -21,12 +21,13 @@ import (
 // BenchmarkManyJobsThroughDev is a batch as a user runs one: a fresh byo-agent plugin (no .venv,
 // so its sessions run the `python` on PATH, which on a developer's machine is often pyenv's
 // shim) under a real `oz0 dev` in its default tier on the fake model, and 200 jobs submitted at
-// once, each by a client of its own that then follows the job's live stream to its end, as `oz0
-// run` does. Every job must succeed under the default limit. It reports the submits' latency (the API's answer to POST
-// /api/v1/jobs), the time from the first submit to the last job's end, and the peak resident
-// memory of the oz0 dev process (VmHWM). Sub-benchmarks: the default limit on sessions at once,
-// and --max-sessions 200 (no limit for this batch, as before there was one), in the same run,
-// where the jobs that failed are counted.
+// once, each by a goroutine of its own that then follows the job's live stream to its end, as
+// `oz0 run` does. Every job must succeed under the default limit. It reports the submits' latency
+// (the API's answer to POST /api/v1/jobs) beside that of a submit to the server at rest (five
+// jobs one at a time first), the time from the first submit to the last job's end, and the peak
+// resident memory of the oz0 dev process (VmHWM). Sub-benchmarks: the default limit on sessions
+// at once, and --max-sessions 200 (no limit for this batch, as before there was one), in the same
+// run, where the jobs that failed are counted.
 func BenchmarkManyJobsThroughDev(b *testing.B) {
 	const jobs = 200
 	bin := oz0Binary(b)
@@ -44,6 +45,19 @@ func BenchmarkManyJobsThroughDev(b *testing.B) {
 				}
 				c, pid := startDevPID(b, bin, args...)
 				ctx := context.Background()
+				// The baseline of the same run: a submit to the server at rest, one job at a time.
+				var idle []time.Duration
+				for range 5 {
+					start := time.Now()
+					j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: "I was charged twice for my order"})
+					idle = append(idle, time.Since(start))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := c.Events(ctx, j.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
 				latencies := make([]time.Duration, jobs)
 				failures := make([]string, jobs)
 				var wg sync.WaitGroup
@@ -86,6 +100,7 @@ func BenchmarkManyJobsThroughDev(b *testing.B) {
 				}
 				b.ReportMetric(float64(failed), "failed-jobs")
 				slices.Sort(latencies)
+				b.ReportMetric(ms(medianOf(idle)), "submit-at-rest-ms")
 				b.ReportMetric(ms(latencies[jobs/2]), "submit-p50-ms")
 				b.ReportMetric(ms(latencies[jobs*99/100]), "submit-p99-ms")
 				b.ReportMetric(allDone.Seconds(), "all-done-s")
