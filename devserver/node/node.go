@@ -267,6 +267,11 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 		spec:  jobspec.Job{ID: j.ID, Plugin: p, Harness: h, Agent: a, Input: in, Model: model},
 		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}, opts: opts}
 	n.mu.Lock()
+	if n.closed { // Close came while the job was being recorded: it has ended the queue
+		n.mu.Unlock()
+		n.endQueued(job, store.StatusInterrupted, "oz0 dev stopped before the job started")
+		return j, nil
+	}
 	n.running[j.ID] = job
 	n.queue = append(n.queue, job)
 	n.dispatchLocked()
