@@ -69,6 +69,9 @@ type Config struct {
 	Sandbox sandbox.Tier
 	// Record keeps every job's model calls, for `oz0 job replay` and `oz0 job script`.
 	Record bool
+	// MaxSessions is the most sessions the node runs at once (oz0 dev --max-sessions); the jobs
+	// past it wait, queued. 0 is node.DefaultMaxSessions().
+	MaxSessions int
 	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
 	// (a release's tag); "" is main.
 	Ref string
@@ -153,6 +156,7 @@ func Start(cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
+	s.askAhead(s.Plugins())
 	s.startWatch()
 	s.banner()
 	// What the first request does not need starts once the API answers, not before: the tier's
@@ -217,6 +221,17 @@ func (s *Server) resolveSandbox() error {
 		s.say("warning: %s", r.warning)
 	}
 	return nil
+}
+
+// askAhead asks, in the background, what the first session of each of ps's harnesses would ask
+// as it starts (which interpreter a Python wrapper on PATH runs), so that no session waits for it
+// and a herd of them asks it once.
+func (s *Server) askAhead(ps []*plugin.Plugin) {
+	for _, p := range ps {
+		for _, h := range p.Manifest.Harnesses {
+			harnesskit.AskAhead(harnesskit.Spec{Command: h.Command, PluginDir: p.Dir, Sandbox: harnesskit.Sandbox{Tier: s.tier}})
+		}
+	}
 }
 
 // loadPlugins loads and lints the plugins first: one that does not lint is refused before
@@ -403,8 +418,9 @@ func (s *Server) startNode() error {
 			s.inbox.EndJob(job)
 			s.recorded.forget(job)
 		},
-		Decider: &decider{hooks: s.hooks, inbox: s.inbox},
-		Record:  s.cfg.Record,
+		Decider:     &decider{hooks: s.hooks, inbox: s.inbox},
+		Record:      s.cfg.Record,
+		MaxSessions: s.cfg.MaxSessions,
 		// The node's state (the store, secrets, provider records) and the files that hold the
 		// token may sit in the plugin, which sessions see: they must not see them.
 		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: append([]string{s.StateDir}, s.cfg.TokenFiles...), Gateway: gatewayOnly},
@@ -656,6 +672,7 @@ func (s *Server) banner() {
 	}
 	s.say("  state   %s", state)
 	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
+	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}

@@ -137,6 +137,7 @@ func (s *Server) reload(i int, dir string) {
 		return
 	}
 	s.plugins.Store(&next)
+	s.askAhead([]*plugin.Plugin{p})
 	s.say("reload: %s reloaded (%s: %s); new jobs take it", p.Manifest.Name, count(len(p.Agents), "agent", "agents"), strings.Join(p.AgentNames(), ", "))
 }
 

@@ -225,13 +225,20 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if IsPython(spec.Command[0]) {
+	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
+	if runsInterpreter(spec.Command) {
 		// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
 		// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
 		// Python starts: every tier runs the interpreter it runs, resolved once.
-		argv[0] = sandbox.PythonInterpreter(argv[0], env, s.workdir)
+		exe, err := sandbox.PythonInterpreter(argv[0], env, s.workdir)
+		switch {
+		case err == nil:
+			argv[0] = exe
+		case tier.Isolated():
+			return nil, err
+		}
+		// Tier none hides nothing: the wrapper itself runs, as it does in the user's shell.
 	}
-	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
 	if tier.Isolated() {
 		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
 			for _, d := range dirs {

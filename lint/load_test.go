@@ -33,7 +33,7 @@ runtime: harness:shop
 instructions: prompts/p.md
 input: {schema: schemas/in.json}
 output: {schema: {type: object, required: [answer]}}
-limits: {max_steps: 3, timeout: 90s}
+limits: {max_steps: 3, timeout: 90s, max_concurrent: 2}
 `,
 		"agents/chat.yaml":   "name: chat\nruntime: harness:shop\ninstructions: prompts/p.md\nharness: {tools: [refund], options: {tone: dry}}\n",
 		"prompts/p.md":       "Help with orders.\n",
@@ -64,7 +64,7 @@ limits: {max_steps: 3, timeout: 90s}
 	if orders.Output.Kind != "json" || !strings.Contains(string(orders.Output.Schema), `"answer"`) || orders.Output.Compiled == nil {
 		t.Errorf("output %+v", orders.Output)
 	}
-	if orders.InstructionsText != "Help with orders.\n" || orders.Limits.TimeoutDuration().Seconds() != 90 || orders.Limits.MaxSteps != 3 {
+	if orders.InstructionsText != "Help with orders.\n" || orders.Limits.TimeoutDuration().Seconds() != 90 || orders.Limits.MaxSteps != 3 || orders.Limits.MaxConcurrent != 2 {
 		t.Errorf("instructions %q, limits %+v", orders.InstructionsText, orders.Limits)
 	}
 	if got := p.Tools(orders); len(got) != 1 || got[0] != "lookup_order" {

@@ -89,6 +89,10 @@ func TestRules(t *testing.T) {
 			{"agents/acme-triage.yaml:11:14 invalid-value", "`max_steps` must be an integer, not a string"},
 			{"agents/acme-triage.yaml:14:3 unknown-key", "unknown key `tool` in `harness`; did you mean `tools`?"},
 		}},
+		{"max_concurrent below 1", map[string]string{"agents/acme-triage.yaml": replace(templateAgent,
+			"max_steps: 10", "max_steps: 10\n  max_concurrent: 0")}, []expect{
+			{"agents/acme-triage.yaml:12:19 invalid-value", "`max_concurrent` must be at least 1, not 0"},
+		}},
 		{"yaml-syntax", map[string]string{"agents/acme-triage.yaml": "name: a\n\truntime: x\n"}, []expect{
 			{"agents/acme-triage.yaml:2:1 yaml-syntax", "tab"},
 		}},

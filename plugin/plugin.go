@@ -87,6 +87,9 @@ type Limits struct {
 	// harnesskit's default.
 	MaxEventBytes          int64 `json:"max_event_bytes"`
 	MaxEventBytesPerSecond int64 `json:"max_event_bytes_per_second"`
+	// MaxConcurrent is the most sessions of the agent a node runs at once; 0: no limit of the
+	// agent's own (the node's applies).
+	MaxConcurrent int `json:"max_concurrent"`
 }
 
 // TimeoutDuration is the timeout as a duration; 0 when none is set.

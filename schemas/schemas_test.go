@@ -124,7 +124,7 @@ func TestValidDocuments(t *testing.T) {
 		{Manifest, goodManifest},
 		{Skill, "name: oz0-plugin\ndescription: How to work on a plugin.\nlicense: MIT\nallowed-tools: Read Grep\nmetadata: {owner: acme}\n"},
 		{Skill, "name: x\ndescription: d\nallowed-tools: [Read, Grep]\n"},
-		{Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
+		{Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432, max_concurrent: 4}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
 	} {
 		if ps := ValidateYAML(tc.schema, parse(t, tc.doc)); len(ps) > 0 {
 			t.Errorf("%s: unexpected problems %v in\n%s", tc.schema, ps, tc.doc)
@@ -223,6 +223,8 @@ func TestValueMessages(t *testing.T) {
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_cost_usd: 0, max_tokens: 0}\n",
 		expect{4, 24, KindInvalidValue, "`max_cost_usd` must be greater than 0"},
 		expect{4, 39, KindInvalidValue, "`max_tokens` must be at least 1, not 0"})
+	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_concurrent: 0}\n",
+		expect{4, 26, KindInvalidValue, "`max_concurrent` must be at least 1, not 0"})
 	check(t, Skill, "name: x\ndescription: \"\"\n", expect{2, 14, KindInvalidValue, "`description` must not be empty"})
 	check(t, Skill, "name: x\ndescription: "+strings.Repeat("a", 1025)+"\n", expect{2, 14, KindInvalidValue, "at most 1024 characters"})
 	check(t, Manifest, "", expect{1, 1, KindInvalidValue, "the document must be a mapping, not empty"})

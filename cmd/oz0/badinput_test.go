@@ -468,6 +468,7 @@ func pathCases(fx *badFixtures) []badCase {
 		{args: cl("schema nope"), code: 2, want: `no schema "nope"; oz0 schema lists them`},
 		{args: cl("help plugn"), code: 2, want: `unknown command "plugn" for "oz0"; did you mean "plugin"?`},
 		{args: cl("job list --limit 0"), ctx: "live", code: 2, want: "--limit must be at least 1"},
+		{args: cl("dev --max-sessions 0"), code: 2, want: "--max-sessions must be at least 1, not 0"},
 		{args: cl("job list --status failed,"), ctx: "live", code: 2, want: `unknown --status ""`},
 	}
 	// IDs that cannot be one, and IDs of nothing.

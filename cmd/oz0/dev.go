@@ -27,18 +27,19 @@ type devOptions struct {
 	Ref     string // the build's ref, which the scripts oz0 dev writes point their schema at
 	Getenv  func(string) string
 
-	Plugins    []string
-	Addr       string
-	StateDir   string
-	Ephemeral  bool
-	ReadyFile  string
-	FakeScript string
-	Hooks      string
-	LogLevel   string
-	LogFormat  string
-	Verbose    bool
-	Sandbox    sandbox.Tier // "" (Auto): standard where this machine allows it, else none
-	Record     bool
+	Plugins     []string
+	Addr        string
+	StateDir    string
+	Ephemeral   bool
+	ReadyFile   string
+	FakeScript  string
+	Hooks       string
+	LogLevel    string
+	LogFormat   string
+	Verbose     bool
+	Sandbox     sandbox.Tier // "" (Auto): standard where this machine allows it, else none
+	Record      bool
+	MaxSessions int // 0: node.DefaultMaxSessions()
 }
 
 var (
@@ -64,6 +65,9 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
   oz0 dev --record               # keep the jobs' model calls: oz0 job replay, oz0 job script`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("max-sessions") && opts.MaxSessions < 1 {
+				return cmdutil.Usagef("--max-sessions must be at least 1, not %d", opts.MaxSessions)
+			}
 			if opts.Ephemeral && opts.StateDir != "" {
 				return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
 			}
@@ -106,6 +110,7 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
 	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep every job's model calls, for oz0 job replay and oz0 job script")
+	cmd.Flags().IntVar(&opts.MaxSessions, "max-sessions", 0, "the most sessions run at once; more jobs wait, queued (default: 4 a core, at most one a 256 MiB of memory, 2 to 64)")
 	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
 	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
@@ -159,6 +164,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: opts.Record, Ref: opts.Ref,
+		MaxSessions: opts.MaxSessions,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together

@@ -75,6 +75,9 @@ type Config struct {
 	BeforeEnd func(job string)
 	// Record keeps every job's model calls (gateway.Grant.Recording), for replay.
 	Record bool
+	// MaxSessions is the most sessions the node runs at once; the jobs past it wait, queued, in
+	// the order they came. 0 is DefaultMaxSessions().
+	MaxSessions int
 }
 
 // Replay is a recording that answers a replayed job's model calls (package recording).
@@ -123,7 +126,10 @@ type Node struct {
 	cfg Config
 
 	mu      sync.Mutex
-	running map[string]*Job
+	running map[string]*Job // the live jobs: queued and started
+	queue   []*Job          // the jobs waiting for a session, in the order they came
+	active  int             // the sessions started and not ended
+	byAgent map[string]int  // of those, each agent's (for its limits.max_concurrent)
 	wg      sync.WaitGroup
 	closed  bool
 }
@@ -198,7 +204,10 @@ func New(cfg Config) *Node {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Node{cfg: cfg, running: map[string]*Job{}}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions()
+	}
+	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}}
 }
 
 // InputError is a job input that the agent does not take; no job was made.
@@ -210,7 +219,9 @@ var ErrUnknownAgent = errors.New("unknown agent")
 // ErrClosed is returned by Submit once the node is closing.
 var ErrClosed = errors.New("the node is shutting down")
 
-// Submit makes a job for agent with input as the user gave it, and starts it.
+// Submit makes a job for agent with input as the user gave it, and starts it, or queues it when
+// the node runs as many sessions as it may (Config.MaxSessions, the agent's
+// limits.max_concurrent). It returns once the job is recorded: it never waits for a session.
 func (n *Node) Submit(agentName, input string) (store.Job, error) {
 	return n.SubmitWith(agentName, input, SubmitOptions{})
 }
@@ -256,9 +267,15 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 		spec:  jobspec.Job{ID: j.ID, Plugin: p, Harness: h, Agent: a, Input: in, Model: model},
 		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}, opts: opts}
 	n.mu.Lock()
+	if n.closed { // Close came while the job was being recorded: it has ended the queue
+		n.mu.Unlock()
+		n.endQueued(job, store.StatusInterrupted, "oz0 dev stopped before the job started")
+		return j, nil
+	}
 	n.running[j.ID] = job
+	n.queue = append(n.queue, job)
+	n.dispatchLocked()
 	n.mu.Unlock()
-	go n.run(job)
 	return j, nil
 }
 

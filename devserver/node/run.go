@@ -18,11 +18,7 @@ import (
 // run runs job's session to its end and records it.
 func (n *Node) run(job *Job) {
 	defer n.wg.Done()
-	defer func() {
-		n.mu.Lock()
-		delete(n.running, job.ID)
-		n.mu.Unlock()
-	}()
+	defer n.release(job)
 	job.mu.Lock()
 	cancelled := job.cancel
 	job.mu.Unlock()
@@ -77,7 +73,11 @@ func (n *Node) run(job *Job) {
 	job.session = sess
 	cancelled = job.cancel
 	job.mu.Unlock()
-	if cancelled {
+	// Close cancels the sessions it finds; one set after it looked is cancelled here.
+	n.mu.Lock()
+	closing = n.closed
+	n.mu.Unlock()
+	if cancelled || closing {
 		sess.Cancel()
 	}
 	end := sess.Wait()
@@ -284,9 +284,14 @@ const StoppedOnRequest = "stopped on request"
 func (n *Node) Cancel(id string) bool {
 	n.mu.Lock()
 	job := n.running[id]
+	queued := job != nil && n.unqueueLocked(job)
 	n.mu.Unlock()
 	if job == nil {
 		return false
+	}
+	if queued {
+		n.endQueued(job, store.StatusCancelled, StoppedOnRequest+" before it started")
+		return true
 	}
 	n.cfg.Gateway.Kill(id)
 	job.mu.Lock()
@@ -314,8 +319,11 @@ func (n *Node) Running() []string {
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
 	n.closed = true
-	n.mu.Unlock()
-	n.mu.Lock()
+	queued := n.queue
+	n.queue = nil
+	for _, job := range queued {
+		delete(n.running, job.ID)
+	}
 	for _, job := range n.running {
 		job.mu.Lock()
 		if sess := job.session; sess != nil {
@@ -324,6 +332,9 @@ func (n *Node) Close(ctx context.Context) error {
 		job.mu.Unlock()
 	}
 	n.mu.Unlock()
+	for _, job := range queued {
+		n.endQueued(job, store.StatusInterrupted, "oz0 dev stopped before the job started")
+	}
 	done := make(chan struct{})
 	go func() { n.wg.Wait(); close(done) }()
 	select {

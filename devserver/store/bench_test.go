@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -135,4 +136,47 @@ func BenchmarkAppendSubscribe(b *testing.B) {
 			sub.Close()
 		})
 	}
+}
+
+// 200 jobs made at once, as 200 `oz0 run --detach` at once make them: each CreateJob waits for its
+// commit, and the group commit puts many in one. It reports, as medians over the iterations, each
+// call's latency (p50, p99 of an iteration's 200), the time until all 200 are made, and how many
+// commits that took.
+func BenchmarkCreateJobsAtOnce(b *testing.B) {
+	const n = 200
+	s := newStore(b)
+	var p50s, p99s, alls, commits []float64
+	for b.Loop() {
+		lat := make([]time.Duration, n)
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-gate
+				t := time.Now()
+				newJob(b, s)
+				lat[i] = time.Since(t)
+			})
+		}
+		before := s.Stats()
+		start := time.Now()
+		close(gate)
+		wg.Wait()
+		alls = append(alls, msOf(time.Since(start)))
+		slices.Sort(lat)
+		p50s = append(p50s, msOf(lat[n/2]))
+		p99s = append(p99s, msOf(lat[n*99/100]))
+		commits = append(commits, float64(s.Stats().Commits-before.Commits))
+	}
+	b.ReportMetric(median(p50s), "p50-ms")
+	b.ReportMetric(median(p99s), "p99-ms")
+	b.ReportMetric(median(alls), "all-ms")
+	b.ReportMetric(median(commits), "commits")
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }

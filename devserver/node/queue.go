@@ -1,0 +1,110 @@
+package node
+
+import (
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/orchestrator-zero/oz0/devserver/store"
+)
+
+// What a session costs, for DefaultMaxSessions: a Python session's interpreter start takes about
+// 100 ms of a core, and its process 30–60 MiB.
+const (
+	sessionsPerCore = 4
+	memoryPerSlot   = 256 << 20 // room left for each session, with the node's share of it
+	minSessions     = 2
+	maxDefault      = 64
+)
+
+// DefaultMaxSessions is the most sessions a node runs at once unless told otherwise: four a core
+// (a session mostly waits for its model, but its start takes a core for a tenth of a second, and
+// two hundred started at once on two cores took every one of them past a minute), at most one for
+// each 256 MiB of the machine's memory, at least 2 and at most 64.
+func DefaultMaxSessions() int {
+	n := sessionsPerCore * runtime.NumCPU()
+	if mem := totalMemory(); mem > 0 {
+		n = min(n, int(mem/memoryPerSlot))
+	}
+	return max(minSessions, min(n, maxDefault))
+}
+
+// totalMemory is the machine's memory in bytes, from /proc/meminfo; 0 where it cannot be read.
+func totalMemory() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest) // "24684176 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseUint(f[0], 10, 64)
+				if err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// MaxSessions is the most sessions the node runs at once.
+func (n *Node) MaxSessions() int { return n.cfg.MaxSessions }
+
+// dispatchLocked starts the queued jobs there is room for, in the order they came; a job whose
+// agent runs as many sessions as its limits.max_concurrent lets the jobs behind it go first.
+// n.mu is held.
+func (n *Node) dispatchLocked() {
+	if n.closed {
+		return // Close ends what is queued
+	}
+	kept := n.queue[:0]
+	for i, job := range n.queue {
+		if n.active >= n.cfg.MaxSessions {
+			kept = append(kept, n.queue[i:]...)
+			break
+		}
+		if most := job.Agent.Limits.MaxConcurrent; most > 0 && n.byAgent[job.Agent.Name] >= most {
+			kept = append(kept, job)
+			continue
+		}
+		n.active++
+		n.byAgent[job.Agent.Name]++
+		go n.run(job)
+	}
+	clear(n.queue[len(kept):])
+	n.queue = kept
+}
+
+// release gives back the session's room that job held, and starts what may start now.
+func (n *Node) release(job *Job) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.running, job.ID)
+	n.active--
+	if n.byAgent[job.Agent.Name]--; n.byAgent[job.Agent.Name] <= 0 {
+		delete(n.byAgent, job.Agent.Name)
+	}
+	n.dispatchLocked()
+}
+
+// unqueue takes job out of the queue; false when it is not there (its session has started).
+// n.mu is held.
+func (n *Node) unqueueLocked(job *Job) bool {
+	i := slices.Index(n.queue, job)
+	if i < 0 {
+		return false
+	}
+	n.queue = slices.Delete(n.queue, i, i+1)
+	delete(n.running, job.ID)
+	return true
+}
+
+// endQueued records the end of a job taken out of the queue, which never started.
+func (n *Node) endQueued(job *Job, st store.Status, reason string) {
+	defer n.wg.Done()
+	n.finish(job.ID, st, reason, nil)
+}
