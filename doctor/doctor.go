@@ -448,15 +448,14 @@ func checkUV(ctx context.Context, env Env) Result {
 
 func checkDevServer(ctx context.Context, env Env) Result {
 	r := Result{Check: "dev server"}
-	raw := env.Getenv(apiv1.ContextEnv)
-	if raw == "" {
-		r.Level, r.Detail = Warn, apiv1.ContextEnv+" is not set: oz0 run, job and secret need a running dev server"
-		r.Mend = "start oz0 dev in the plugin and export the OZ0_CONTEXT line it prints"
+	c, err := client.Find(env.Getenv, env.PluginDir)
+	if errors.Is(err, client.ErrNoServer) {
+		r.Level, r.Detail = Warn, apiv1.ContextEnv+" is not set and no oz0 dev runs on the plugin: oz0 run, job and secret need a running dev server"
+		r.Mend = "start oz0 dev in the plugin (commands in its folder find it), or export the OZ0_CONTEXT line it prints"
 		return r
 	}
-	c, err := client.FromEnv(env.Getenv)
 	if err != nil {
-		r.Level, r.Detail, r.Mend = Fail, err.Error(), "export the line oz0 dev printed"
+		r.Level, r.Detail, r.Mend = Fail, err.Error(), "export the line oz0 dev printed, or start oz0 dev in the plugin"
 		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

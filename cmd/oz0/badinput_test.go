@@ -377,7 +377,7 @@ func treeCases(t *testing.T, root *cobra.Command) (cases []badCase, pathFlags ma
 		})
 		if spec.server {
 			for _, c := range []struct{ ctx, want string }{
-				{"none", "OZ0_CONTEXT is not set; start `oz0 dev` in your plugin and run the `export OZ0_CONTEXT=...` line it prints"},
+				{"none", "OZ0_CONTEXT is not set and no oz0 dev runs for a plugin in this folder; start `oz0 dev` in your plugin (commands in its folder find it), or run the `export OZ0_CONTEXT=...` line it prints"},
 				{"garbage", "OZ0_CONTEXT is not valid (want an http://host:port URL); export the line `oz0 dev` printed"},
 				{"no-port", "OZ0_CONTEXT is not valid (no port: want http://host:port); export the line"},
 				{"off-host", "OZ0_CONTEXT is not valid (the dev server only listens on loopback, not 10.0.0.1); export the line"},

@@ -65,7 +65,7 @@ func TestRunFlags(t *testing.T) {
 
 func TestDevFlags(t *testing.T) {
 	o, err := parseFlags(t, newCmdDev, "")
-	check(t, "dev", o, err, map[string]any{"Plugins": []string(nil), "Addr": "127.0.0.1:0", "Ephemeral": false})
+	check(t, "dev", o, err, map[string]any{"Plugins": []string(nil), "Addr": "", "Ephemeral": false})
 	o, err = parseFlags(t, newCmdDev, "", "--plugin", "a", "--plugin", "b", "--addr", ":7311", "--state-dir", "s",
 		"--ready-file", "r", "--fake-script", "f.yaml", "--hooks", "h.yaml")
 	check(t, "dev with every flag", o, err, map[string]any{"Plugins": []string{"a", "b"}, "Addr": "127.0.0.1:7311", "StateDir": "s",
