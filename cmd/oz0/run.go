@@ -148,9 +148,16 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	if !opts.JSON {
-		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: %s on model record %s (%s)\n", job.ID, job.Agent, job.ModelRecord, job.ModelName)
+		startedNote(opts.IO.ErrOut, c, job, "")
 	}
 	return follow(ctx, opts, c, job, sigs)
+}
+
+// startedNote is the line on stderr before a job's stream (oz0 run, oz0 job watch, oz0 job
+// replay): the job, so that its ID is at hand, and which model record answers it; what names
+// the job beyond its agent (a replay's origin) goes in what.
+func startedNote(w io.Writer, c *client.Client, job apiv1.Job, what string) {
+	fmt.Fprintf(w, "oz0: job %s: %s%s on model record %s (%s)\n", job.ID, what, job.Agent, job.ModelRecord, job.ModelName)
 }
 
 // createJob makes a job; a second Ctrl-C while the dev server makes it gives up.
