@@ -467,7 +467,7 @@ func (s *Server) serveAPI() error {
 	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
-		Recorder: s,
+		Recorder: s, UILogin: s.UILoginURL,
 	})))
 	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())

@@ -53,6 +53,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdSecret(f))
 	root.AddCommand(newCmdJob(f))
 	root.AddCommand(newCmdApproval(f))
+	root.AddCommand(newCmdUI(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
 	root.AddCommand(newCmdSchema(f, nil))

@@ -136,6 +136,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 			return err
 		}
 		fmt.Fprintln(opts.IO.Out, job.ID)
+		startedNote(opts.IO.ErrOut, c, job, "")
 		return nil
 	}
 	// Ctrl-C cancels the job from the moment it exists: one that comes while the dev server is
@@ -153,11 +154,12 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	return follow(ctx, opts, c, job, sigs)
 }
 
-// startedNote is the line on stderr before a job's stream (oz0 run, oz0 job watch, oz0 job
-// replay): the job, so that its ID is at hand, and which model record answers it; what names
-// the job beyond its agent (a replay's origin) goes in what.
+// startedNote is what goes on stderr before a job's stream (oz0 run, oz0 job watch, oz0 job
+// replay): the job, so that its ID is at hand, and which model record answers it (what names the
+// job beyond its agent: a replay's origin), then its page in the dev UI.
 func startedNote(w io.Writer, c *client.Client, job apiv1.Job, what string) {
 	fmt.Fprintf(w, "oz0: job %s: %s%s on model record %s (%s)\n", job.ID, what, job.Agent, job.ModelRecord, job.ModelName)
+	fmt.Fprintf(w, "oz0: its page: %s (oz0 ui logs a browser in)\n", c.JobPage(job.ID))
 }
 
 // createJob makes a job; a second Ctrl-C while the dev server makes it gives up.

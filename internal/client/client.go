@@ -224,6 +224,15 @@ func (c *Client) Info(ctx context.Context) (apiv1.Info, error) {
 	return i, c.do(ctx, http.MethodGet, "/api/v1/info", nil, &i)
 }
 
+// UILogin asks for a fresh one-time link that logs a browser in to the dev UI.
+func (c *Client) UILogin(ctx context.Context) (string, error) {
+	var l apiv1.UILogin
+	return l.URL, c.do(ctx, http.MethodPost, "/api/v1/ui/login", nil, &l)
+}
+
+// JobPage is the address of a job's page in the dev UI.
+func (c *Client) JobPage(job string) string { return c.ctx.URL + apiv1.UIJobPath(job) }
+
 // CreateJob starts a job.
 func (c *Client) CreateJob(ctx context.Context, r apiv1.JobRequest) (apiv1.Job, error) {
 	var j apiv1.Job
