@@ -135,6 +135,9 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			}
 			mark := "ok  "
 			switch {
+			case c.NotRun:
+				fmt.Fprintf(out, "  --   %-19s %s (not run)\n", c.ID, c.Title)
+				return
 			case c.NotApplicable:
 				mark = "n/a "
 			case !c.Pass:
@@ -143,6 +146,10 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			fmt.Fprintf(out, "  %s %-19s %s (%.1fs)\n", mark, c.ID, c.Title, c.Elapsed.Seconds())
 			if !c.Pass {
 				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", c.Expected, c.Got)
+			}
+			if c.Output != "" {
+				// As the harness printed it: a traceback is read as Python wrote it.
+				fmt.Fprintf(out, "       it printed:\n\n%s\n\n", c.Output)
 			}
 			if c.Hint != "" {
 				fmt.Fprintf(out, "       do:       %s\n", c.Hint)
@@ -164,6 +171,9 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
 		if na > 0 {
 			fmt.Fprintf(out, ", %d not applicable", na)
+		}
+		if n := report.NotRun(); n > 0 {
+			fmt.Fprintf(out, ", %d not run", n)
 		}
 		fmt.Fprintln(out)
 	}
