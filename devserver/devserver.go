@@ -33,6 +33,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/discovery"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
@@ -158,7 +159,31 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	s.startWatch()
 	s.banner()
+	go s.checkImports()
 	return s, nil
+}
+
+// checkImports imports the Python harnesses' modules as their sessions will (oz0 doctor's
+// check), after the banner, so that a framework missing from the plugin's environment is said
+// at start, with the mend, rather than by the first job's failure. It takes what a framework's
+// import takes (seconds), so it does not hold up the start.
+func (s *Server) checkImports() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopWatch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, p := range s.Plugins() {
+		if _, problem, err := pyimports.Check(ctx, p); problem != nil && ctx.Err() == nil {
+			s.say("warning: %s: its jobs will fail; %s", problem, problem.Mend())
+		} else if err != nil && ctx.Err() == nil {
+			s.log.Warn("cannot check the harnesses' imports", "plugin", p.Manifest.Name, "err", err)
+		}
+	}
 }
 
 // newServer fills in the defaults of cfg.

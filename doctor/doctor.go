@@ -22,6 +22,7 @@ import (
 	"github.com/orchestrator-zero/oz0/plugin"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/lint"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, env Env) []Result {
 	if nodePlugin(env.PluginDir, p) {
 		rs = []Result{checkNode(ctx, env), pluginCheck, checkNodeModules(env)}
 	} else {
-		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkUV(ctx, env)}
+		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkImports(ctx, p), checkUV(ctx, env)}
 	}
 	return append(rs, checkDevServer(ctx, env), checkPort(), checkSandbox(env))
 }
@@ -410,7 +411,12 @@ func checkVenv(ctx context.Context, env Env) Result {
 		return r
 	}
 	py := filepath.Join(env.PluginDir, ".venv", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
+	_, err := os.Stat(py)
+	if err != nil && len(pyimports.Dependencies(env.PluginDir)) == 0 {
+		r.Level, r.Detail = OK, "no .venv, and none needed: the plugin has no dependencies (sessions run with python3 and its src/ on PYTHONPATH)"
+		return r
+	}
+	if err != nil {
 		r.Level, r.Detail = Warn, "the plugin has no .venv: sessions run with python3 and the plugin's src/ on PYTHONPATH, without its dependencies"
 		r.Mend = "run uv sync in the plugin (oz0 then runs its harness with .venv/bin/python)"
 		return r

@@ -515,36 +515,15 @@ func (s *session) missingModule() string {
 	return missingModule(strings.Join(lines[max(0, len(lines)-25):], "\n"))
 }
 
-// moduleMissingMarks are what Python's and Node's errors for a module that is not installed say.
-var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError:", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
-
-// missingModule is the line of text that says a module is not installed, clipped; "" when there
-// is none. It prefers a line that names the module: Node's stack also says just
-// code: 'ERR_MODULE_NOT_FOUND'.
-func missingModule(text string) string {
-	found := ""
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		for _, mark := range moduleMissingMarks {
-			if !strings.Contains(line, mark) {
-				continue
-			}
-			if strings.Contains(line, "'") && !strings.HasPrefix(line, "code:") {
-				return clip(line, 300)
-			}
-			found = cmp.Or(found, line)
-		}
-	}
-	return clip(found, 300)
-}
+// missingModule is harnesskit.MissingModule.
+func missingModule(text string) string { return harnesskit.MissingModule(text) }
 
 // missingHint says how to install a plugin's dependencies, for the language of the error.
 func missingHint(missing, dir string) string {
 	if strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError") {
-		return "a module the harness imports is not installed in the plugin's environment: run `uv sync` in " + dir +
-			" (without uv: python3 -m venv .venv && .venv/bin/pip install -e .), then test again"
+		return "a module the harness imports is not installed in the plugin's environment: " + harnesskit.InstallMend(dir, true) + ", then test again"
 	}
-	return "a package the harness imports is not installed: run `npm ci` in " + dir + ", then test again"
+	return "a package the harness imports is not installed: " + harnesskit.InstallMend(dir, false) + ", then test again"
 }
 
 // spendStep makes a call through the gateway with key, so that it counts as a step.
