@@ -117,7 +117,7 @@ func jobListRun(ctx context.Context, opts *jobListOptions) error {
 		}
 		return nil
 	}
-	t := newTable(opts.IO, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT")
+	t := newTable(opts.IO, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT").keepWhole("JOB", "STATUS", "CREATED", "TOOK")
 	for _, j := range jobs {
 		t.row(j.ID, j.Agent, string(j.Status), t.time(j.CreatedAt), took(j), j.InputText)
 	}
