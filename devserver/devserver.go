@@ -732,6 +732,9 @@ func (s *Server) banner() {
 	}
 	s.say("  state   %s", state)
 	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
+	if s.cfg.Record {
+		s.say("  record  on: every job's model calls are kept, for oz0 job replay and oz0 job script")
+	}
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}
@@ -739,7 +742,11 @@ func (s *Server) banner() {
 		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}
 	if len(s.interrupted) > 0 {
-		s.say("  marked %s interrupted that were live when oz0 dev last stopped", count(len(s.interrupted), "job", "jobs"))
+		were := "were"
+		if len(s.interrupted) == 1 {
+			were = "was"
+		}
+		s.say("  marked %s interrupted that %s live when oz0 dev last stopped", count(len(s.interrupted), "job", "jobs"), were)
 	}
 	if s.leftovers.Sessions > 0 {
 		s.say("  cleaned up after an oz0 that crashed: %s removed, %s killed",
