@@ -559,6 +559,8 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopWatch)
 		<-s.watchDone
+		// The jobs are interrupted: so are the approvals they wait for, as after a crash.
+		s.inbox.Stop("oz0 dev stopped while it waited; its job was interrupted")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s.closeErr = errors.Join(s.node.Close(ctx), s.unwind())
