@@ -244,7 +244,7 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 					var waitCtx context.Context
 					waitCtx, closeInline = context.WithCancel(ctx)
 					inline.Add(1)
-					go func() { defer inline.Done(); answerInline(waitCtx, opts, c, job.ID) }()
+					go func() { defer inline.Done(); answerInline(waitCtx, ctx, opts, c, job.ID) }()
 				}
 			}
 		}
@@ -308,8 +308,10 @@ func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job
 }
 
 // answerInline offers, on a terminal, to answer the job's waiting approvals here rather than from
-// another terminal; backing out leaves them in the inbox.
-func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job string) {
+// another terminal; backing out leaves them in the inbox. ctx closes the form (the job moved on);
+// an answer given is sent with send, since the job moving on (because of that very answer) must
+// not cut its call short.
+func answerInline(ctx, send context.Context, opts *runOptions, c *client.Client, job string) {
 	list, err := c.Approvals(ctx, false)
 	if err != nil {
 		return
@@ -328,9 +330,9 @@ func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job s
 			continue
 		}
 		if choice == "deny" {
-			_, err = c.Deny(ctx, a.ID, reason)
+			_, err = c.Deny(send, a.ID, reason)
 		} else {
-			_, _, err = c.Approve(ctx, a.ID, choice)
+			_, _, err = c.Approve(send, a.ID, choice)
 		}
 		if err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "oz0: %v\n", err)
