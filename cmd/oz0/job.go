@@ -474,8 +474,12 @@ func checkOutputFile(flag, name string) error {
 		return cmdutil.Usagef("%s %s is a directory; give a file to write", flag, name)
 	}
 	dir := filepath.Dir(name)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return cmdutil.Usagef("%s %s: %s is not a directory; make it first, or give another file", flag, name, dir)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return cmdutil.Usagef("%s %s: the directory %s does not exist; make it first (mkdir -p %s), or give another file", flag, name, dir, dir)
+	case err != nil || !st.IsDir():
+		return cmdutil.Usagef("%s %s: %s is not a directory; give a file in a directory", flag, name, dir)
 	}
 	return nil
 }
