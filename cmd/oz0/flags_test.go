@@ -96,7 +96,7 @@ func TestPluginFlags(t *testing.T) {
 	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
 		"Script": "m.yaml", "Input": "The app crashes", "Timeout": 5 * time.Second, "Grace": time.Second})
 
-	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "-t", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
+	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "--template", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
 	check(t, "plugin new", newOpts, err, map[string]any{"Name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets", "Dir": "src"})
 }
 

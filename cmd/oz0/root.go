@@ -111,6 +111,18 @@ func flagError(cmd *cobra.Command, err error) error {
 		if near := plausible(notExist.GetSpecifiedName(), names); len(near) > 0 {
 			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
 		}
+	case errors.As(err, &notExist) && strings.HasPrefix(msg, "unknown shorthand flag: "):
+		// A short form that this command does not have: the long flags it may have meant.
+		letter := notExist.GetSpecifiedShortnames()
+		var near []string
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+			if !fl.Hidden && letter != "" && strings.HasPrefix(fl.Name, letter) {
+				near = append(near, fl.Name)
+			}
+		})
+		if len(near) > 0 {
+			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
+		}
 	case errors.As(err, &invalid):
 		msg = badFlagValue(invalid.GetFlag(), invalid.GetValue())
 	case errors.As(err, &needs):
