@@ -25,7 +25,7 @@ type fakeDevServer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	answered chan apiv1.DenyRequest
-	onDeny   func() // called as a denial arrives, before it is answered
+	onDeny   func()   // called as a denial arrives, before it is answered
 	answers  []string // "approve SCOPE" or "deny REASON"
 	cancels  int
 }
