@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
@@ -25,6 +26,9 @@ type Stream struct {
 
 	inSay   bool   // a say line is open: its prefix is written
 	pending string // trailing whitespace of the open say line, written only if more text follows
+	// said is the text said since the last line that was not a say: a result that repeats it
+	// (a framework that streams its answer, then returns it) is not shown twice.
+	said strings.Builder
 }
 
 // New returns a renderer writing to w for the named agent.
@@ -97,7 +101,11 @@ func (s *Stream) Event(ev apiv1.Event) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		return s.line("%s", Text(d.Output))
+		out := Text(d.Output)
+		if said := strings.Fields(s.said.String()); len(said) > 0 && slices.Equal(said, strings.Fields(out)) {
+			return s.endSay() // streamed already, word for word
+		}
+		return s.line("%s", out)
 	}
 	return nil
 }
@@ -124,6 +132,7 @@ func by(who string) string {
 // whitespace is held back until more text comes, so a line never ends in spaces, and blank
 // lines are dropped.
 func (s *Stream) say(text string) error {
+	s.said.WriteString(text)
 	for text != "" {
 		line, rest, nl := strings.Cut(text, "\n")
 		body := strings.TrimRight(line, " \t")
@@ -161,6 +170,7 @@ func (s *Stream) endSay() error {
 }
 
 func (s *Stream) line(format string, args ...any) error {
+	s.said.Reset()
 	if err := s.endSay(); err != nil {
 		return err
 	}
