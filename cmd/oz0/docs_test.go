@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 )
 
 // The README lists every page of docs/.
@@ -42,5 +45,29 @@ func TestDocsShowOneVersion(t *testing.T) {
 	}
 	if len(seen) > 1 {
 		t.Errorf("the docs show several versions of oz0 (version: page): %v", seen)
+	}
+}
+
+// docs/cli.md lists every field of oz0 plugin test --json.
+func TestCLIDocListsPluginTestFields(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "| `oz0 plugin test` |") {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/cli.md has no row for oz0 plugin test")
+	}
+	ct := reflect.TypeFor[conformance.Check]()
+	for i := range ct.NumField() {
+		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" && !strings.Contains(row, "`"+name+"`") {
+			t.Errorf("docs/cli.md does not list oz0 plugin test's field %s", name)
+		}
 	}
 }
