@@ -15,6 +15,7 @@ GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 build:
+	@echo "build: $(BIN) (a minute or two on a fresh machine, seconds once Go's cache has it)"
 	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
 
 # The whole suite: formatting, vet, the cross builds, the GitHub Actions workflows, the Python templates under their own linters, unit tests, fuzz seeds, the
@@ -24,6 +25,7 @@ build:
 # goreleaser itself (check-release; building goreleaser takes a few minutes on a fresh machine)
 # and, in go test, against goreleaser's schema (cmd/oz0/release_test.go), for a quick answer.
 test: test-deps lint cross check-release lint-workflows lint-templates
+	@echo "test: go test ./... (units, the scripts, the browser tests: several minutes)"
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory race
 
@@ -40,6 +42,7 @@ race: test-deps
 # each more target costs a fresh machine ~45 s; the release (goreleaser) builds all four.
 CROSS := darwin/arm64
 cross:
+	@echo "cross: building and vetting for $(CROSS) (~45 s each on a fresh machine, seconds once cached)"
 	@for t in $(CROSS); do \
 	  echo "GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./..."; \
 	  GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; \
@@ -65,6 +68,7 @@ lint-workflows: build
 
 # .goreleaser.yaml is valid for the goreleaser that releases oz0, by goreleaser itself.
 check-release:
+	@echo "check-release: goreleaser check (building goreleaser takes a few minutes on a fresh machine, seconds once cached)"
 	$(GO) run $(GORELEASER) check
 
 # The release, built locally into dist/ (archives and checksums.txt for linux and darwin, amd64 and

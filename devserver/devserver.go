@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,9 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/internal/discovery"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
@@ -43,8 +46,12 @@ import (
 type Config struct {
 	PluginDirs []string // at least one
 	Addr       string   // loopback host:port; "" is 127.0.0.1:0 (a free port); Start refuses to serve off loopback
-	StateDir   string   // "" is <first plugin>/.oz0/dev
-	Ephemeral  bool     // state in a temporary directory, removed on Close
+	// StablePort (oz0 dev without --addr) listens on 127.0.0.1 at the port this state directory's
+	// server had last time, else discovery.DefaultPort, else a port of the plugin's own in the
+	// fallback range; Addr is ignored.
+	StablePort bool
+	StateDir   string // "" is <first plugin>/.oz0/dev
+	Ephemeral  bool   // state in a temporary directory, removed on Close
 	Version    string
 	// FakeScript is the fake model's script; nil is the built-in one.
 	FakeScript *fakemodel.Script
@@ -111,6 +118,8 @@ type Server struct {
 	interrupted []string             // jobs marked interrupted at start-up, for the banner
 	leftovers   harnesskit.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
 	madeState   string               // the outermost directory openState made, removed if Start fails
+	kept        discovery.Kept       // the port and token of the last run on this state directory
+	portNote    string               // why the port is not the default one, for the banner
 	tier        sandbox.Tier
 	tierCh      chan resolvedTier
 	recorded    recordedBytes
@@ -151,7 +160,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		s.tierCh <- resolvedTier{tier, warning, err}
 	}()
 	// The node is the first step that needs the tier: the probe has until then.
-	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI} {
+	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -164,7 +173,31 @@ func Start(cfg Config) (_ *Server, err error) {
 	// against its schema) would share the 2 cores with the start.
 	sandbox.WarmUp(s.tier)
 	go s.fake()
+	go s.checkImports()
 	return s, nil
+}
+
+// checkImports imports the Python harnesses' modules as their sessions will (oz0 doctor's
+// check), after the banner, so that a framework missing from the plugin's environment is said
+// at start, with the mend, rather than by the first job's failure. It takes what a framework's
+// import takes (seconds), so it does not hold up the start.
+func (s *Server) checkImports() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopWatch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, p := range s.Plugins() {
+		if _, problem, err := pyimports.Check(ctx, p); problem != nil && ctx.Err() == nil {
+			s.say("warning: %s: its jobs will fail; %s", problem, problem.Mend())
+		} else if err != nil && ctx.Err() == nil {
+			s.log.Warn("cannot check the harnesses' imports", "plugin", p.Manifest.Name, "err", err)
+		}
+	}
 }
 
 // newServer fills in the defaults of cfg.
@@ -283,6 +316,9 @@ func (s *Server) openState() error {
 		return fmt.Errorf("cannot make the state directory %s: %w; choose another with --state-dir", s.StateDir, err)
 	}
 	s.madeState = made
+	if !s.cfg.Ephemeral {
+		s.kept = discovery.LoadKept(s.StateDir)
+	}
 	var err error
 	if s.store, err = store.Open(s.StateDir); err != nil {
 		return err
@@ -343,9 +379,15 @@ func (s *Server) readHooks() (*hooks.Set, error) {
 
 // listen takes the loopback port; everything is served on it.
 func (s *Server) listen() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	var ln net.Listener
+	var err error
+	if s.cfg.StablePort {
+		ln, err = s.listenStable()
+	} else if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+		err = fmt.Errorf("cannot listen on %s: %w; choose another with --addr 127.0.0.1:PORT", s.cfg.Addr, err)
+	}
 	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w; choose another with --addr 127.0.0.1:PORT", s.cfg.Addr, err)
+		return err
 	}
 	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
 		ln.Close()
@@ -359,10 +401,56 @@ func (s *Server) listen() error {
 	return nil
 }
 
+// listenStable listens on the first free port of discovery.Ports: the same one at each restart of
+// the same plugin, as long as nothing else took it meanwhile.
+func (s *Server) listenStable() (net.Listener, error) {
+	var first error
+	for _, port := range discovery.Ports(s.Plugins()[0].Dir, s.kept.Port) {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			switch {
+			case port == discovery.DefaultPort:
+			case port == s.kept.Port:
+				s.portNote = "this plugin's port since its last start"
+			default:
+				s.portNote = fmt.Sprintf("%d is taken: this plugin's own port", discovery.DefaultPort)
+			}
+			return ln, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, fmt.Errorf("cannot listen on 127.0.0.1:%d nor on any port from %d to %d (%w); choose one with --addr 127.0.0.1:PORT",
+		discovery.DefaultPort, discovery.FallbackFirst, discovery.FallbackFirst+discovery.FallbackCount-1, first)
+}
+
+// advertise writes the file by which commands run in the plugin find this server (removed when
+// it stops), and keeps its port and token for the next start on this state directory.
+func (s *Server) advertise() error {
+	if !s.cfg.Ephemeral {
+		kept := discovery.Kept{Port: s.kept.Port, Token: s.Token}
+		if s.cfg.StablePort {
+			kept.Port = s.listener.Addr().(*net.TCPAddr).Port
+		}
+		if err := discovery.SaveKept(s.StateDir, kept); err != nil {
+			return fmt.Errorf("cannot write %s: %w", filepath.Join(s.StateDir, discovery.KeptFile), err)
+		}
+	}
+	if err := discovery.WriteRunning(s.StateDir, s.Context()); err != nil {
+		return fmt.Errorf("cannot write %s: %w", filepath.Join(s.StateDir, discovery.RunningFile), err)
+	}
+	s.undo = append(s.undo, func() error { discovery.RemoveRunning(s.StateDir); return nil })
+	return nil
+}
+
 // startGateway makes the model gateway, with the tenant's provider records and the fake model
 // behind them.
 func (s *Server) startGateway() error {
-	s.Token = apiv1.NewToken()
+	// A restarted server keeps its token, so that what was connected to it goes on.
+	if s.Token = s.kept.Token; s.Token == "" {
+		s.Token = apiv1.NewToken()
+	}
 	// The fake model answers only the gateway, which holds its key as the fake record's secret.
 	fakeKey := "oz0f_" + strings.TrimPrefix(apiv1.NewToken(), apiv1.TokenPrefix)
 	// Made on its first call (or right after the start, in the background): no request needs it
@@ -435,7 +523,7 @@ func (s *Server) serveAPI() error {
 	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
-		Recorder: s,
+		Recorder: s, UILogin: s.UILoginURL,
 	})))
 	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
@@ -503,6 +591,8 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopWatch)
 		<-s.watchDone
+		// The jobs are interrupted: so are the approvals they wait for, as after a crash.
+		s.inbox.Stop("oz0 dev stopped while it waited; its job was interrupted")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s.closeErr = errors.Join(s.node.Close(ctx), s.unwind())
@@ -664,7 +754,11 @@ func (s *Server) banner() {
 	}
 	s.say("oz0 dev: a dev server and a node with %s", strings.Join(names, ", "))
 	s.say("  version %s", s.cfg.Version)
-	s.say("  api     %s", s.URL)
+	if s.portNote != "" {
+		s.say("  api     %s (%s)", s.URL, s.portNote)
+	} else {
+		s.say("  api     %s", s.URL)
+	}
 	s.say("  ui      %s (logs one browser in, once)", s.UILoginURL())
 	state := s.StateDir
 	if s.cfg.Ephemeral {
@@ -673,6 +767,9 @@ func (s *Server) banner() {
 	s.say("  state   %s", state)
 	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
 	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
+	if s.cfg.Record {
+		s.say("  record  on: every job's model calls are kept, for oz0 job replay and oz0 job script")
+	}
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
 	}
@@ -680,7 +777,11 @@ func (s *Server) banner() {
 		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}
 	if len(s.interrupted) > 0 {
-		s.say("  marked %s interrupted that were live when oz0 dev last stopped", count(len(s.interrupted), "job", "jobs"))
+		were := "were"
+		if len(s.interrupted) == 1 {
+			were = "was"
+		}
+		s.say("  marked %s interrupted that %s live when oz0 dev last stopped", count(len(s.interrupted), "job", "jobs"), were)
 	}
 	if s.leftovers.Sessions > 0 {
 		s.say("  cleaned up after an oz0 that crashed: %s removed, %s killed",

@@ -135,5 +135,5 @@ func (s *Server) Script(id string) ([]byte, error) {
 	if ref == "" {
 		ref = "main"
 	}
-	return recording.Script(j.ID, exs, schemas.URLAt(ref, fakemodel.SchemaName))
+	return recording.Script(j.ID, j.InputText, exs, schemas.URLAt(ref, fakemodel.SchemaName))
 }

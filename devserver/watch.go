@@ -58,16 +58,21 @@ func fileStamp(name string) string {
 // and says why.
 func (s *Server) reloadHooks() {
 	set, err := s.readHooks()
+	// What stays in force: the last good hooks, or none when there never were any.
+	kept := "kept the last good hooks"
+	if s.hooks.Set().Len() == 0 {
+		kept = "still no hooks"
+	}
 	var re *diag.ReportError
 	switch {
 	case errors.As(err, &re):
 		s.outMu.Lock()
-		fmt.Fprintf(s.out, "reload: kept the last good hooks: %s has %s\n", s.hooksFile, problemsToFix(re.Report))
+		fmt.Fprintf(s.out, "reload: %s: %s has %s\n", kept, s.hooksFile, problemsToFix(re.Report))
 		_ = diag.Write(s.out, re.Report, diag.FormatText, diag.Tool{Version: s.cfg.Version})
 		s.outMu.Unlock()
 		return
 	case err != nil:
-		s.say("reload: kept the last good hooks: %v", err)
+		s.say("reload: %s: %v", kept, err)
 		return
 	}
 	s.hooks.Replace(set)

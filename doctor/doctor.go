@@ -21,6 +21,7 @@ import (
 	"github.com/orchestrator-zero/oz0/plugin"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, env Env) []Result {
 	if nodePlugin(env.PluginDir, p) {
 		rs = []Result{checkNode(ctx, env), pluginCheck, checkNodeModules(env)}
 	} else {
-		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkUV(ctx, env)}
+		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkImports(ctx, p), checkUV(ctx, env)}
 	}
 	return append(rs, checkDevServer(ctx, env), checkPort(), checkSandbox(env))
 }
@@ -410,7 +411,12 @@ func checkVenv(ctx context.Context, env Env) Result {
 		return r
 	}
 	py := filepath.Join(env.PluginDir, ".venv", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
+	_, err := os.Stat(py)
+	if err != nil && len(pyimports.Dependencies(env.PluginDir)) == 0 {
+		r.Level, r.Detail = OK, "no .venv, and none needed: the plugin has no dependencies (sessions run with python3 and its src/ on PYTHONPATH)"
+		return r
+	}
+	if err != nil {
 		r.Level, r.Detail = Warn, "the plugin has no .venv: sessions run with python3 and the plugin's src/ on PYTHONPATH, without its dependencies"
 		r.Mend = "run uv sync in the plugin (oz0 then runs its harness with .venv/bin/python)"
 		return r
@@ -448,15 +454,14 @@ func checkUV(ctx context.Context, env Env) Result {
 
 func checkDevServer(ctx context.Context, env Env) Result {
 	r := Result{Check: "dev server"}
-	raw := env.Getenv(apiv1.ContextEnv)
-	if raw == "" {
-		r.Level, r.Detail = Warn, apiv1.ContextEnv+" is not set: oz0 run, job and secret need a running dev server"
-		r.Mend = "start oz0 dev in the plugin and export the OZ0_CONTEXT line it prints"
+	c, err := client.Find(env.Getenv, env.PluginDir)
+	if errors.Is(err, client.ErrNoServer) {
+		r.Level, r.Detail = Warn, apiv1.ContextEnv+" is not set and no oz0 dev runs on the plugin: oz0 run, job and secret need a running dev server"
+		r.Mend = "start oz0 dev in the plugin (commands in its folder find it), or export the OZ0_CONTEXT line it prints"
 		return r
 	}
-	c, err := client.FromEnv(env.Getenv)
 	if err != nil {
-		r.Level, r.Detail, r.Mend = Fail, err.Error(), "export the line oz0 dev printed"
+		r.Level, r.Detail, r.Mend = Fail, err.Error(), "export the line oz0 dev printed, or start oz0 dev in the plugin"
 		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

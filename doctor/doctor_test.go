@@ -72,7 +72,12 @@ func TestVenvAndPlugin(t *testing.T) {
 	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != OK || !strings.Contains(r.Detail, "not a Python plugin") {
 		t.Errorf("no pyproject: %+v", r)
 	}
-	os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname='x'\n"), 0o644)
+	// No dependencies: no .venv is needed, nothing to warn about.
+	os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname='x'\ndependencies = []\n"), 0o644)
+	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != OK || !strings.Contains(r.Detail, "none needed") {
+		t.Errorf("no venv, no dependencies: %+v", r)
+	}
+	os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname='x'\ndependencies = ['google-adk==2.13.0']\n"), 0o644)
 	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != Warn || !strings.Contains(r.Mend, "uv sync") {
 		t.Errorf("no venv: %+v", r)
 	}

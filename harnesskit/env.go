@@ -1,6 +1,7 @@
 package harnesskit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,15 +75,9 @@ func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *Sessi
 	var exe string
 	switch {
 	case IsPython(name) && !strings.ContainsRune(name, '/'):
-		venvBin := filepath.Join(pluginDir, ".venv", "bin")
-		if py := filepath.Join(venvBin, "python"); isExecutable(py) {
-			exe = py
-			path = venvBin + string(os.PathListSeparator) + path
-		} else if exe = cmpOr(lookPath(name, path), lookPath("python3", path)); exe == "" {
-			return nil, nil, fmt.Errorf("the harness command is %s, but the plugin has no .venv (run `uv sync` in %s) and there is no %s on the PATH %s", name, pluginDir, name, path)
-		}
-		if src := filepath.Join(pluginDir, "src"); isDir(src) {
-			pythonPath = src
+		var err error
+		if exe, path, pythonPath, err = PythonEnv(name, pluginDir, path); err != nil {
+			return nil, nil, err
 		}
 	case strings.ContainsRune(name, '/'):
 		exe = name
@@ -126,6 +121,70 @@ func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *Sessi
 	}
 	add("PYTHONPATH", pythonPath)
 	return args, env, nil
+}
+
+// PythonEnv is how a session runs the Python program (python, python3, python3.N) of a harness of
+// the plugin in pluginDir, with the session's PATH path: the plugin's .venv/bin/python when it
+// exists (with .venv/bin first on PATH), else program, or python3, on path; and PYTHONPATH, the
+// plugin's src/ when it has one. oz0 doctor imports a harness's modules with the same.
+func PythonEnv(program, pluginDir, path string) (exe, sessionPath, pythonPath string, err error) {
+	sessionPath = path
+	venvBin := filepath.Join(pluginDir, ".venv", "bin")
+	if py := filepath.Join(venvBin, "python"); isExecutable(py) {
+		exe = py
+		sessionPath = venvBin + string(os.PathListSeparator) + path
+	} else if exe = cmpOr(lookPath(program, path), lookPath("python3", path)); exe == "" {
+		return "", "", "", fmt.Errorf("the harness command is %s, but the plugin has no .venv (run `uv sync` in %s) and there is no %s on the PATH %s", program, pluginDir, program, path)
+	}
+	if src := filepath.Join(pluginDir, "src"); isDir(src) {
+		pythonPath = src
+	}
+	return exe, sessionPath, pythonPath, nil
+}
+
+// InstallMend says how to install the dependencies of the plugin in dir that a harness imports:
+// uv sync for a Python plugin, npm ci for a Node one. oz0 plugin test, oz0 doctor and a job that
+// failed on a missing module say the same.
+func InstallMend(dir string, python bool) string {
+	if python {
+		return "run `uv sync` in " + dir + " (without uv: python3 -m venv .venv && .venv/bin/pip install -e .)"
+	}
+	return "run `npm ci` in " + dir
+}
+
+// moduleMissingMarks are what Python's and Node's errors for a module that is not installed say.
+var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError:", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
+
+// MissingModule is the line of text that says a module is not installed, clipped; "" when there
+// is none. It prefers a line that names the module: Node's stack also says just
+// code: 'ERR_MODULE_NOT_FOUND'.
+func MissingModule(text string) string {
+	found := ""
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		for _, mark := range moduleMissingMarks {
+			if !strings.Contains(line, mark) {
+				continue
+			}
+			if strings.Contains(line, "'") && !strings.HasPrefix(line, "code:") {
+				return clipRunes(line, 300)
+			}
+			found = cmp.Or(found, line)
+		}
+	}
+	return clipRunes(found, 300)
+}
+
+// IsPythonMissing reports whether what MissingModule found is Python's (else Node's).
+func IsPythonMissing(missing string) bool {
+	return strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError")
+}
+
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // lookPath finds name in the directories of path, like exec.LookPath but with the session's PATH

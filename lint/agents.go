@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,7 @@ func (l *linter) lintAgent(file string) {
 	la.output = l.checkIO(file, root, m, "output")
 	l.checkLimits(file, root, asMap(m["limits"]))
 	l.checkApprovals(file, root, asMap(m["harness"]), h)
+	l.checkAgentTools(file, root, asMap(m["harness"]), h)
 }
 
 var agentHarnessRef = lazyre.New(`^[a-z][a-z0-9-]*$`)
@@ -177,6 +179,28 @@ func (l *linter) checkLimits(file string, root *yaml.Node, lim map[string]any) {
 	if steps < 1 && steps == math.Trunc(steps) {
 		_, n := schemas.Locate(root, "limits", "max_steps")
 		l.addAt(file, n, 0, "max-steps", "`max_steps` must be at least 1, not %s", strconv.FormatFloat(steps, 'f', -1, 64))
+	}
+}
+
+// checkAgentTools warns of an agent's tool that its harness does not list: never called, so the
+// agent quietly goes without it (a typo, most often).
+func (l *linter) checkAgentTools(file string, root *yaml.Node, hm map[string]any, h *harness) {
+	if hm == nil || h == nil || !h.hasTools {
+		return
+	}
+	tools, idx := stringItems(hm["tools"])
+	for j, t := range tools {
+		if slices.Contains(h.tools, t) {
+			continue
+		}
+		_, n := schemas.Locate(root, "harness", "tools", strconv.Itoa(idx[j]))
+		msg := fmt.Sprintf("harness.tools lists `%s`, which harness `%s` does not (its tools: %s)", t, h.name, strings.Join(h.tools, ", "))
+		if near, ok := schemas.Closest(t, h.tools); ok {
+			msg += fmt.Sprintf("; did you mean `%s`?", near)
+		} else {
+			msg += fmt.Sprintf("; add it to the tools of harness `%s` in %s, or remove it", h.name, ManifestFile)
+		}
+		l.addAt(file, n, 0, "agent-tool-unknown", "%s", msg)
 	}
 }
 

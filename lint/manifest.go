@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -227,7 +228,11 @@ func (l *linter) checkCommand(root *yaml.Node, hp []string, hm map[string]any, l
 			l.addAt(ManifestFile, at(0), 0, "command-missing", "%s runs `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, prog)
 		}
 	case strings.ContainsRune(prog, '/'):
-		// An absolute program: this machine's, not the plugin's; nothing to check portably.
+		// An absolute program: this machine's, not the plugin's. One of the system's directories
+		// is in every session; anything else may be on no other machine, nor in the sandbox.
+		if !sandbox.InSystemDir(prog) {
+			l.addAt(ManifestFile, at(0), 0, "command-outside-plugin", "%s runs `%s`, a program outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only; put it in the plugin and name it relative to it (./bin/…), or use a program on the PATH", label, prog)
+		}
 	case !harnesskit.IsPython(prog) && l.abs != "":
 		if _, err := exec.LookPath(prog); err != nil {
 			l.addAt(ManifestFile, at(0), 0, "program-not-found", "%s runs `%s`, which is not on this machine's PATH", label, prog)
@@ -238,6 +243,7 @@ func (l *linter) checkCommand(root *yaml.Node, hp []string, hm map[string]any, l
 		rel, ok := relPath(file)
 		switch {
 		case path.IsAbs(file):
+			l.addAt(ManifestFile, at(i), 0, "command-outside-plugin", "%s runs `%s`, a file outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only, so every session would fail; copy it into the plugin and name it relative to it", label, file)
 		case !ok:
 			l.addAt(ManifestFile, at(i), 0, "path-escape", "%s runs `%s`, which is outside the plugin", label, file)
 		case !l.isFile(rel):

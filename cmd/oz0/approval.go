@@ -75,7 +75,7 @@ func approvalListRun(ctx context.Context, opts *approvalListOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "no approvals waiting")
 		return nil
 	}
-	t := newTable(opts.IO, "APPROVAL", "JOB", "CALL", "ARGUMENTS", "WHY", "SINCE", "STATUS")
+	t := newTable(opts.IO, "APPROVAL", "JOB", "CALL", "ARGUMENTS", "WHY", "SINCE", "STATUS").keepWhole("APPROVAL", "JOB", "CALL", "SINCE")
 	for _, a := range list {
 		status := string(a.Status)
 		if a.Reason != "" {
@@ -226,7 +226,7 @@ func approvalRulesRun(ctx context.Context, opts *approvalRulesOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "no rules: every call that needs a person asks")
 		return nil
 	}
-	t := newTable(opts.IO, "RULE", "CALL", "FROM", "SINCE")
+	t := newTable(opts.IO, "RULE", "CALL", "FROM", "SINCE").keepWhole("RULE", "FROM")
 	for _, r := range rules {
 		t.row(r.ID, r.Target, r.Approval, t.time(r.CreatedAt))
 	}

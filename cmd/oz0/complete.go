@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,9 +125,12 @@ func listSecrets(ctx context.Context, c *client.Client) ([]cobra.Completion, err
 // completeStatuses completes a comma-separated list of job statuses, one at a time.
 func completeStatuses(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	done, _ := cutLast(toComplete, ",")
+	given := strings.Split(strings.TrimSuffix(done, ","), ",")
 	var out []cobra.Completion
 	for _, st := range apiv1.Statuses {
-		out = append(out, done+string(st))
+		if !slices.Contains(given, string(st)) { // a status given already is not offered again
+			out = append(out, done+string(st))
+		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

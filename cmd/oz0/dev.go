@@ -57,8 +57,11 @@ func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command 
 the model gateway and a fake model, on a loopback port. It loads the plugin in the current
 directory (or each --plugin), lints it first, and reloads it when its files change.
 
-It prints the export OZ0_CONTEXT=... line that oz0 run, oz0 job and oz0 secret need in
-another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin.`,
+It listens on 127.0.0.1:4747, or, when another plugin's oz0 dev has that port, on one of the
+plugin's own (4748 to 4999); a restarted oz0 dev comes back on the same address with the same
+token. oz0 run, oz0 job, oz0 ui and the rest find it from the plugin's folder; elsewhere,
+export the OZ0_CONTEXT=... line it prints. State (jobs, events, secrets) lives in .oz0/dev/ of
+the plugin.`,
 		Example: `  oz0 dev
   oz0 dev --plugin ./acme-triage --addr 127.0.0.1:7311
   oz0 dev --ephemeral            # state in a temporary directory, gone when it stops
@@ -88,11 +91,13 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 				return cmdutil.Usagef("--sandbox: %v", err)
 			}
 			opts.Sandbox = tier
-			addr, err := loopbackAddr(opts.Addr)
-			if err != nil {
-				return err
+			if opts.Addr != "" {
+				addr, err := loopbackAddr(opts.Addr)
+				if err != nil {
+					return err
+				}
+				opts.Addr = addr
 			}
-			opts.Addr = addr
 			if err := checkOutputFile("--ready-file", opts.ReadyFile); err != nil {
 				return err
 			}
@@ -103,7 +108,7 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 		},
 	}
 	cmd.Flags().StringArrayVar(&opts.Plugins, "plugin", nil, "a plugin directory to serve (repeatable; default: the current directory)")
-	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "the loopback address to listen on (port 0: a free one)")
+	cmd.Flags().StringVar(&opts.Addr, "addr", "", "the loopback address to listen on (port 0: a free one; default: 127.0.0.1:4747, or this plugin's own port when that is taken)")
 	cmd.Flags().StringVar(&opts.StateDir, "state-dir", "", "where jobs, events and secrets live (default: .oz0/dev of the first plugin)")
 	cmd.Flags().BoolVar(&opts.Ephemeral, "ephemeral", false, "keep state in a temporary directory, removed when oz0 dev stops")
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
@@ -161,7 +166,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	}
 	srv, err := devserver.Start(devserver.Config{
 		TokenFiles: tokenFiles,
-		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
+		PluginDirs: opts.Plugins, Addr: opts.Addr, StablePort: opts.Addr == "", StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: opts.Record, Ref: opts.Ref,
 		MaxSessions: opts.MaxSessions,

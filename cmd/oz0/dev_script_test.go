@@ -21,6 +21,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/internal/discovery"
 )
 
 // Commands for the dev server's scripts (testdata/scripts/dev_*.txtar). Each that waits polls
@@ -37,9 +38,18 @@ func init() {
 	scriptCmds["envjson"] = cmdEnvJSON
 }
 
-// devClient is a client for the dev server in the script's $OZ0_CONTEXT.
+// devClient is a client for the dev server in the script's $OZ0_CONTEXT, else the one running on
+// the plugin of the script's working directory, as the commands find it.
 func devClient(ts *testscript.TestScript) (*client.Client, apiv1.Context) {
-	c, err := apiv1.ParseContext(ts.Getenv(apiv1.ContextEnv))
+	v := ts.Getenv(apiv1.ContextEnv)
+	if v == "" {
+		found, _, err := discovery.Find(ts.MkAbs("."))
+		if err != nil {
+			ts.Fatalf("%v", err)
+		}
+		v = found.String()
+	}
+	c, err := apiv1.ParseContext(v)
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}

@@ -23,9 +23,11 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this machine for the oz0 dev loop, and say how to mend each miss",
-		Long: `Check python, the plugin (it lints), its .venv, uv (for a Node plugin: node, against the
-plugin's engines.node, and its node_modules against package-lock.json), the dev server in
-OZ0_CONTEXT, a free loopback port, and which sandbox tiers work here (and if one does not, why).
+		Long: `Check python, the plugin (it lints), its .venv (needed when it has dependencies), that its
+harnesses' modules import as their sessions run them (a framework that is not installed fails,
+naming the package and the mend), uv (for a Node plugin: node, against the plugin's engines.node,
+and its node_modules against package-lock.json), the dev server in OZ0_CONTEXT or running on the
+plugin, a free loopback port, and which sandbox tiers work here (and if one does not, why).
 Exit status 1 when a check fails; warnings do not fail it.`,
 		Example: "  oz0 doctor\n  oz0 doctor --plugin acme-triage --json",
 		Args:    noArgs,

@@ -65,7 +65,7 @@ func TestRunFlags(t *testing.T) {
 
 func TestDevFlags(t *testing.T) {
 	o, err := parseFlags(t, newCmdDev, "")
-	check(t, "dev", o, err, map[string]any{"Plugins": []string(nil), "Addr": "127.0.0.1:0", "Ephemeral": false})
+	check(t, "dev", o, err, map[string]any{"Plugins": []string(nil), "Addr": "", "Ephemeral": false})
 	o, err = parseFlags(t, newCmdDev, "", "--plugin", "a", "--plugin", "b", "--addr", ":7311", "--state-dir", "s",
 		"--ready-file", "r", "--fake-script", "f.yaml", "--hooks", "h.yaml")
 	check(t, "dev with every flag", o, err, map[string]any{"Plugins": []string{"a", "b"}, "Addr": "127.0.0.1:7311", "StateDir": "s",
@@ -96,7 +96,7 @@ func TestPluginFlags(t *testing.T) {
 	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
 		"Script": "m.yaml", "Input": "The app crashes", "Timeout": 5 * time.Second, "Grace": time.Second})
 
-	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "-t", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
+	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "--template", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
 	check(t, "plugin new", newOpts, err, map[string]any{"Name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets", "Dir": "src"})
 }
 

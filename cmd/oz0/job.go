@@ -27,10 +27,11 @@ func newCmdJob(f *cmdutil.Factory) *cobra.Command {
 	return groupCmd("job <command>", "List, show, cancel, trace and replay the dev server's jobs", "",
 		`  oz0 job list
   oz0 job show job_abc…
+  oz0 job watch job_abc…
   oz0 job trace job_abc… > job.jsonl
   oz0 job replay job_abc…
   oz0 job script job_abc… -o recorded.yaml`,
-		newCmdJobList(f, nil), newCmdJobShow(f, nil), newCmdJobCancel(f, nil), newCmdJobTrace(f, nil),
+		newCmdJobList(f, nil), newCmdJobShow(f, nil), newCmdJobWatch(f, nil), newCmdJobCancel(f, nil), newCmdJobTrace(f, nil),
 		newCmdJobReplay(f, nil), newCmdJobScript(f, nil))
 }
 
@@ -117,7 +118,7 @@ func jobListRun(ctx context.Context, opts *jobListOptions) error {
 		}
 		return nil
 	}
-	t := newTable(opts.IO, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT")
+	t := newTable(opts.IO, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT").keepWhole("JOB", "STATUS", "CREATED", "TOOK")
 	for _, j := range jobs {
 		t.row(j.ID, j.Agent, string(j.Status), t.time(j.CreatedAt), took(j), j.InputText)
 	}
@@ -195,6 +196,56 @@ func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
 	row("took", took(j))
 	row("model calls", fmt.Sprintf("%d (%d input, %d output tokens)", j.Usage.ModelCalls, j.Usage.InputTokens, j.Usage.OutputTokens))
 	return tw.Flush()
+}
+
+type jobWatchOptions struct {
+	clientOptions
+	Prompter prompt.Prompter
+	ID       string
+	JSON     bool
+}
+
+func newCmdJobWatch(f *cmdutil.Factory, runF func(*jobWatchOptions) error) *cobra.Command {
+	opts := &jobWatchOptions{clientOptions: newClientOptions(f), Prompter: f.Prompter}
+	cmd := &cobra.Command{
+		Use:   "watch ID",
+		Short: "Show a job's live stream from its start, and follow it until it ends",
+		Long: `Show the job's stream as oz0 run shows it, from its first event, then follow it live until
+the job ends: a job started with oz0 run --detach, from the UI or in another terminal, or one
+that ended long ago. Exit status as oz0 run's: 0 when the job succeeded, 1 when it did not, with
+the reason on stderr. Ctrl-C stops watching; the job goes on (oz0 job cancel ends it).`,
+		Example: `  oz0 job watch job_abc…
+  oz0 job watch $(oz0 run acme-triage "..." --detach)
+  oz0 job watch job_abc… --json        # the events as JSON lines`,
+		Args: oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return jobWatchRun(cmd.Context(), opts)
+		},
+		ValidArgsFunction: fromServer(f, listJobs(false)),
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
+	return cmd
+}
+
+func jobWatchRun(ctx context.Context, opts *jobWatchOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	job, err := c.Job(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	ro := &runOptions{IO: opts.IO, Client: opts.Client, Prompter: opts.Prompter, Agent: job.Agent, JSON: opts.JSON}
+	if !opts.JSON {
+		startedNote(opts.IO.ErrOut, c, job, "")
+	}
+	// No signals: Ctrl-C ends the watch, not the job.
+	return follow(ctx, ro, c, job, nil)
 }
 
 type jobCancelOptions struct {
@@ -322,7 +373,7 @@ func jobReplayRun(ctx context.Context, opts *jobReplayOptions) error {
 		return err
 	}
 	if !opts.JSON {
-		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: a replay of job %s: %s on model record %s (%s)\n", job.ID, opts.ID, job.Agent, job.ModelRecord, job.ModelName)
+		startedNote(opts.IO.ErrOut, c, job, "a replay of job "+opts.ID+": ")
 	}
 	ro := &runOptions{IO: opts.IO, Client: opts.Client, Prompter: opts.Prompter, Agent: job.Agent, JSON: opts.JSON}
 	err = follow(ctx, ro, c, job, sigs)
@@ -428,8 +479,12 @@ func checkOutputFile(flag, name string) error {
 		return cmdutil.Usagef("%s %s is a directory; give a file to write", flag, name)
 	}
 	dir := filepath.Dir(name)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return cmdutil.Usagef("%s %s: %s is not a directory; make it first, or give another file", flag, name, dir)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return cmdutil.Usagef("%s %s: the directory %s does not exist; make it first (mkdir -p %s), or give another file", flag, name, dir, dir)
+	case err != nil || !st.IsDir():
+		return cmdutil.Usagef("%s %s: %s is not a directory; give a file in a directory", flag, name, dir)
 	}
 	return nil
 }

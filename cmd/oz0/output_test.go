@@ -47,7 +47,37 @@ func TestTable(t *testing.T) {
 	if !strings.Contains(lines[1], "...") || strings.Contains(tty, "\t") {
 		t.Errorf("the long input is not cut to fit, or tabs are left:\n%s", tty)
 	}
-	if !strings.Contains(lines[1], at.Local().Format(time.DateTime)) {
-		t.Errorf("a terminal shows local times: %s", lines[1])
+	if !strings.Contains(lines[1], "ago") {
+		t.Errorf("a terminal shows times relative to now: %s", lines[1])
+	}
+}
+
+// On a terminal the columns kept whole (IDs) are never cut: the others are, first; piped, a row's
+// trailing empty cells are left out.
+func TestTableKeepsIDsWhole(t *testing.T) {
+	id := "job_q2feqj6jyjnx4vtk3m2a"
+	ios, _, out, _ := iostreams.Test()
+	ios.SetTTY(false, true)
+	ios.SetTerminalWidth(80)
+	tb := newTable(ios, "JOB", "AGENT", "STATUS", "CREATED", "TOOK", "INPUT").keepWhole("JOB", "STATUS", "CREATED", "TOOK")
+	tb.now = time.Date(2026, 11, 30, 12, 2, 0, 0, time.UTC)
+	tb.row(id, "acme-triage", "waiting_for_approval", tb.time(tb.now.Add(-2*time.Minute)), "1.2s", strings.Repeat("a long input ", 10))
+	if err := tb.Render(); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Split(out.String(), "\n")[1]
+	if !strings.HasPrefix(line, id+" ") || !strings.Contains(line, "waiting_for_approval") || !strings.Contains(line, "2 minutes ago") {
+		t.Errorf("at 80 columns the ID, status or time is cut: %q", line)
+	}
+	if w := text.DisplayWidth(line); w > 80 {
+		t.Errorf("a line of %d columns on a terminal of 80: %q", w, line)
+	}
+
+	ios, _, out, _ = iostreams.Test()
+	tb = newTable(ios, "NAME", "SET", "UPSTREAM")
+	tb.row("KEY", "2026-11-30T12:00:00Z", "")
+	tb.Render()
+	if got := out.String(); got != "KEY\t2026-11-30T12:00:00Z\n" {
+		t.Errorf("piped, a trailing empty cell is left out: %q", got)
 	}
 }

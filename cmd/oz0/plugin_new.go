@@ -68,7 +68,8 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 			return pluginNewRun(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Template, "template", "t", "", "the template: "+strings.Join(scaffold.TemplateNames(), ", "))
+	// No -t: elsewhere -t is --template's Go template (as in gh), a different thing.
+	cmd.Flags().StringVar(&opts.Template, "template", "", "the template: "+strings.Join(scaffold.TemplateNames(), ", "))
 	cmd.Flags().StringVarP(&opts.Description, "description", "d", "", "one line saying what the agent does")
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "the parent directory of the new plugin (default: the current directory)")
 	_ = cmd.RegisterFlagCompletionFunc("template", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

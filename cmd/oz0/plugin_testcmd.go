@@ -28,6 +28,7 @@ type pluginTestOptions struct {
 	Harnesses []string
 	Script    string
 	Input     string
+	InputSet  bool // --input was given: it wins over a script's input
 	Timeout   time.Duration
 	Grace     time.Duration
 	Sandbox   sandbox.Tier // "": oz0 dev's default, standard where this machine allows it
@@ -58,6 +59,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 			if err := opts.Check(); err != nil {
 				return err
 			}
+			opts.InputSet = cmd.Flags().Changed("input")
 			if err := checkUTF8("--input", opts.Input, "a job's input is text: retype it"); err != nil {
 				return err
 			}
@@ -81,7 +83,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the checks, once all have run")
 	cmd.Flags().StringArrayVar(&opts.Harnesses, "harness", nil, "test only this harness (repeatable)")
 	cmd.Flags().StringVar(&opts.Script, "script", "", "the fake model's script (default: the built-in one, which answers the byo-agent triage prompt)")
-	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario")
+	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario (default: the --script's input, if it has one, else the guide's ticket)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
 	cmd.Flags().DurationVar(&opts.Grace, "grace", harnesskit.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
 	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
@@ -109,6 +111,14 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		if script, err = fakemodel.LoadScript(opts.Script); err != nil {
 			return err
 		}
+		// A recorded job's script carries its input, which its rules match: the scenarios send
+		// it, unless --input says otherwise.
+		if script.Input != "" && !opts.InputSet {
+			opts.Input = script.Input
+			if !opts.Enabled() {
+				fmt.Fprintf(opts.IO.ErrOut, "oz0: the scenarios' input is the one in %s: %s\n", opts.Script, cmdutil.Quote(script.Input))
+			}
+		}
 	}
 	out := opts.IO.Out
 	started := ""
@@ -126,6 +136,9 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			}
 			mark := "ok  "
 			switch {
+			case c.NotRun:
+				fmt.Fprintf(out, "  --   %-19s %s (not run)\n", c.ID, c.Title)
+				return
 			case c.NotApplicable:
 				mark = "n/a "
 			case !c.Pass:
@@ -134,6 +147,10 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			fmt.Fprintf(out, "  %s %-19s %s (%.1fs)\n", mark, c.ID, c.Title, c.Elapsed.Seconds())
 			if !c.Pass {
 				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", termtext.Visible(c.Expected), termtext.Visible(c.Got))
+			}
+			if c.Output != "" {
+				// As the harness printed it: a traceback is read as Python wrote it.
+				fmt.Fprintf(out, "       it printed:\n\n%s\n\n", c.Output)
 			}
 			if c.Hint != "" {
 				fmt.Fprintf(out, "       do:       %s\n", c.Hint)
@@ -155,6 +172,9 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
 		if na > 0 {
 			fmt.Fprintf(out, ", %d not applicable", na)
+		}
+		if n := report.NotRun(); n > 0 {
+			fmt.Fprintf(out, ", %d not run", n)
 		}
 		fmt.Fprintln(out)
 	}

@@ -53,6 +53,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdSecret(f))
 	root.AddCommand(newCmdJob(f))
 	root.AddCommand(newCmdApproval(f))
+	root.AddCommand(newCmdUI(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
 	root.AddCommand(newCmdSchema(f, nil))
@@ -108,6 +109,18 @@ func flagError(cmd *cobra.Command, err error) error {
 			}
 		})
 		if near := plausible(notExist.GetSpecifiedName(), names); len(near) > 0 {
+			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
+		}
+	case errors.As(err, &notExist) && strings.HasPrefix(msg, "unknown shorthand flag: "):
+		// A short form that this command does not have: the long flags it may have meant.
+		letter := notExist.GetSpecifiedShortnames()
+		var near []string
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+			if !fl.Hidden && letter != "" && strings.HasPrefix(fl.Name, letter) {
+				near = append(near, fl.Name)
+			}
+		})
+		if len(near) > 0 {
 			msg, see = msg+"; did you mean "+orList(near, "--")+"?", " See"
 		}
 	case errors.As(err, &invalid):

@@ -137,6 +137,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 			return err
 		}
 		fmt.Fprintln(opts.IO.Out, job.ID)
+		startedNote(opts.IO.ErrOut, c, job, "")
 		return nil
 	}
 	// Ctrl-C cancels the job from the moment it exists: one that comes while the dev server is
@@ -149,9 +150,17 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	if !opts.JSON {
-		fmt.Fprintf(opts.IO.ErrOut, "oz0: job %s: %s on model record %s (%s)\n", job.ID, job.Agent, job.ModelRecord, job.ModelName)
+		startedNote(opts.IO.ErrOut, c, job, "")
 	}
 	return follow(ctx, opts, c, job, sigs)
+}
+
+// startedNote is what goes on stderr before a job's stream (oz0 run, oz0 job watch, oz0 job
+// replay): the job, so that its ID is at hand, and which model record answers it (what names the
+// job beyond its agent: a replay's origin), then its page in the dev UI.
+func startedNote(w io.Writer, c *client.Client, job apiv1.Job, what string) {
+	fmt.Fprintf(w, "oz0: job %s: %s%s on model record %s (%s)\n", job.ID, what, job.Agent, job.ModelRecord, job.ModelName)
+	fmt.Fprintf(w, "oz0: its page: %s (oz0 ui logs a browser in)\n", c.JobPage(job.ID))
 }
 
 // createJob makes a job; a second Ctrl-C while the dev server makes it gives up.
@@ -236,7 +245,7 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 					var waitCtx context.Context
 					waitCtx, closeInline = context.WithCancel(ctx)
 					inline.Add(1)
-					go func() { defer inline.Done(); answerInline(waitCtx, opts, c, job.ID) }()
+					go func() { defer inline.Done(); answerInline(waitCtx, ctx, opts, c, job.ID) }()
 				}
 			}
 		}
@@ -300,8 +309,10 @@ func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job
 }
 
 // answerInline offers, on a terminal, to answer the job's waiting approvals here rather than from
-// another terminal; backing out leaves them in the inbox.
-func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job string) {
+// another terminal; backing out leaves them in the inbox. ctx closes the form (the job moved on);
+// an answer given is sent with send, since the job moving on (because of that very answer) must
+// not cut its call short.
+func answerInline(ctx, send context.Context, opts *runOptions, c *client.Client, job string) {
 	list, err := c.Approvals(ctx, false)
 	if err != nil {
 		return
@@ -320,9 +331,9 @@ func answerInline(ctx context.Context, opts *runOptions, c *client.Client, job s
 			continue
 		}
 		if choice == "deny" {
-			_, err = c.Deny(ctx, a.ID, reason)
+			_, err = c.Deny(send, a.ID, reason)
 		} else {
-			_, _, err = c.Approve(ctx, a.ID, choice)
+			_, _, err = c.Approve(send, a.ID, choice)
 		}
 		if err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "oz0: %s\n", cmdutil.Message(err))

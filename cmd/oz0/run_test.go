@@ -25,6 +25,7 @@ type fakeDevServer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	answered chan apiv1.DenyRequest
+	onDeny   func()   // called as a denial arrives, before it is answered
 	answers  []string // "approve SCOPE" or "deny REASON"
 	cancels  int
 }
@@ -49,7 +50,11 @@ func newFakeDevServer(t *testing.T) *fakeDevServer {
 		json.NewDecoder(r.Body).Decode(&body)
 		fs.mu.Lock()
 		fs.answers = append(fs.answers, "deny "+body.Reason)
+		onDeny := fs.onDeny
 		fs.mu.Unlock()
+		if onDeny != nil {
+			onDeny()
+		}
 		a := approval
 		a.Status, a.Reason = apiv1.ApprovalDenied, body.Reason
 		writeJSON(w, apiv1.DenyResponse{Approval: a})
@@ -132,8 +137,24 @@ func TestRunLeavesAnApprovalInTheInbox(t *testing.T) {
 	p := &testPrompter{} // backs out: ok is false
 	ios, _, _, errOut := iostreams.Test()
 	c := client.New(apiv1.Context{URL: fs.URL, Token: apiv1.NewToken()})
-	answerInline(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a")
+	answerInline(context.Background(), context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a")
 	if !strings.Contains(errOut.String(), "oz0: left apr_1 in the inbox") || len(fs.answers) != 0 {
+		t.Errorf("answers %q, stderr: %s", fs.answers, errOut)
+	}
+}
+
+// An answer given inline is sent to its end even when the job moves on meanwhile (the answer
+// itself lets it) and the form is closed: no "context canceled" after the answer.
+func TestRunInlineAnswerOutlivesItsForm(t *testing.T) {
+	fs := newFakeDevServer(t)
+	form, closeForm := context.WithCancel(context.Background())
+	fs.onDeny = closeForm // the job went on at once: the stream closes the form
+	p := &testPrompter{}
+	p.approval.choice, p.approval.reason, p.approval.ok = "deny", "no", true
+	ios, _, _, errOut := iostreams.Test()
+	c := client.New(apiv1.Context{URL: fs.URL, Token: apiv1.NewToken()})
+	answerInline(form, context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a")
+	if errOut.Len() != 0 || len(fs.answers) != 1 {
 		t.Errorf("answers %q, stderr: %s", fs.answers, errOut)
 	}
 }

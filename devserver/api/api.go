@@ -37,6 +37,9 @@ type Backend struct {
 	Secrets  SecretStore
 	Info     func() apiv1.Info
 	Logger   *slog.Logger
+	// UILogin makes a one-time login link of the dev UI, for POST /api/v1/ui/login (oz0 ui);
+	// only Handler serves it, behind the token: nil, not at all.
+	UILogin func() string
 	// Stopping is closed when the server stops: the feeds, which follow changes for as long as
 	// the client stays, end then. nil never closes.
 	Stopping <-chan struct{}
@@ -93,11 +96,17 @@ const (
 )
 
 // Handler returns the API's handler, to mount at /api/: its calls behind Guard, with the bearer
-// token, and GET /api/v1/debug/goroutines (Goroutines), which the dev UI does not serve.
+// token, and GET /api/v1/debug/goroutines (Goroutines) and POST /api/v1/ui/login, which the dev
+// UI does not serve (a page must not make itself login links).
 func Handler(b *Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", Routes(b))
 	mux.HandleFunc("GET /api/v1/debug/goroutines", Goroutines)
+	if b.UILogin != nil {
+		mux.HandleFunc("POST /api/v1/ui/login", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, apiv1.UILogin{URL: b.UILogin()})
+		})
+	}
 	return marked(Guard(b.Token, mux))
 }
 

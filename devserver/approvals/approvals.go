@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
@@ -42,7 +43,14 @@ type Inbox struct {
 	waiters map[string]chan Answer     // approval id → its waiting call
 	pending map[string]int             // job → its pending approvals
 	grants  map[string]map[string]bool // job → targets approved for the rest of the job
+	// stopping is why the requests still waiting end: set by Stop, when oz0 dev stops and
+	// interrupts its jobs, so that they are interrupted (as after a crash), not withdrawn.
+	stopping atomic.Pointer[string]
 }
+
+// Stop makes the requests that wait from now on end interrupted, for reason, rather than
+// withdrawn, as their sessions end: oz0 dev is stopping (docs/approvals.md).
+func (in *Inbox) Stop(reason string) { in.stopping.Store(&reason) }
 
 // New returns the inbox over st. Approvals left pending by an earlier run cannot be answered
 // (their sessions are gone): call Interrupt once at start-up.
@@ -100,8 +108,11 @@ func (in *Inbox) Ask(ctx context.Context, c Call) (Answer, error) {
 	case <-ctx.Done():
 		// The session ended (cancelled, timed out): withdraw the request, unless a person's
 		// answer won the race, which then stands in the record but reaches no one.
-		why := withdrawnBecause(ctx)
-		if _, err := in.store.DecideApproval(a.ID, store.ApprovalWithdrawn, "", why); err != nil && !errors.Is(err, store.ErrDecided) {
+		why, to := withdrawnBecause(ctx), store.ApprovalWithdrawn
+		if stop := in.stopping.Load(); stop != nil {
+			why, to = *stop, store.ApprovalInterrupted
+		}
+		if _, err := in.store.DecideApproval(a.ID, to, "", why); err != nil && !errors.Is(err, store.ErrDecided) {
 			release()
 			return Answer{}, err
 		}

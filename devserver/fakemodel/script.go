@@ -36,9 +36,12 @@ var DefaultModels = []string{"fake-model"}
 // it. A Script is not changed by a Server that serves it, so one may be served by several; the
 // times each rule has answered are counted per Server.
 type Script struct {
-	Name       string   // shown in errors and logs: the file name, or "built-in"
-	Models     []string // what GET /v1/models lists; empty: DefaultModels
-	RequireKey string   // when set, requests must carry this API key, or get 401
+	Name   string   // shown in errors and logs: the file name, or "built-in"
+	Models []string // what GET /v1/models lists; empty: DefaultModels
+	// Input is the job input the script answers (a recorded job's): what oz0 plugin test
+	// --script sends; the fake model does not read it.
+	Input      string
+	RequireKey string // when set, requests must carry this API key, or get 401
 	Rules      []Rule
 }
 
@@ -210,6 +213,7 @@ func (p *parser) script(s *Script, doc map[string]any) {
 		}
 	}
 	s.RequireKey, _ = doc["require_key"].(string)
+	s.Input, _ = doc["input"].(string)
 	rules, _ := doc["rules"].([]any)
 	names := map[string]int{}
 	for i, r := range rules {

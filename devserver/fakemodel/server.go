@@ -540,6 +540,13 @@ func (x *exchange) noMatch(c *convo, exhausted []string) *apiError {
 	if len(exhausted) > 0 {
 		fmt.Fprintf(&b, "; %s", strings.Join(exhausted, "; "))
 	}
+	if in := x.s.script.Input; in != "" && c.hasUser && c.user != in {
+		// A recorded job's script: its rules match that job's input, which oz0 plugin test
+		// --script sends unless --input gives another.
+		fmt.Fprintf(&b, ". The script answers the input %s: run with that input (oz0 plugin test --script without --input sends it)", quoteShort(in, 200))
+		b.WriteString(", or add a rule that matches this one.")
+		return invalid("%s", b.String())
+	}
 	b.WriteString(". Add a rule that matches it, or a rule without match at the end of the script as a catch-all.")
 	return invalid("%s", b.String())
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
@@ -241,6 +242,18 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 		reason := end.Reason // a violation's names its rule
 		if end.Status == harnesskit.Failed && end.Message != "" {
 			reason = end.Message
+		}
+		if end.Status == harnesskit.Failed {
+			// A module the harness imports is not installed: the failure says how to install
+			// it, as oz0 plugin test and oz0 doctor do.
+			lines := strings.Split(strings.TrimSpace(end.StderrTail), "\n")
+			missing := cmp.Or(harnesskit.MissingModule(end.Message), harnesskit.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
+			if missing != "" {
+				if !strings.Contains(reason, missing) {
+					reason += ": " + missing
+				}
+				reason += "; a module the harness imports is not installed in the plugin's environment: " + harnesskit.InstallMend(job.Plugin.Dir, harnesskit.IsPythonMissing(missing))
+			}
 		}
 		n.append(job.ID, store.EventError, map[string]any{"message": reason})
 		n.appendAfterLast(job)

@@ -178,13 +178,17 @@ rules:
 		exs = append(exs, ex)
 		answers = append(answers, answerText(t, c.path, body))
 	}
-	script, err := Script("job_x", exs, schemas.URLAt("main", fakemodel.SchemaName))
+	script, err := Script("job_x", "What's the weather in Oslo?\nTwo lines: \"quoted\"", exs, schemas.URLAt("main", fakemodel.SchemaName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	parsed, err := fakemodel.ParseScript("recorded.yaml", script)
 	if err != nil {
 		t.Fatalf("the script does not parse: %v\n%s", err, script)
+	}
+	// The job's input goes with it, for oz0 plugin test --script to send.
+	if parsed.Input != "What's the weather in Oslo?\nTwo lines: \"quoted\"" {
+		t.Errorf("the script's input is %q", parsed.Input)
 	}
 	replay := httptest.NewServer(fakemodel.New(parsed))
 	defer replay.Close()
@@ -263,7 +267,7 @@ data: [DONE]
 		Request:  `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hello"}]}`,
 		Streamed: true, Chunks: []gateway.Chunk{{AtMS: 1, Data: chunks}},
 		Usage: &gateway.Usage{InputTokens: 252, OutputTokens: 23}}
-	script, err := Script("job_x", []gateway.Exchange{ex}, schemas.URLAt("main", fakemodel.SchemaName))
+	script, err := Script("job_x", "", []gateway.Exchange{ex}, schemas.URLAt("main", fakemodel.SchemaName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 
 // Script writes the recorded calls of job as a fake model script; its modeline names schemaURL, the
 // fake model scripts' JSON Schema as the oz0 that writes it serves it.
-func Script(job string, exchanges []gateway.Exchange, schemaURL string) ([]byte, error) {
+func Script(job, input string, exchanges []gateway.Exchange, schemaURL string) ([]byte, error) {
 	var rules []scriptRule
 	var skipped []string
 	var models []string
@@ -106,7 +106,7 @@ func Script(job string, exchanges []gateway.Exchange, schemaURL string) ([]byte,
 		m := &scriptMatch{User: g.user, System: g.system, Tools: last.Match.Tools, ToolResult: true}
 		rules = append(rules, scriptRule{Name: last.Name + "-any-tool-result", Match: m, Reply: last.Reply})
 	}
-	doc := scriptDoc{Models: models, Rules: rules}
+	doc := scriptDoc{Input: input, Models: models, Rules: rules}
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("job %s has no recorded model call that a fake model script can answer", job)
 	}
@@ -114,6 +114,7 @@ func Script(job string, exchanges []gateway.Exchange, schemaURL string) ([]byte,
 	out.WriteString("# yaml-language-server: $schema=" + schemaURL + "\n")
 	fmt.Fprintf(&out, "#\n# The model calls of job %s as oz0 dev recorded them: a fake model that answers them as the\n", job)
 	fmt.Fprintf(&out, "# model did. oz0 plugin test --script FILE, oz0 dev --fake-script FILE, oz0 fake-model serve --script FILE.\n")
+	fmt.Fprintf(&out, "# input is the job's: oz0 plugin test --script sends it, as the rules' user matches want.\n")
 	for _, s := range skipped {
 		fmt.Fprintf(&out, "# Left out: %s.\n", s)
 	}
@@ -129,6 +130,7 @@ func Script(job string, exchanges []gateway.Exchange, schemaURL string) ([]byte,
 }
 
 type scriptDoc struct {
+	Input  string       `yaml:"input,omitempty"`
 	Models []string     `yaml:"models,omitempty"`
 	Rules  []scriptRule `yaml:"rules"`
 }

@@ -91,7 +91,15 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the next login link: %q", next)
 		}
 		br.do("open the used link again", chromedp.Navigate(d.login), br.waitText("body", "This login link is not valid"))
-		br.do("back to the UI", chromedp.Navigate(base), chromedp.WaitVisible("#jobs"))
+		// Before the feed has said anything, the list is not known: the page says so.
+		if got := evaluate[string](br, `import('/ui/jobs.js').then((m) => {
+			const root = document.createElement('div');
+			m.mount(root, {info: {agents: []}, jobs: new Map()}, {query: new URLSearchParams()}).unmount();
+			return root.querySelector('#jobs-empty').textContent;
+		})`, chromedp.EvalAwaitPromise); got != "connecting…" {
+			t.Errorf("the jobs page before the feed's first snapshot says %q, want connecting…", got)
+		}
+		br.do("back to the UI", chromedp.Navigate(base), chromedp.WaitVisible("#jobs"), br.waitText("#jobs-empty", "No jobs yet."))
 		br.noUnlabelled()
 		br.shot("jobs-empty")
 	})
@@ -592,11 +600,11 @@ func (b *browser) shot(name string) {
 	}
 }
 
-func evaluate[T any](b *browser, expr string) T {
+func evaluate[T any](b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, step)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}

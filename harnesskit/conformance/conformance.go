@@ -43,6 +43,12 @@ type Check struct {
 	Note          string `json:"note,omitempty"`
 	// Hint says what the author can do about a failed check.
 	Hint string `json:"hint,omitempty"`
+	// NotRun: the harness could not load its code (the failed check LoadCheck says why), so this
+	// check was not run; Pass is false.
+	NotRun bool `json:"not_run,omitempty"`
+	// Output is what the harness printed on stderr as it failed to load, as it printed it (a
+	// Python traceback, Node's report): LoadCheck's only.
+	Output string `json:"output,omitempty"`
 	// Sandbox is the tier the check's sessions ran in.
 	Sandbox sandbox.Tier  `json:"sandbox"`
 	Elapsed time.Duration `json:"-"`
@@ -62,6 +68,7 @@ type Report struct {
 func (r *Report) Counts() (passed, failed, notApplicable int) {
 	for _, c := range r.Checks {
 		switch {
+		case c.NotRun:
 		case c.NotApplicable:
 			notApplicable++
 		case c.Pass:
@@ -95,6 +102,21 @@ type Options struct {
 	// Warn is told of a fallback to tier none; may be nil.
 	Warn func(string)
 }
+
+// NotRun counts the checks that were not run, their harness unable to load its code.
+func (r *Report) NotRun() int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.NotRun {
+			n++
+		}
+	}
+	return n
+}
+
+// LoadCheck is the ID of the check that fails, ahead of the scenarios' (then not run), for a
+// harness that could not load its code: a syntax error, a module not installed.
+const LoadCheck = "loads"
 
 // DefaultInput is the guide's ticket.
 const DefaultInput = "I was charged twice for my order"
@@ -176,9 +198,16 @@ func Scenarios() [][2]string {
 type target struct {
 	harness *plugin.Harness
 	job     jobspec.Job // every session's, but for its ID and what its scenario changes
-	// missing is what said that a module the harness imports is not installed, in a session of
-	// the scenario running: "" when none did.
-	missing string
+	// load is why the harness could not load its code, from the first session that showed it;
+	// nil while none did.
+	load *loadFailure
+}
+
+// loadFailure is a harness's failure to load its code.
+type loadFailure struct {
+	what   string // the error's line ("SyntaxError: invalid syntax (agent.py, line 3)")
+	output string // stderr as the harness printed it: the traceback
+	hint   string
 }
 
 // env is the fake model and the gateway that the sessions of one run talk to.
@@ -243,6 +272,12 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	}
 
 	rep := &Report{Plugin: p.Manifest.Name, Sandbox: tier}
+	add := func(c Check) {
+		rep.Checks = append(rep.Checks, c)
+		if opts.Progress != nil {
+			opts.Progress(c)
+		}
+	}
 	for _, t := range targets {
 		for _, sc := range scenarios {
 			if ctx.Err() != nil {
@@ -250,16 +285,23 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 			}
 			start := time.Now()
 			c := Check{Harness: t.harness.Name, ID: sc.id, Title: sc.title, Expected: sc.expected, Sandbox: tier}
-			if sc.needsTools && (!t.harness.Permissions || len(t.job.Tools()) == 0) {
+			switch {
+			case t.load != nil:
+				c.NotRun, c.Got = true, "not run: the harness could not load its code"
+			case sc.needsTools && (!t.harness.Permissions || len(t.job.Tools()) == 0):
 				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
 				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
-			} else {
-				t.missing = ""
+			default:
 				o := sc.run(e, ctx, t)
-				if t.missing != "" {
-					// The harness never ran its code: whatever the check would say (a pass by
-					// default included), the one thing to do is install what is missing.
-					o = outcome{got: "the harness could not load its code: " + t.missing, hint: missingHint(t.missing, p.Dir)}
+				if t.load != nil {
+					// The harness never ran its code: it passes nothing (not even what a dead
+					// harness passes by default), and one failure says why, ahead of the rest.
+					add(Check{Harness: t.harness.Name, ID: LoadCheck, Title: "the harness loads its code",
+						Expected: "the harness starts and loads its code, then speaks the protocol",
+						Got:      "the harness could not load its code: " + t.load.what, Output: t.load.output,
+						Hint: t.load.hint, Sandbox: tier, Elapsed: time.Since(start), ElapsedMS: time.Since(start).Milliseconds()})
+					c.NotRun, c.Got = true, "not run: the harness could not load its code"
+					break
 				}
 				c.Got, c.Note, c.Pass = o.got, o.note, o.pass
 				if !o.pass {
@@ -268,10 +310,10 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 			}
 			c.Elapsed = time.Since(start)
 			c.ElapsedMS = c.Elapsed.Milliseconds()
-			rep.Checks = append(rep.Checks, c)
-			if opts.Progress != nil {
-				opts.Progress(c)
+			if c.NotRun {
+				c.Elapsed, c.ElapsedMS = 0, 0
 			}
+			add(c)
 		}
 	}
 	return rep, nil
@@ -405,10 +447,56 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 	sess = s
 	close(ready)
 	out.end = s.Wait()
-	if t.missing == "" {
-		t.missing = out.missingModule()
+	if t.load == nil {
+		t.load = out.loadFailure(t.job.Plugin.Dir)
 	}
 	return out
+}
+
+// loadFailure is why the session's harness could not load its code, nil when it could: a
+// module it imports is not installed, or its code does not compile (Python's SyntaxError,
+// IndentationError or TabError; Node's SyntaxError, of which Node dies before any line).
+func (s *session) loadFailure(dir string) *loadFailure {
+	if m := s.missingModule(); m != "" {
+		return &loadFailure{what: m, output: s.traceback(), hint: missingHint(m, dir)}
+	}
+	if s.end.Status != harnesskit.Failed || len(s.asked) > 0 {
+		return nil
+	}
+	for _, ev := range s.events {
+		if ev.Kind == harnesskit.EventSay || ev.Kind == harnesskit.EventResult || ev.Kind == harnesskit.EventToolResult {
+			return nil // it ran
+		}
+	}
+	what := cmp.Or(s.errorLine, s.end.Message)
+	if what == "" {
+		// No error line: what stderr ended with, for a harness that died before any line.
+		lines := strings.Split(strings.TrimSpace(s.end.StderrTail), "\n")
+		what = strings.TrimSpace(lines[len(lines)-1])
+		for _, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), "SyntaxError:") {
+				what = strings.TrimSpace(l) // Node's, above its stack
+			}
+		}
+	}
+	for _, mark := range []string{"SyntaxError:", "IndentationError:", "TabError:"} {
+		if strings.HasPrefix(what, mark) {
+			return &loadFailure{what: clip(what, 300), output: s.traceback(),
+				hint: "fix the error the harness printed above (the file and line are in it), then test again; a harness that cannot load its code passes no check"}
+		}
+	}
+	return nil
+}
+
+// traceback is the harness's stderr as it ended, as it printed it: from Python's last
+// "Traceback (most recent call last):" on, else the last 40 lines.
+func (s *session) traceback() string {
+	tail := strings.TrimRight(s.end.StderrTail, "\n")
+	if i := strings.LastIndex(tail, "Traceback (most recent call last):"); i >= 0 {
+		return tail[i:]
+	}
+	lines := strings.Split(tail, "\n")
+	return strings.Join(lines[max(0, len(lines)-40):], "\n")
 }
 
 // missingModule is the line that says the session failed because a module its harness imports
@@ -430,36 +518,15 @@ func (s *session) missingModule() string {
 	return missingModule(strings.Join(lines[max(0, len(lines)-25):], "\n"))
 }
 
-// moduleMissingMarks are what Python's and Node's errors for a module that is not installed say.
-var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError:", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
-
-// missingModule is the line of text that says a module is not installed, clipped; "" when there
-// is none. It prefers a line that names the module: Node's stack also says just
-// code: 'ERR_MODULE_NOT_FOUND'.
-func missingModule(text string) string {
-	found := ""
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		for _, mark := range moduleMissingMarks {
-			if !strings.Contains(line, mark) {
-				continue
-			}
-			if strings.Contains(line, "'") && !strings.HasPrefix(line, "code:") {
-				return clip(line, 300)
-			}
-			found = cmp.Or(found, line)
-		}
-	}
-	return clip(found, 300)
-}
+// missingModule is harnesskit.MissingModule.
+func missingModule(text string) string { return harnesskit.MissingModule(text) }
 
 // missingHint says how to install a plugin's dependencies, for the language of the error.
 func missingHint(missing, dir string) string {
 	if strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError") {
-		return "a module the harness imports is not installed in the plugin's environment: run `uv sync` in " + dir +
-			" (without uv: python3 -m venv .venv && .venv/bin/pip install -e .), then test again"
+		return "a module the harness imports is not installed in the plugin's environment: " + harnesskit.InstallMend(dir, true) + ", then test again"
 	}
-	return "a package the harness imports is not installed: run `npm ci` in " + dir + ", then test again"
+	return "a package the harness imports is not installed: " + harnesskit.InstallMend(dir, false) + ", then test again"
 }
 
 // spendStep makes a call through the gateway with key, so that it counts as a step.

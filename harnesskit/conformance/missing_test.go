@@ -9,9 +9,9 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
-// A harness whose dependencies are not installed fails every check with the one thing to do:
-// install them, as its language does. No check passes by default (unlisted-tool, max-steps), and
-// none gives the hint of a harness that ran (SIGTERM, --input).
+// A harness whose dependencies are not installed passes no check: one failure ahead of the
+// scenarios says what is missing and the one thing to do, install it as its language does; the
+// scenarios are not run (none passes by default, none gives the hint of a harness that ran).
 func TestHarnessMissingAModuleIsToldToInstallIt(t *testing.T) {
 	python := testbin.Python(t)
 	if _, err := exec.LookPath("node"); err != nil {
@@ -39,20 +39,37 @@ except ImportError as err:
 		"harness.mjs": "import '@oz0-test/not-installed';\n",
 	}
 	rep := run(t, files, conformance.Options{})
+	if p, f, na := rep.Counts(); p != 0 || f != 2 || na != 0 || rep.NotRun() != 14 {
+		t.Errorf("counts: %d passed, %d failed, %d not applicable, %d not run; want 0, 2, 0, 14", p, f, na, rep.NotRun())
+	}
 	for h, want := range map[string][2]string{
 		"py": {"ModuleNotFoundError: No module named 'oz0_framework_not_installed'", "uv sync"},
 		"js": {"Cannot find package '@oz0-test/not-installed'", "npm ci"},
 	} {
-		for id, c := range checks(t, rep, h) {
-			if c.Pass || c.NotApplicable {
-				t.Errorf("%s %s passed: %s", h, id, c.Got)
+		var load *conformance.Check
+		for _, c := range rep.Checks {
+			if c.Harness != h {
+				continue
 			}
-			if !strings.Contains(c.Got, want[0]) {
-				t.Errorf("%s %s: got %q, want it to say %q", h, id, c.Got, want[0])
+			if c.ID == conformance.LoadCheck {
+				load = &c
+				continue
 			}
-			if !strings.Contains(c.Hint, want[1]) || strings.Contains(c.Hint, "SIGTERM") || strings.Contains(c.Hint, "--input") {
-				t.Errorf("%s %s: hint %q, want only how to install: %s", h, id, c.Hint, want[1])
+			if load == nil || !c.NotRun || c.Pass {
+				t.Errorf("%s %s: ran or passed after the load failure (or before it): %+v", h, c.ID, c)
 			}
+		}
+		if load == nil {
+			t.Fatalf("%s: no %s check", h, conformance.LoadCheck)
+		}
+		if load.Pass || !strings.Contains(load.Got, want[0]) {
+			t.Errorf("%s: got %q, want it to say %q", h, load.Got, want[0])
+		}
+		if !strings.Contains(load.Hint, want[1]) || strings.Contains(load.Hint, "SIGTERM") || strings.Contains(load.Hint, "--input") {
+			t.Errorf("%s: hint %q, want only how to install: %s", h, load.Hint, want[1])
+		}
+		if !strings.Contains(load.Output, want[0]) {
+			t.Errorf("%s: output %q, want what it printed", h, load.Output)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/discovery"
 )
 
 // Client calls the dev server's control API.
@@ -56,6 +57,27 @@ func FromEnv(getenv func(string) string) (*Client, error) {
 		return nil, err
 	}
 	return New(c), nil
+}
+
+// ErrNoServer is Find's error when there is neither OZ0_CONTEXT nor a running oz0 dev of the
+// plugin the command runs in.
+var ErrNoServer = errors.New(apiv1.ContextEnv + " is not set and no oz0 dev runs for a plugin in this folder; start `oz0 dev` in your plugin (commands in its folder find it), or run the `export " + apiv1.ContextEnv + "=...` line it prints")
+
+// Find returns a client for the dev server a command talks to: the one in OZ0_CONTEXT when it is
+// set, else the oz0 dev that runs on the plugin dir is in (its discovery file). A discovery file
+// left by an oz0 dev that crashed is said to be ignored (*discovery.StaleError).
+func Find(getenv func(string) string, dir string) (*Client, error) {
+	if getenv(apiv1.ContextEnv) != "" {
+		return FromEnv(getenv)
+	}
+	ctx, _, err := discovery.Find(dir)
+	if errors.Is(err, discovery.ErrNone) {
+		return nil, ErrNoServer
+	}
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx), nil
 }
 
 // URL is the server's base URL.
@@ -202,6 +224,15 @@ func (c *Client) Info(ctx context.Context) (apiv1.Info, error) {
 	return i, c.do(ctx, http.MethodGet, "/api/v1/info", nil, &i)
 }
 
+// UILogin asks for a fresh one-time link that logs a browser in to the dev UI.
+func (c *Client) UILogin(ctx context.Context) (string, error) {
+	var l apiv1.UILogin
+	return l.URL, c.do(ctx, http.MethodPost, "/api/v1/ui/login", nil, &l)
+}
+
+// JobPage is the address of a job's page in the dev UI.
+func (c *Client) JobPage(job string) string { return c.ctx.URL + apiv1.UIJobPath(job) }
+
 // CreateJob starts a job.
 func (c *Client) CreateJob(ctx context.Context, r apiv1.JobRequest) (apiv1.Job, error) {
 	var j apiv1.Job
@@ -327,6 +358,10 @@ func (r RawEvent) Terminal() bool {
 	return err == nil && ev.Terminal()
 }
 
+// ResumeFor is how long a broken live stream is tried again without getting an event: long enough
+// for `oz0 dev` to be stopped and started again.
+const ResumeFor = time.Minute
+
 // Events follows a job's live stream from after the event numbered after, calling fn for each
 // event in order until the job's last event. A dropped connection is resumed from the last event
 // seen, so no event is lost or repeated; reconnects is told of each resume (may be nil).
@@ -344,6 +379,7 @@ func (c *Client) Events(ctx context.Context, job string, after int64, fn func(ap
 // fraction of the cost.
 func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func(RawEvent) error, reconnects func(err error)) error {
 	failures := 0
+	var since time.Time // of the first failure since the last event
 	for {
 		last, done, err := c.follow(ctx, job, after, fn)
 		if done || ctx.Err() != nil {
@@ -354,11 +390,15 @@ func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func
 			return err
 		}
 		if last > after {
-			after, failures = last, 0
-		} else {
-			failures++
+			after, failures, since = last, 0, time.Time{}
 		}
-		if failures > 20 {
+		failures++
+		if since.IsZero() {
+			since = time.Now()
+		}
+		// A restarted oz0 dev is back at the same address with the same token (it keeps both in
+		// its state directory): the stream resumes after the last event seen.
+		if time.Since(since) > ResumeFor {
 			return fmt.Errorf("lost the live stream of %s: %w", job, err)
 		}
 		if reconnects != nil {

@@ -21,6 +21,14 @@ type Factory struct {
 	Prompter prompt.Prompter
 }
 
-// Client returns a client for the dev server in OZ0_CONTEXT; its error says how to mend an unset
-// or malformed one.
-func (f *Factory) Client() (*client.Client, error) { return client.FromEnv(f.Getenv) }
+// Client returns a client for the dev server in OZ0_CONTEXT, else the one running on the plugin
+// of the working directory; its error says how to mend a missing or malformed one.
+func (f *Factory) Client() (*client.Client, error) {
+	dir := "."
+	if f.Getwd != nil {
+		if wd, err := f.Getwd(); err == nil {
+			dir = wd
+		}
+	}
+	return client.Find(f.Getenv, dir)
+}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
@@ -27,6 +28,9 @@ type Stream struct {
 
 	inSay   bool   // a say line is open: its prefix is written
 	pending string // trailing whitespace of the open say line, written only if more text follows
+	// said is the text said since the last line that was not a say: a result that repeats it
+	// (a framework that streams its answer, then returns it) is not shown twice.
+	said strings.Builder
 }
 
 // New returns a renderer writing to w for the named agent.
@@ -99,7 +103,11 @@ func (s *Stream) Event(ev apiv1.Event) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		return s.line("%s", Text(d.Output))
+		out := Text(d.Output)
+		if said := strings.Fields(s.said.String()); len(said) > 0 && slices.Equal(said, strings.Fields(out)) {
+			return s.endSay() // streamed already, word for word
+		}
+		return s.line("%s", out)
 	}
 	return nil
 }
@@ -126,6 +134,7 @@ func by(who string) string {
 // whitespace is held back until more text comes, so a line never ends in spaces, and blank
 // lines are dropped.
 func (s *Stream) say(text string) error {
+	s.said.WriteString(text)
 	text = termtext.Visible(text) // a say must not move the cursor, nor rewrite the lines above it
 	for text != "" {
 		line, rest, nl := strings.Cut(text, "\n")
@@ -167,6 +176,7 @@ func (s *Stream) endSay() error {
 // tool names, arguments, results, reasons and stray output come from the harness, a model or a
 // tool.
 func (s *Stream) line(format string, args ...any) error {
+	s.said.Reset()
 	if err := s.endSay(); err != nil {
 		return err
 	}

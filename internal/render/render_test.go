@@ -82,3 +82,28 @@ func TestCompactJSONKeepsBigNumbers(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// A framework that streams its answer and then returns it as the result (strands-ts) shows it
+// once; a result that says something else after the says is shown.
+func TestStreamedAnswerIsNotRepeated(t *testing.T) {
+	render := func(evs ...apiv1.Event) string {
+		var b strings.Builder
+		s := New(&b, "a")
+		for _, e := range evs {
+			if err := s.Event(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		return b.String()
+	}
+	got := render(ev("tool_result", `{"tool":"t","result":"ok"}`), ev("say", `{"text":"The team "}`), ev("say", `{"text":"was told.\n"}`),
+		ev("result", `{"output":"The team was told."}`))
+	if want := "a ← t ok\na: The team was told.\n"; got != want {
+		t.Errorf("streamed, then returned:\n%q\nwant\n%q", got, want)
+	}
+	got = render(ev("say", `{"text":"Sorting."}`), ev("result", `{"output":"billing: sorted"}`))
+	if want := "a: Sorting.\nbilling: sorted\n"; got != want {
+		t.Errorf("a result after says:\n%q\nwant\n%q", got, want)
+	}
+}

@@ -138,6 +138,13 @@ var Rules = []Rule{
 		Fix:     "Create the file, or correct the command; paths are relative to the plugin's directory.",
 	},
 	{
+		ID: "command-outside-plugin", Severity: Warning,
+		Short:   "A harness command runs a program or script outside the plugin.",
+		Help:    "A harness's command is resolved against the plugin's directory, and a session's sandbox (the default tier, standard) shows the plugin and the system's directories (/usr, /bin, /lib, /etc, /opt, …) only. A script named by an absolute path (python3 /home/me/x/agent.py), or a program by an absolute path outside the system's directories, does not ship with the plugin: it is on no other machine, and behind the sandbox a session does not see it, so every session fails.",
+		Example: "harness `acme-triage` runs `/home/me/x/agent.py`, a file outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only, so every session would fail; copy it into the plugin and name it relative to it",
+		Fix:     "Copy the file into the plugin and name it relative to the plugin's directory (python3 agent.py, ./bin/harness), or run a program on the PATH.",
+	},
+	{
 		ID: "program-not-found", Severity: Warning,
 		Short:   "A harness command's program is not on this machine's PATH.",
 		Help:    "A bare program name (node, deno, my-agent) is looked up on the session's PATH. Python is not checked: the node runs the plugin's .venv python when there is one. A warning, since the machine that runs the plugin may have what this one lacks.",
@@ -206,6 +213,13 @@ var Rules = []Rule{
 		Help:    "max_steps is the most model calls a session makes; a session needs at least one.",
 		Example: "`max_steps` must be at least 1, not 0",
 		Fix:     "Set it to 1 or more, or remove it for the default.",
+	},
+	{
+		ID: "agent-tool-unknown", Severity: Warning,
+		Short:   "An agent lists a tool its harness does not.",
+		Help:    "An agent's harness.tools may only name tools its harness has: the tools of the harness in oz0-plugin.yaml. A tool the harness does not list is never called (a typo, most often), so the agent works without it and oz0 plugin test says that no tool_result came. The warning names the closest tool the harness has.",
+		Example: "harness.tools lists `notify_tem`, which harness `acme-triage` does not (its tools: notify_team); did you mean `notify_team`?",
+		Fix:     "Correct the name, or add the tool to the harness's tools in oz0-plugin.yaml (and to its code).",
 	},
 	{
 		ID: "approval-unlisted-tool", Severity: Error,

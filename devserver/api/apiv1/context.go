@@ -64,6 +64,10 @@ func ParseContext(v string) (Context, error) {
 	return Context{URL: u.Scheme + "://" + u.Host, Token: u.Fragment}, nil
 }
 
+// ValidToken reports whether tok could be a token NewToken made (a token kept in a file is checked
+// before it is used again).
+func ValidToken(tok string) bool { return strings.HasPrefix(tok, TokenPrefix) && validToken(tok) }
+
 // validToken reports whether tok could be a token NewToken made: the prefix, then letters and
 // digits. A token with a space or a control character would not even make an HTTP header.
 func validToken(tok string) bool {

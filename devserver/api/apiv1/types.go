@@ -305,6 +305,15 @@ type SetSecretRequest struct {
 	BaseURL string `json:"base_url,omitempty"`
 }
 
+// UILogin is the answer of POST /api/v1/ui/login: a fresh one-time link that logs a browser in to
+// the dev UI (oz0 ui).
+type UILogin struct {
+	URL string `json:"url"`
+}
+
+// UIJobPath is the path of a job's page in the dev UI, after the server's URL.
+func UIJobPath(job string) string { return "/ui/#/jobs/" + job }
+
 // Info is the answer of GET /api/v1/info: what the dev server runs.
 type Info struct {
 	Version  string      `json:"version"`

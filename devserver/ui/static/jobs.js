@@ -27,8 +27,9 @@ export function mount(root, app, {query}) {
     h('option', {value: LIVE.join(','), selected: status === LIVE.join(',')}, 'live'),
     STATUSES.map((s) => h('option', {value: s, selected: s === status}, s.replaceAll('_', ' '))));
   const tbody = h('tbody', {id: 'jobs-body'});
-  const empty = h('p', {class: 'empty', id: 'jobs-empty'},
-    agent || status ? 'No job matches the filters.' : 'No jobs yet. Start one on the Run page, or with oz0 run.');
+  // Until the feed's first snapshot the list is not known: "connecting…", not "No jobs yet".
+  let heard = false;
+  const empty = h('p', {class: 'empty', id: 'jobs-empty', role: 'status'});
 
   root.append(
     h('h1', null, 'Jobs'),
@@ -50,6 +51,8 @@ export function mount(root, app, {query}) {
       .slice(0, LIMIT);
     syncList(tbody, list, (j) => j.id, makeRow, updateRow);
     empty.hidden = list.length > 0;
+    setText(empty, !heard ? 'connecting…'
+      : agent || status ? 'No job matches the filters.' : 'No jobs yet. Start one on the Run page, or with oz0 run.');
   };
   render();
   // The durations of live jobs grow: redrawn each second from the records held (no request).
@@ -62,7 +65,10 @@ export function mount(root, app, {query}) {
 
   return {
     feed: {agent, status, limit: LIMIT},
-    snapshot: render,
+    snapshot: () => {
+      heard = true;
+      render();
+    },
     job: render,
     unmount: () => clearInterval(tick),
   };
