@@ -37,7 +37,7 @@ type devOptions struct {
 	LogFormat  string
 	Verbose    bool
 	Sandbox    sandbox.Tier // "" (Auto): standard where this machine allows it, else none
-	Record     bool
+	NoRecord   bool // keep no model call's request and answer
 }
 
 var (
@@ -48,6 +48,7 @@ var (
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
 	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Ref: f.Build.Ref, Getenv: f.Getenv}
 	var sandboxFlag string
+	var record bool // --record, the default now: accepted, with a note
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a dev server and a node with the plugin, offline",
@@ -56,13 +57,20 @@ the model gateway and a fake model, on a loopback port. It loads the plugin in t
 directory (or each --plugin), lints it first, and reloads it when its files change.
 
 It prints the export OZ0_CONTEXT=... line that oz0 run, oz0 job and oz0 secret need in
-another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin.`,
+another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin.
+
+It keeps every model call's request and answer, masked and bounded (8 MiB a call, 64 MiB a job),
+for oz0 job show --calls, the UI's job page, oz0 job replay and oz0 job script; --no-record keeps
+none.`,
 		Example: `  oz0 dev
   oz0 dev --plugin ./acme-triage --addr 127.0.0.1:7311
   oz0 dev --ephemeral            # state in a temporary directory, gone when it stops
-  oz0 dev --record               # keep the jobs' model calls: oz0 job replay, oz0 job script`,
+  oz0 dev --no-record            # keep no model call's request and answer`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if record && opts.NoRecord {
+				return cmdutil.Usagef("--record and --no-record do not go together; --record is the default")
+			}
 			if opts.Ephemeral && opts.StateDir != "" {
 				return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
 			}
@@ -104,7 +112,9 @@ another terminal. State (jobs, events, secrets) lives in .oz0/dev/ of the plugin
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
-	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep every job's model calls, for oz0 job replay and oz0 job script")
+	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep no model call's request and answer (kept by default: oz0 job show --calls, replay, script)")
+	cmd.Flags().BoolVar(&record, "record", false, "")
+	_ = cmd.Flags().MarkDeprecated("record", "oz0 dev keeps every model call by default now; --no-record keeps none")
 	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
 	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
@@ -148,7 +158,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
-		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: opts.Record, Ref: opts.Ref,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: !opts.NoRecord, Ref: opts.Ref,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together
