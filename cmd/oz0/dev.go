@@ -37,7 +37,7 @@ type devOptions struct {
 	LogFormat  string
 	Verbose    bool
 	Sandbox    sandbox.Tier // "" (Auto): standard where this machine allows it, else none
-	NoRecord   bool // keep no model call's request and answer
+	NoRecord   bool         // keep no model call's request and answer
 }
 
 var (
