@@ -58,19 +58,45 @@ func (b *Backend) findCall(w http.ResponseWriter, job, seqText string) (store.Ca
 	return store.Call{}, 0, false
 }
 
-// callDiff answers how a call's request differs from another's: ?seq= of the same job, or of
-// ?job=.
+// callNumber finds a job's model call by its number among the job's calls (1, 2, 3…).
+func (b *Backend) callNumber(w http.ResponseWriter, job, nText string) (store.Call, int, bool) {
+	n, err := strconv.Atoi(nText)
+	if err != nil || n < 1 {
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, fmt.Sprintf("%q is not a call's number: the calls of a job are 1, 2, 3…", nText))
+		return store.Call{}, 0, false
+	}
+	cs, err := b.Store.Calls(job, 0)
+	if err != nil {
+		b.jobError(w, err)
+		return store.Call{}, 0, false
+	}
+	if n > len(cs) {
+		writeError(w, http.StatusNotFound, apiv1.CodeNotFound, fmt.Sprintf("job %s has %d model call(s), not %d", job, len(cs), n))
+		return store.Call{}, 0, false
+	}
+	return cs[n-1], n, true
+}
+
+// callDiff answers how a call's request differs from another's: ?seq= (its event) or ?n= (its
+// number) of the same job, or of ?job=.
 func (b *Backend) callDiff(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	to, toN, ok := b.findCall(w, id, r.PathValue("seq"))
 	if !ok {
 		return
 	}
-	otherJob := r.URL.Query().Get("job")
+	q := r.URL.Query()
+	otherJob := q.Get("job")
 	if otherJob == "" {
 		otherJob = id
 	}
-	from, fromN, ok := b.findCall(w, otherJob, r.URL.Query().Get("seq"))
+	var from store.Call
+	var fromN int
+	if q.Has("n") {
+		from, fromN, ok = b.callNumber(w, otherJob, q.Get("n"))
+	} else {
+		from, fromN, ok = b.findCall(w, otherJob, q.Get("seq"))
+	}
 	if !ok {
 		return
 	}

@@ -86,6 +86,9 @@ func argumentsOf(s string) string {
 }
 
 func openaiContent(raw json.RawMessage) []apiv1.Block {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil // an assistant message with tool calls only
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return []apiv1.Block{{Kind: apiv1.BlockText, Text: s}}
