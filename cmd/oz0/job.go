@@ -316,8 +316,8 @@ provider key, deterministically. Its live stream is shown as oz0 run shows it.
 
 Where the harness now sends a different model call than the recording has, the job fails with a
 diff of what changed; with --upstream that call and the rest go to the model's upstream instead.
-oz0 dev keeps every job's model calls unless it runs with --no-record (or the job with oz0 run --no-record). Exit status as oz0
-run's: 0 when the replayed job succeeds, 1 when it fails.`,
+oz0 dev keeps every job's model calls unless it runs with --no-record (or the job with oz0 run
+--no-record). Exit status as oz0 run's: 0 when the replayed job succeeds, 1 when it fails.`,
 		Example: `  oz0 job replay job_abc…
   oz0 job replay job_abc… --upstream   # the calls from the first that changed go to the model`,
 		Args: oneID("job", apiv1.JobIDPrefix, "oz0 job list"),

@@ -105,10 +105,10 @@ type AnswerUsage struct {
 }
 
 // CallDiff is the body of GET /api/v1/jobs/{id}/calls/{seq}/diff?job=&seq= (or &n=, the other
-// call's number among its job's calls): how the request of
-// that call differs from another call's (of the same job, or of job), as `oz0 job replay` prints
-// the difference of a replayed call from the recorded one: each place by its JSON path, the
-// other call's value after "-" and this one's after "+".
+// call's number among its job's calls): how the request of that call differs from another call's
+// (of the same job, or of job), as `oz0 job replay` prints the difference of a replayed call from
+// the recorded one: each place by its JSON path, the other call's value after "-" and this one's
+// after "+".
 type CallDiff struct {
 	From  CallRef  `json:"from"` // the call compared against (its values after "-")
 	To    CallRef  `json:"to"`   // this call (after "+")
