@@ -71,6 +71,9 @@ none.`,
 			if record && opts.NoRecord {
 				return cmdutil.Usagef("--record and --no-record do not go together; --record is the default")
 			}
+			if record {
+				fmt.Fprintln(opts.IO.ErrOut, "oz0 dev: --record is the default now (every model call is kept); the flag does nothing, and --no-record keeps none")
+			}
 			if opts.Ephemeral && opts.StateDir != "" {
 				return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
 			}
@@ -114,7 +117,7 @@ none.`,
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
 	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep no model call's request and answer (kept by default: oz0 job show --calls, replay, script)")
 	cmd.Flags().BoolVar(&record, "record", false, "")
-	_ = cmd.Flags().MarkDeprecated("record", "oz0 dev keeps every model call by default now; --no-record keeps none")
+	_ = cmd.Flags().MarkHidden("record")
 	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
 	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
