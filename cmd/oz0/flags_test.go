@@ -114,6 +114,8 @@ func TestJobFlags(t *testing.T) {
 	check(t, "job list --jq", list, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{JQ: ".[].id"}})
 	show, err := parseFlags(t, newCmdJobShow, "", "job_x", "-t", "{{.status}}")
 	check(t, "job show --template", show, err, map[string]any{"ID": "job_x", "JSONFlags": cmdutil.JSONFlags{Template: "{{.status}}"}})
+	show, err = parseFlags(t, newCmdJobShow, "", "job_x", "--calls", "--json")
+	check(t, "job show --calls --json", show, err, map[string]any{"ID": "job_x", "Calls": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
 	cancel, err := parseFlags(t, newCmdJobCancel, "", "job_x")
 	check(t, "job cancel", cancel, err, map[string]any{"ID": "job_x"})
 	trace, err := parseFlags(t, newCmdJobTrace, "", "job_x")
