@@ -10,7 +10,8 @@ import (
 
 // Recording and replay. A grant with Recording set keeps each call that went upstream as an
 // Exchange (Call.Exchange): the body its client sent, and the answer as the client got it, a
-// stream write by write with the time of each. No header of the request is kept (the session key
+// stream write by write with the time of each; and each call it refused after reading the body,
+// with its refusal (Gateway). No header of the request is kept (the session key
 // travels in one), and the answer is kept after the tenant key was masked in it, so neither key is
 // ever in an Exchange. A grant with a Replay answers the session's calls from a recording instead:
 // the gateway admits each call as always (limits, steps, kill), then asks the Replay, and serves
