@@ -768,7 +768,9 @@ func (s *Server) banner() {
 	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
 	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
 	if s.cfg.Record {
-		s.say("  record  on: every job's model calls are kept, for oz0 job replay and oz0 job script")
+		s.say("  calls   kept: each model call's request and answer, masked (oz0 job show JOB --calls, the UI's job page; --no-record keeps none)")
+	} else {
+		s.say("  calls   not kept (--no-record): a job's model calls show their tokens, not what was sent")
 	}
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))

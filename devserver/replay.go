@@ -17,7 +17,8 @@ import (
 )
 
 // MaxRecordingBytes bounds what is kept of one job's model calls: past it, its later calls are
-// kept as truncated (what they were, without their bodies), and a replay stops there.
+// kept as truncated (what they were, without their bodies, and a Cut that says why), and a replay
+// stops there.
 const MaxRecordingBytes = 64 << 20
 
 // recordedBytes counts what is kept of each live job's model calls.
@@ -51,7 +52,8 @@ func (r *recordedBytes) forget(job string) {
 // truncated once the job's recording is over its bound.
 func (s *Server) exchangeData(job string, ex *gateway.Exchange) json.RawMessage {
 	if !s.recorded.take(job, len(ex.Request)+len(ex.Body)+chunkBytes(ex)) {
-		ex = &gateway.Exchange{Method: ex.Method, Path: ex.Path, Query: ex.Query, Status: ex.Status, Streamed: ex.Streamed, Truncated: true}
+		ex = &gateway.Exchange{Method: ex.Method, Path: ex.Path, Query: ex.Query, Status: ex.Status, Streamed: ex.Streamed, Usage: ex.Usage, Gateway: ex.Gateway,
+			Truncated: true, Cut: fmt.Sprintf("the job's kept model calls reached the bound of %s a job, so this call's request and answer were not kept", gateway.SizeText(MaxRecordingBytes))}
 	}
 	b, err := jsonutil.Marshal(ex)
 	if err != nil { // an Exchange is strings and numbers: it always encodes
@@ -84,15 +86,15 @@ func (s *Server) recording(id string, mustHaveEnded bool) (store.Job, []gateway.
 		return j, nil, err
 	}
 	if len(raw) == 0 && j.Usage.ModelCalls > 0 {
-		return j, nil, fmt.Errorf("%w: job %s made %d model call(s) that were not kept; run oz0 dev --record (or oz0 run --record) and run the job again", api.ErrNotRecorded, id, j.Usage.ModelCalls)
+		return j, nil, fmt.Errorf("%w: job %s made %d model call(s) that were not kept; oz0 dev was started with --no-record, or the job with oz0 run --no-record; run it again without", api.ErrNotRecorded, id, j.Usage.ModelCalls)
 	}
 	exs, err := recording.Decode(raw)
 	return j, exs, err
 }
 
-// SubmitRecorded starts a job whose model calls are recorded.
-func (s *Server) SubmitRecorded(agent, input string) (store.Job, error) {
-	return s.node.SubmitWith(agent, input, node.SubmitOptions{Record: true})
+// SubmitRecorded starts a job whose model calls are kept (record), or not, whatever oz0 dev keeps.
+func (s *Server) SubmitRecorded(agent, input string, record bool) (store.Job, error) {
+	return s.node.SubmitWith(agent, input, node.SubmitOptions{Record: record, NoRecord: !record})
 }
 
 // Replay starts a new job of the agent of job id with its input, on its model, its model calls
@@ -129,7 +131,7 @@ func (s *Server) Script(id string) ([]byte, error) {
 		return nil, err
 	}
 	if len(exs) == 0 {
-		return nil, fmt.Errorf("%w: job %s has no recorded model call; run oz0 dev --record (or oz0 run --record) and run the job again", api.ErrNotRecorded, j.ID)
+		return nil, fmt.Errorf("%w: job %s has no kept model call to write as a script", api.ErrNotRecorded, j.ID)
 	}
 	ref := s.cfg.Ref
 	if ref == "" {

@@ -38,8 +38,8 @@ type devOptions struct {
 	LogFormat   string
 	Verbose     bool
 	Sandbox     sandbox.Tier // "" (Auto): standard where this machine allows it, else none
-	Record      bool
-	MaxSessions int // 0: node.DefaultMaxSessions()
+	NoRecord    bool         // keep no model call's request and answer
+	MaxSessions int          // 0: node.DefaultMaxSessions()
 }
 
 var (
@@ -50,6 +50,7 @@ var (
 func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command {
 	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Ref: f.Build.Ref, Getenv: f.Getenv}
 	var sandboxFlag string
+	var record bool // --record, the default now: accepted, with a note
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a dev server and a node with the plugin, offline",
@@ -61,15 +62,25 @@ It listens on 127.0.0.1:4747, or, when another plugin's oz0 dev has that port, o
 plugin's own (4748 to 4999); a restarted oz0 dev comes back on the same address with the same
 token. oz0 run, oz0 job, oz0 ui and the rest find it from the plugin's folder; elsewhere,
 export the OZ0_CONTEXT=... line it prints. State (jobs, events, secrets) lives in .oz0/dev/ of
-the plugin.`,
+the plugin.
+
+It keeps every model call's request and answer, masked and bounded (8 MiB a call, 64 MiB a job),
+for oz0 job show --calls, the UI's job page, oz0 job replay and oz0 job script; --no-record keeps
+none.`,
 		Example: `  oz0 dev
   oz0 dev --plugin ./acme-triage --addr 127.0.0.1:7311
   oz0 dev --ephemeral            # state in a temporary directory, gone when it stops
-  oz0 dev --record               # keep the jobs' model calls: oz0 job replay, oz0 job script`,
+  oz0 dev --no-record            # keep no model call's request and answer`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("max-sessions") && opts.MaxSessions < 1 {
 				return cmdutil.Usagef("--max-sessions must be at least 1, not %d", opts.MaxSessions)
+			}
+			if record && opts.NoRecord {
+				return cmdutil.Usagef("--record and --no-record do not go together; --record is the default")
+			}
+			if record {
+				fmt.Fprintln(opts.IO.ErrOut, "oz0 dev: --record is the default now (every model call is kept); the flag does nothing, and --no-record keeps none")
 			}
 			if opts.Ephemeral && opts.StateDir != "" {
 				return cmdutil.Usagef("--ephemeral and --state-dir do not go together; choose one")
@@ -114,8 +125,10 @@ the plugin.`,
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
-	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep every job's model calls, for oz0 job replay and oz0 job script")
 	cmd.Flags().IntVar(&opts.MaxSessions, "max-sessions", 0, "the most sessions run at once; more jobs wait, queued (default: 4 a core, at most one a 256 MiB of memory, 2 to 64)")
+	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep no model call's request and answer (kept by default: oz0 job show --calls, replay, script)")
+	cmd.Flags().BoolVar(&record, "record", false, "")
+	_ = cmd.Flags().MarkHidden("record")
 	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
 	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
@@ -168,7 +181,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 		TokenFiles: tokenFiles,
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StablePort: opts.Addr == "", StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
-		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: opts.Record, Ref: opts.Ref,
+		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: !opts.NoRecord, Ref: opts.Ref,
 		MaxSessions: opts.MaxSessions,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {

@@ -60,7 +60,9 @@ func TestRunFlags(t *testing.T) {
 	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "--input-file", file)
 	check(t, "run AGENT --input-file", o, err, map[string]any{"Input": "from a file\n", "InputFile": file})
 	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "hi", "--record")
-	check(t, "run --record", o, err, map[string]any{"Record": true})
+	check(t, "run --record", o, err, map[string]any{"Record": true, "NoRecord": false})
+	o, err = parseFlags(t, newCmdRun, "", "acme-triage", "hi", "--no-record")
+	check(t, "run --no-record", o, err, map[string]any{"Record": false, "NoRecord": true})
 }
 
 func TestDevFlags(t *testing.T) {
@@ -76,8 +78,11 @@ func TestDevFlags(t *testing.T) {
 	check(t, "dev -v --log-format json", o, err, map[string]any{"Verbose": true, "LogLevel": "debug", "LogFormat": "json"})
 	o, err = parseFlags(t, newCmdDev, "", "--log-level", "warn")
 	check(t, "dev --log-level warn", o, err, map[string]any{"LogLevel": "warn"})
+	o, err = parseFlags(t, newCmdDev, "", "--no-record")
+	check(t, "dev --no-record", o, err, map[string]any{"NoRecord": true})
+	// --record was the way to keep the calls; they are kept by default now: accepted, a no-op.
 	o, err = parseFlags(t, newCmdDev, "", "--record")
-	check(t, "dev --record", o, err, map[string]any{"Record": true})
+	check(t, "dev --record", o, err, map[string]any{"NoRecord": false})
 }
 
 func TestFakeModelServeFlags(t *testing.T) {
@@ -109,6 +114,8 @@ func TestJobFlags(t *testing.T) {
 	check(t, "job list --jq", list, err, map[string]any{"JSONFlags": cmdutil.JSONFlags{JQ: ".[].id"}})
 	show, err := parseFlags(t, newCmdJobShow, "", "job_x", "-t", "{{.status}}")
 	check(t, "job show --template", show, err, map[string]any{"ID": "job_x", "JSONFlags": cmdutil.JSONFlags{Template: "{{.status}}"}})
+	show, err = parseFlags(t, newCmdJobShow, "", "job_x", "--calls", "--json")
+	check(t, "job show --calls --json", show, err, map[string]any{"ID": "job_x", "Calls": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
 	cancel, err := parseFlags(t, newCmdJobCancel, "", "job_x")
 	check(t, "job cancel", cancel, err, map[string]any{"ID": "job_x"})
 	trace, err := parseFlags(t, newCmdJobTrace, "", "job_x")

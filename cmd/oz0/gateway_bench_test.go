@@ -86,7 +86,7 @@ func percentile(sorted []float64, p float64) float64 {
 }
 
 // BenchmarkGatewayThroughDev is the gateway where users meet it: a harness session under a real
-// `oz0 dev` (recording, metering and limits on, its log going to a file) times its calls
+// `oz0 dev` (keeping each call, as it does by default, metering and limits on, its log going to a file) times its calls
 // alternated one at a time between the upstream directly (`oz0 fake-model serve`, a process of
 // its own), a bare httputil.ReverseProxy in its own process (the floor: one more loopback hop
 // between processes) and the gateway with the session's key. added-* is the gateway less the
@@ -103,7 +103,7 @@ func BenchmarkGatewayThroughDev(b *testing.B) {
 	dir := benchPlugin(b, "gwbench", harnessBin, "gwbench")
 	ctxFile := filepath.Join(tmp, "ctx")
 	ctxLine := startReady(b, append(profileEnv(), "OZ0_ANTHROPIC_BASE_URL="+fake), ctxFile,
-		bin, "dev", "--plugin", dir, "--ephemeral", "--record", "--ready-file", ctxFile)
+		bin, "dev", "--plugin", dir, "--ephemeral", "--ready-file", ctxFile)
 	devCtx, err := apiv1.ParseContext(ctxLine)
 	if err != nil {
 		b.Fatal(err)

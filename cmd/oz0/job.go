@@ -136,15 +136,23 @@ func took(j apiv1.Job) string {
 type jobShowOptions struct {
 	clientOptions
 	cmdutil.JSONFlags
-	ID string
+	ID    string
+	Calls bool
 }
 
 func newCmdJobShow(f *cmdutil.Factory, runF func(*jobShowOptions) error) *cobra.Command {
 	opts := &jobShowOptions{clientOptions: newClientOptions(f)}
 	cmd := &cobra.Command{
-		Use:     "show ID",
-		Short:   "Show a job's record",
-		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --json\n  oz0 job show job_abc… --jq .usage",
+		Use:   "show ID",
+		Short: "Show a job's record, and with --calls what each model call sent and got",
+		Long: `Show a job's record: its agent, status, input, output, model and usage.
+
+With --calls, each model call too, as the dev UI shows it: the system prompt, each message by role,
+tool calls (→) and their results (←), the tools offered, and the answer (a streamed one
+assembled), with its status, tokens, cost and latency. oz0 dev keeps every call's request and
+answer unless it runs with --no-record; --calls --json prints the kept exchanges (the request as
+the harness sent it, the answer as it got it) with the conversation read from each.`,
+		Example: "  oz0 job show job_abc…\n  oz0 job show job_abc… --calls\n  oz0 job show job_abc… --json\n  oz0 job show job_abc… --calls --jq '.calls[0].conversation.system'",
 		Args:    oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
@@ -158,7 +166,8 @@ func newCmdJobShow(f *cmdutil.Factory, runF func(*jobShowOptions) error) *cobra.
 		},
 		ValidArgsFunction: fromServer(f, listJobs(false)),
 	}
-	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the record")
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the record (with --calls: the model calls)")
+	cmd.Flags().BoolVar(&opts.Calls, "calls", false, "show each model call's messages and answer")
 	return cmd
 }
 
@@ -171,9 +180,31 @@ func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
 	if err != nil {
 		return err
 	}
+	var calls apiv1.Calls
+	if opts.Calls {
+		if calls, err = c.Calls(ctx, opts.ID); err != nil {
+			return err
+		}
+	}
 	if opts.Enabled() {
+		if opts.Calls {
+			return opts.Write(opts.IO, calls)
+		}
 		return opts.Write(opts.IO, j)
 	}
+	if err := jobRecord(opts, j); err != nil || !opts.Calls {
+		return err
+	}
+	fmt.Fprintln(opts.IO.Out)
+	if len(calls.Calls) == 0 {
+		fmt.Fprintln(opts.IO.Out, "no model calls")
+		return nil
+	}
+	return render.Calls(opts.IO.Out, calls.Calls)
+}
+
+// jobRecord prints a job's record, a field a line.
+func jobRecord(opts *jobShowOptions, j apiv1.Job) error {
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -341,8 +372,8 @@ provider key, deterministically. Its live stream is shown as oz0 run shows it.
 
 Where the harness now sends a different model call than the recording has, the job fails with a
 diff of what changed; with --upstream that call and the rest go to the model's upstream instead.
-A job is recorded when oz0 dev runs with --record, or oz0 run with --record. Exit status as oz0
-run's: 0 when the replayed job succeeds, 1 when it fails.`,
+oz0 dev keeps every job's model calls unless it runs with --no-record (or the job with oz0 run
+--no-record). Exit status as oz0 run's: 0 when the replayed job succeeds, 1 when it fails.`,
 		Example: `  oz0 job replay job_abc…
   oz0 job replay job_abc… --upstream   # the calls from the first that changed go to the model`,
 		Args: oneID("job", apiv1.JobIDPrefix, "oz0 job list"),

@@ -34,7 +34,8 @@ type runOptions struct {
 	InputFile string
 	JSON      bool
 	Detach    bool
-	Record    bool
+	Record    bool // keep the job's model calls even when oz0 dev runs with --no-record
+	NoRecord  bool // keep none of them
 }
 
 func newCmdRun(f *cmdutil.Factory, runF func(*runOptions) error) *cobra.Command {
@@ -58,6 +59,9 @@ line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AG
 			opts.Agent = args[0]
 			if opts.JSON && opts.Detach {
 				return cmdutil.Usagef("--json and --detach do not go together")
+			}
+			if opts.Record && opts.NoRecord {
+				return cmdutil.Usagef("--record and --no-record do not go together; choose one")
 			}
 			var from string // where the input came from, for messages
 			switch {
@@ -102,7 +106,8 @@ line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AG
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the events as JSON lines")
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "print the job id and return without following the job")
 	cmd.Flags().StringVar(&opts.InputFile, "input-file", "", "read the input from this file")
-	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls, for oz0 job replay and oz0 job script")
+	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep none of the job's model calls (oz0 dev keeps every call's request and answer by default)")
+	cmd.Flags().BoolVar(&opts.Record, "record", false, "keep the job's model calls even when oz0 dev runs with --no-record")
 	cmd.ValidArgsFunction = fromServer(f, listAgents)
 	return cmd
 }
@@ -130,7 +135,10 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input, Record: opts.Record}
+	req := apiv1.JobRequest{Agent: opts.Agent, Input: opts.Input}
+	if opts.Record || opts.NoRecord {
+		req.Record = &opts.Record
+	}
 	if opts.Detach {
 		job, err := c.CreateJob(ctx, req)
 		if err != nil {

@@ -168,7 +168,7 @@ func TestTenantKeyStaysInTheGateway(t *testing.T) {
 		}
 	}
 
-	// oz0 dev, logging everything it logs (-v), recording every model call.
+	// oz0 dev, logging everything it logs (-v), keeping every model call (as it does by default).
 	state := filepath.Join(work, "state")
 	ready := filepath.Join(work, "ctx")
 	devOut := filepath.Join(work, "dev.out")
@@ -176,7 +176,7 @@ func TestTenantKeyStaysInTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := o.command("", "dev", "--plugin", dir, "--state-dir", state, "--ready-file", ready, "--record", "-v")
+	dev := o.command("", "dev", "--plugin", dir, "--state-dir", state, "--ready-file", ready, "-v")
 	dev.Stdout, dev.Stderr = devLog, devLog
 	if err := dev.Start(); err != nil {
 		t.Fatal(err)

@@ -56,8 +56,9 @@ type JobRunner interface {
 
 // Recorder runs jobs whose model calls are recorded and replays them: the dev server.
 type Recorder interface {
-	// SubmitRecorded is JobRunner.Submit for a job whose model calls are kept.
-	SubmitRecorded(agent, input string) (store.Job, error)
+	// SubmitRecorded is JobRunner.Submit for a job whose model calls are kept (record) or not,
+	// whatever the server keeps of other jobs'.
+	SubmitRecorded(agent, input string, record bool) (store.Job, error)
 	// Replay starts a new job like job, its model calls answered from job's recording (with
 	// upstream, those from the first that departs from it go upstream). Besides Submit's errors,
 	// one wrapping ErrNotRecorded or ErrLive.
@@ -159,6 +160,9 @@ func (b *Backend) routes() []Route {
 		{"GET /api/v1/jobs/{id}/trace", b.trace},
 		{"POST /api/v1/jobs/{id}/replay", b.replayJob},
 		{"GET /api/v1/jobs/{id}/script", b.script},
+		{"GET /api/v1/jobs/{id}/calls", b.calls},
+		{"GET /api/v1/jobs/{id}/calls/{seq}", b.call},
+		{"GET /api/v1/jobs/{id}/calls/{seq}/diff", b.callDiff},
 		{"GET /api/v1/approvals", b.listApprovals},
 		{"GET /api/v1/approvals/{id}", b.getApproval},
 		{"POST /api/v1/approvals/{id}/approve", b.approve},
@@ -252,11 +256,11 @@ func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 	var j store.Job
 	var err error
 	switch {
-	case req.Record && b.Recorder == nil:
+	case req.Record != nil && b.Recorder == nil:
 		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not record jobs")
 		return
-	case req.Record:
-		j, err = b.Recorder.SubmitRecorded(req.Agent, req.Input)
+	case req.Record != nil:
+		j, err = b.Recorder.SubmitRecorded(req.Agent, req.Input, *req.Record)
 	default:
 		j, err = b.Node.Submit(req.Agent, req.Input)
 	}

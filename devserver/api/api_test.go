@@ -59,14 +59,17 @@ func (n *fakeNode) Cancel(id string) bool {
 // fakeRecorder records and replays as the dev server does, without running anything: a job that
 // has not ended is live, one whose input is "unrecorded" was not recorded.
 type fakeRecorder struct {
-	node     *fakeNode
-	recorded []string
+	node       *fakeNode
+	recorded   []string
+	unrecorded []string // jobs submitted with record false
 }
 
-func (r *fakeRecorder) SubmitRecorded(agent, input string) (store.Job, error) {
+func (r *fakeRecorder) SubmitRecorded(agent, input string, record bool) (store.Job, error) {
 	j, err := r.node.Submit(agent, input)
-	if err == nil {
+	if err == nil && record {
 		r.recorded = append(r.recorded, j.ID)
+	} else if err == nil {
+		r.unrecorded = append(r.unrecorded, j.ID)
 	}
 	return j, err
 }
@@ -584,6 +587,9 @@ func TestRecordAndReplay(t *testing.T) {
 	a := newTestAPI(t)
 	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","record":true}`); st != 201 || len(a.rec.recorded) != 1 || !strings.Contains(body, a.rec.recorded[0]) {
 		t.Fatalf("a recorded job: %d %s", st, body)
+	}
+	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","record":false}`); st != 201 || len(a.rec.unrecorded) != 1 || !strings.Contains(body, a.rec.unrecorded[0]) {
+		t.Fatalf("a job told to keep nothing: %d %s", st, body)
 	}
 	live := a.rec.recorded[0]
 	for _, tc := range []struct {

@@ -379,6 +379,9 @@ func (c *call) fail(e *gwError) {
 	e.write(c.w, c.rt.face)
 	c.rec.Status = e.status
 	c.wroteHeader = true
+	if k := c.capture; k != nil && !c.answered {
+		k.refusal("application/json", e.body(c.rt.face))
+	}
 }
 
 func (c *call) refuse(limit string, e *gwError) {
@@ -469,6 +472,9 @@ func (c *call) serve() {
 	}
 	c.counted = rt.ep == EndpointMessages || rt.ep == EndpointChat
 
+	if grant.Recording { // before admit: a refused call is kept too, with the refusal
+		c.capture = newCapture(c, body)
+	}
 	c.ctx, c.cancel = context.WithCancelCause(r.Context()) // before admit: Kill may cancel from then on
 	if e, limit := c.admit(); e != nil {
 		c.refuse(limit, e)
@@ -477,9 +483,6 @@ func (c *call) serve() {
 		return
 	}
 
-	if grant.Recording {
-		c.capture = newCapture(c, body)
-	}
 	if grant.Replay != nil && c.replay(grant.Replay, body) {
 		return
 	}
@@ -587,7 +590,7 @@ func (c *call) finish() {
 	if c.keyBytes != nil {
 		c.rec.Error = c.mask(c.rec.Error)
 	}
-	if k := c.capture; k != nil && c.answered {
+	if k := c.capture; k != nil && (c.answered || k.ex.Gateway) {
 		c.rec.Exchange = k.exchange(c.rec.Status, c.rec.Usage)
 	}
 	c.end = endedCall{rec: c.rec, method: c.r.Method, path: c.r.URL.Path, metered: c.grant != nil}

@@ -16,7 +16,8 @@ type Grant struct {
 	Record Record
 	Limits Limits // per session (per key)
 	Budget Budget // per job (all its keys together)
-	// Recording keeps each call that got an answer as Call.Exchange.
+	// Recording keeps each call that got an answer, or that the gateway refused after reading
+	// its body, as Call.Exchange.
 	Recording bool
 	// Replay, when set, answers the session's calls from a recording instead of upstream.
 	Replay Replay

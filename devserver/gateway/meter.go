@@ -73,7 +73,8 @@ type Call struct {
 	Error         string // the gateway's own error, e.g. an unreachable upstream; never holds a key
 	Replayed      bool   // answered from a recording (Grant.Replay), not upstream
 	// Exchange is the call's request and answer, when its grant keeps them (Grant.Recording) and
-	// an answer came, from upstream or a recording.
+	// an answer came, from upstream or a recording, or the gateway answered it itself after
+	// reading its body (a refusal: Exchange.Gateway).
 	Exchange *Exchange
 }
 

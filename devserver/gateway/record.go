@@ -4,20 +4,27 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Recording and replay. A grant with Recording set keeps each call that went upstream as an
 // Exchange (Call.Exchange): the body its client sent, and the answer as the client got it, a
-// stream write by write with the time of each. No header of the request is kept (the session key
+// stream write by write with the time of each; and each call it refused after reading the body,
+// with its refusal (Gateway). No header of the request is kept (the session key
 // travels in one), and the answer is kept after the tenant key was masked in it, so neither key is
 // ever in an Exchange. A grant with a Replay answers the session's calls from a recording instead:
 // the gateway admits each call as always (limits, steps, kill), then asks the Replay, and serves
 // its answer, goes upstream, or refuses the call with the Replay's reason.
 
-// MaxExchangeBytes bounds one kept call, request and answer together: a larger call is kept as
-// Truncated, without either.
+// MaxExchangeBytes bounds one kept call, request and answer together. What does not fit is cut,
+// never silently: the exchange is Truncated (a replay cannot answer it) and Cut says what was cut.
+// A request over maxRequestKept is kept with its longest strings clipped (each clip marked in the
+// text), so the conversation still reads; an answer is kept until the call reaches the bound.
 const MaxExchangeBytes = 8 << 20
+
+// maxRequestKept is the most of a request kept, leaving the answer room within MaxExchangeBytes.
+const maxRequestKept = MaxExchangeBytes - 1<<20
 
 // Exchange is one call as its client saw it.
 type Exchange struct {
@@ -30,8 +37,14 @@ type Exchange struct {
 	Streamed    bool    `json:"streamed,omitempty"`
 	Body        string  `json:"body,omitempty"`   // an answer that was not streamed
 	Chunks      []Chunk `json:"chunks,omitempty"` // a streamed answer, write by write
-	// Truncated: the call was over MaxExchangeBytes, and neither its request nor its answer is kept.
+	// Truncated: the call is not kept whole (over MaxExchangeBytes, or past its job's bound);
+	// Cut says what is missing. A replay cannot answer it.
 	Truncated bool `json:"truncated,omitempty"`
+	// Cut says what of the call was not kept and why, for people; "" when it is whole.
+	Cut string `json:"cut,omitempty"`
+	// Gateway: the gateway answered the call itself (a refusal, an unreachable upstream), so the
+	// answer is its, not the model's. A replay and a script leave such calls out.
+	Gateway bool `json:"gateway,omitempty"`
 	// Usage is the tokens the call was metered with, when it had any. The answer as the client got
 	// it may not say them: on an OpenAI stream whose client did not ask for include_usage, the
 	// gateway asked and hid the usage chunk. A replay meters these.
@@ -56,39 +69,47 @@ type Replay interface {
 
 // capture keeps what a call's client got, for its Exchange.
 type capture struct {
-	start time.Time
-	ex    Exchange
-	size  int
-	body  []byte
+	start   time.Time
+	ex      Exchange
+	size    int
+	body    []byte
+	cut     []string // what was cut, for Exchange.Cut
+	dropped int      // bytes of the answer not kept
 }
 
 func newCapture(c *call, request []byte) *capture {
 	k := &capture{start: c.rec.Start}
 	k.ex.Method, k.ex.Path, k.ex.Query = c.r.Method, c.r.URL.Path, c.r.URL.RawQuery
-	k.add(len(request))
-	if !k.ex.Truncated {
+	if len(request) <= maxRequestKept {
 		k.ex.Request = string(request)
+	} else {
+		var note string
+		k.ex.Request, note = clipBody(request, maxRequestKept)
+		k.ex.Truncated = true
+		k.cut = append(k.cut, fmt.Sprintf("the request is %s, over the %s kept of a request: %s", SizeText(len(request)), SizeText(maxRequestKept), note))
 	}
+	k.size = len(k.ex.Request)
 	return k
 }
 
-// add counts n more bytes; past the bound the exchange is truncated.
-func (k *capture) add(n int) {
-	k.size += n
-	if k.size > MaxExchangeBytes && !k.ex.Truncated {
-		k.ex = Exchange{Method: k.ex.Method, Path: k.ex.Path, Query: k.ex.Query, Streamed: k.ex.Streamed, Truncated: true}
-		k.body = nil
-	}
-}
-
-// wrote keeps a write to the client.
+// wrote keeps a write to the client, while the call is within its bound; past it, the rest of
+// the answer is counted, not kept.
 func (k *capture) wrote(p []byte) {
-	if k.ex.Truncated || len(p) == 0 {
+	if len(p) == 0 {
 		return
 	}
-	if k.add(len(p)); k.ex.Truncated {
+	if k.dropped > 0 || k.size+len(p) > MaxExchangeBytes {
+		if !k.ex.Streamed && k.dropped == 0 { // a body keeps what fits; a stream keeps whole writes
+			n := max(0, MaxExchangeBytes-k.size)
+			k.body = append(k.body, p[:n]...)
+			k.size += n
+			p = p[n:]
+		}
+		k.dropped += len(p)
+		k.ex.Truncated = true
 		return
 	}
+	k.size += len(p)
 	if k.ex.Streamed {
 		k.ex.Chunks = append(k.ex.Chunks, Chunk{AtMS: float64(time.Since(k.start).Microseconds()) / 1000, Data: string(p)})
 	} else {
@@ -96,17 +117,39 @@ func (k *capture) wrote(p []byte) {
 	}
 }
 
+// refusal keeps the gateway's own answer to the call: a refusal or an error.
+func (k *capture) refusal(contentType string, body []byte) {
+	k.ex.Gateway, k.ex.ContentType, k.ex.Streamed = true, contentType, false
+	k.ex.Chunks, k.body = nil, append(k.body[:0], body...)
+}
+
 // exchange is the call's Exchange once it has ended, with the usage it was metered with.
 func (k *capture) exchange(status int, usage Usage) *Exchange {
 	ex := k.ex
 	ex.Status = status
-	if !ex.Truncated && !ex.Streamed {
+	if !ex.Streamed {
 		ex.Body = string(k.body)
 	}
 	if usage != (Usage{}) {
 		ex.Usage = &usage
 	}
+	cut := k.cut
+	if k.dropped > 0 {
+		cut = append(cut, fmt.Sprintf("the last %s of the answer were not kept: a kept call is at most %s", SizeText(k.dropped), SizeText(MaxExchangeBytes)))
+	}
+	ex.Cut = strings.Join(cut, "; ")
 	return &ex
+}
+
+// SizeText writes a size as people read it: 512 bytes, 7 MiB, 10.5 MiB.
+func SizeText(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return strings.TrimSuffix(strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64), ".0") + " KiB"
+	}
+	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64), ".0") + " MiB"
 }
 
 // clientWriter is what a call writes its answer's body through: the client, and the capture
@@ -128,7 +171,7 @@ func (c *call) answerFromRecording(ex *Exchange) {
 	c.rec.Replayed = true
 	if ex.Truncated {
 		c.fail(&gwError{status: http.StatusBadRequest, kind: "invalid_request", noRetry: true,
-			msg: "oz0 replay: the recording did not keep this call (it was over the size bound of a recorded call)"})
+			msg: "oz0 replay: the recording did not keep this call whole (" + ex.Cut + ")"})
 		return
 	}
 	c.answered = true

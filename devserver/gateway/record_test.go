@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -97,12 +98,16 @@ func TestRecordingMasksTheTenantKey(t *testing.T) {
 	}
 }
 
-// A call over the bound is kept as truncated, without its request or answer.
+// A call over the bound (a 10 MiB conversation) is kept cut, never silently: its request with its
+// longest strings clipped, each clip marked, so it still reads as the conversation it was; the
+// answer whole; Truncated and Cut say so, and a replay cannot answer it.
 func TestRecordingBounded(t *testing.T) {
 	e := newEnv(t, helloScript)
 	key := e.issueGrant(Grant{Job: "job_big", Agent: "a", Recording: true})
-	big := `{"model":"fake-model","max_tokens":10,"messages":[{"role":"user","content":"` + strings.Repeat("x", MaxExchangeBytes) + `"}]}`
-	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), big); r.status != 200 {
+	long := strings.Repeat("the ticket, again and again. ", 10<<20/29)
+	big := `{"model":"fake-model","max_tokens":10,"system":"You sort tickets.","messages":[{"role":"user","content":"` + long + `"},{"role":"assistant","content":"ok"},{"role":"user","content":"hello"}]}`
+	r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), big)
+	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	e.gw.Flush()
@@ -110,8 +115,87 @@ func TestRecordingBounded(t *testing.T) {
 	if len(calls) != 1 || calls[0].Exchange == nil {
 		t.Fatalf("%+v", calls)
 	}
-	if ex := calls[0].Exchange; !ex.Truncated || ex.Request != "" || ex.Body != "" || ex.Path != "/anthropic/v1/messages" {
-		t.Errorf("exchange: truncated %v, %d request bytes, %d answer bytes", ex.Truncated, len(ex.Request), len(ex.Body))
+	ex := calls[0].Exchange
+	if !ex.Truncated || len(ex.Request) > maxRequestKept || ex.Body != string(r.body) || ex.Path != "/anthropic/v1/messages" {
+		t.Fatalf("exchange: truncated %v, %d request bytes, answer %q", ex.Truncated, len(ex.Request), ex.Body)
+	}
+	if !strings.Contains(ex.Cut, "the request is 10 MiB, over the 7 MiB kept of a request: 1 string longer than") {
+		t.Errorf("cut: %q", ex.Cut)
+	}
+	var req struct {
+		System   string
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal([]byte(ex.Request), &req); err != nil {
+		t.Fatalf("the kept request is not JSON: %v", err)
+	}
+	if req.System != "You sort tickets." || len(req.Messages) != 3 || req.Messages[2].Content != "hello" ||
+		!strings.HasPrefix(req.Messages[0].Content, "the ticket, again") || !strings.Contains(req.Messages[0].Content, " more not kept]") {
+		t.Errorf("the kept request: system %q, %d messages", req.System, len(req.Messages))
+	}
+	if strings.Index(ex.Request, `"model"`) > strings.Index(ex.Request, `"messages"`) {
+		t.Error("the clipped request's keys are not in their order")
+	}
+}
+
+// Past the bound, the rest of an answer is counted, not kept, and said.
+func TestCaptureCutsTheAnswer(t *testing.T) {
+	k := &capture{}
+	k.ex.Request = `{}`
+	k.size = MaxExchangeBytes - 10
+	k.wrote([]byte("0123456789abcdef"))
+	k.wrote([]byte("more"))
+	ex := k.exchange(200, Usage{})
+	if ex.Body != "0123456789" || !ex.Truncated || ex.Cut != "the last 10 bytes of the answer were not kept: a kept call is at most 8 MiB" {
+		t.Errorf("%q %v %q", ex.Body, ex.Truncated, ex.Cut)
+	}
+	s := &capture{}
+	s.ex.Streamed = true
+	s.size = MaxExchangeBytes - 5
+	s.wrote([]byte("data: {}\n\n"))
+	s.wrote([]byte("data: {}\n\n"))
+	if ex := s.exchange(200, Usage{}); len(ex.Chunks) != 0 || !strings.Contains(ex.Cut, "the last 20 bytes of the answer") {
+		t.Errorf("a stream's chunks past the bound: %d, %q", len(ex.Chunks), ex.Cut)
+	}
+}
+
+// What is not JSON is kept to its first bytes, said so.
+func TestClipBody(t *testing.T) {
+	got, note := clipBody([]byte(strings.Repeat("é", 1000)), 101)
+	if got != strings.Repeat("é", 50) || !strings.Contains(note, "kept to its first 100 bytes") {
+		t.Errorf("%q %q", got, note)
+	}
+	// Many small strings cannot be clipped to fit: the first bytes.
+	many := `[` + strings.Repeat(`"ab",`, 5000) + `"ab"]`
+	if got, note := clipBody([]byte(many), 100); len(got) > 100 || !strings.Contains(note, "kept to its first") {
+		t.Errorf("%d %q", len(got), note)
+	}
+	// Numbers, booleans, null and nesting survive, in order.
+	in := `{"z":1.50,"a":[true,false,null,{"k":"` + strings.Repeat("x", 5000) + `"}],"n":-2e3}`
+	got, _ = clipBody([]byte(in), 2000)
+	if !strings.HasPrefix(got, `{"z":1.50,"a":[true,false,null,{"k":"xxx`) || !strings.HasSuffix(got, ` more not kept]"}],"n":-2e3}`) {
+		t.Errorf("%s", got)
+	}
+}
+
+// A call the gateway refuses after reading it (a limit) is kept with the refusal, marked as the
+// gateway's answer.
+func TestRecordingKeepsARefusal(t *testing.T) {
+	e := newEnv(t, helloScript)
+	key := e.issueGrant(Grant{Job: "job_ref", Agent: "a", Recording: true, Limits: Limits{MaxSteps: 1}})
+	do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody)
+	r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody)
+	e.gw.Flush()
+	calls := e.meter.Job("job_ref")
+	if r.status != 429 || len(calls) != 2 {
+		t.Fatalf("%d, %d calls", r.status, len(calls))
+	}
+	ex := calls[1].Exchange
+	if ex == nil || !ex.Gateway || ex.Request != anthBody || ex.Status != 429 || ex.Body != string(r.body) || !strings.Contains(ex.Body, "limits.max_steps of 1 reached") {
+		t.Fatalf("the refused call's exchange: %+v", ex)
+	}
+	if calls[0].Exchange.Gateway {
+		t.Error("the answered call is marked as the gateway's")
 	}
 }
 

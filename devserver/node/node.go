@@ -92,8 +92,9 @@ type Replay interface {
 
 // SubmitOptions are what a job may have beyond its agent and input.
 type SubmitOptions struct {
-	// Record keeps the job's model calls, for replay (as Config.Record does for every job).
-	Record bool
+	// Record keeps the job's model calls, for replay, when Config.Record does not keep every
+	// job's; NoRecord keeps none of them, when it does.
+	Record, NoRecord bool
 	// Replay answers the job's model calls from a recording.
 	Replay Replay
 	// Model is the model the job runs on, as another job ran it: the record of that name among

@@ -39,7 +39,7 @@ func (n *Node) run(job *Job) {
 		return
 	}
 	grant := job.spec.Grant()
-	grant.Recording = n.cfg.Record || job.opts.Record
+	grant.Recording = (n.cfg.Record || job.opts.Record) && !job.opts.NoRecord
 	if job.opts.Replay != nil {
 		grant.Replay = job.opts.Replay
 	}

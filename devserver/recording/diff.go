@@ -21,6 +21,9 @@ const (
 	maxValue     = 160 // characters of one value or line shown
 )
 
+// Same is Diff's one line for requests that are the same.
+const Same = "  (the same request; only its place among the calls differs)"
+
 // Diff describes how the replayed request (method and path in route, body) differs from the
 // recorded one, one line per entry.
 func Diff(recordedRoute, route string, recorded, replayed []byte) []string {
@@ -40,7 +43,7 @@ func Diff(recordedRoute, route string, recorded, replayed []byte) []string {
 		d.value("", a, b)
 	}
 	if len(d.out) == 0 {
-		d.add("  (the same request; only its place among the calls differs)")
+		d.add("%s", Same)
 	}
 	if d.more > 0 {
 		d.out = append(d.out, fmt.Sprintf("  … and %d more line%s of differences", d.more, plural(d.more)))

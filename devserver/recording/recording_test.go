@@ -278,3 +278,21 @@ data: [DONE]
 		t.Errorf("the script does not parse: %v\n%s", err, script)
 	}
 }
+
+// A call the gateway refused is kept for people, not replayed: the gateway refuses it again.
+func TestReplaySkipsTheGatewaysAnswers(t *testing.T) {
+	exs := []gateway.Exchange{
+		{Method: "POST", Path: "/anthropic/v1/messages", Request: anthReq("first", system), Status: 200, Body: "1"},
+		{Method: "POST", Path: "/anthropic/v1/messages", Request: anthReq("second", system), Status: 429, Body: "refused", Gateway: true},
+	}
+	r := NewReplay("job_e", exs, nil, false)
+	if ex, _, why := r.Answer("POST", "/anthropic/v1/messages", []byte(anthReq("first", system))); ex == nil || ex.Body != "1" {
+		t.Fatalf("first: %q", why)
+	}
+	if d := r.Divergence(); d != "" {
+		t.Errorf("the session made the model's calls: %q", d)
+	}
+	if _, _, why := r.Answer("POST", "/anthropic/v1/messages", []byte(anthReq("second", system))); why != "model call 2: the recording of job job_e has 1 model call, and the session makes more" {
+		t.Errorf("the refused call answered from the recording: %q", why)
+	}
+}

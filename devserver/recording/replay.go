@@ -1,4 +1,4 @@
-// Package recording is what oz0 does with a job's recorded model calls (oz0 dev --record): it
+// Package recording is what oz0 does with a job's recorded model calls (oz0 dev keeps them): it
 // replays them, answering a new run of the job call for call from the recording, offline and
 // with no provider key, and it exports them as a fake model script, so a recorded run becomes a
 // regression test. The gateway keeps the calls (gateway.Exchange) and the store holds them.
@@ -15,6 +15,8 @@
 //     go to the record's upstream; without, it and every later call are refused (a 400 that the
 //     SDKs do not retry) and the job fails with a readable diff against the recorded call that
 //     was next. A session that ends with recorded calls unused has diverged too.
+//   - Calls the gateway answered itself (a refusal by a limit, an unreachable upstream: Gateway)
+//     are kept for people to read, and left out of a replay: the gateway answers them again.
 package recording
 
 import (
@@ -77,7 +79,7 @@ func (r *Replay) Answer(method, path string, body []byte) (*gateway.Exchange, bo
 	live := r.mask(body)
 	next := -1
 	for i := range r.exchanges {
-		if r.used[i] {
+		if r.used[i] || r.exchanges[i].Gateway { // the gateway's own answer: it answers again
 			continue
 		}
 		if next < 0 {
@@ -86,7 +88,7 @@ func (r *Replay) Answer(method, path string, body []byte) (*gateway.Exchange, bo
 		if ex := &r.exchanges[i]; ex.Method == method && ex.Path == path && (ex.Truncated || sameBody([]byte(ex.Request), live)) {
 			r.used[i] = true
 			if ex.Truncated {
-				r.diverged = fmt.Sprintf("model call %d of the recording of job %s was not kept (it was over the size bound of a recorded call), so it cannot be replayed", i+1, r.job)
+				r.diverged = fmt.Sprintf("model call %d of the recording of job %s was not kept whole (%s), so it cannot be replayed", i+1, r.job, ex.Cut)
 				return nil, false, r.diverged
 			}
 			r.answered++
@@ -95,7 +97,8 @@ func (r *Replay) Answer(method, path string, body []byte) (*gateway.Exchange, bo
 	}
 	var why string
 	if next < 0 {
-		why = fmt.Sprintf("model call %d: the recording of job %s has %d model call%s, and the session makes more", r.calls, r.job, len(r.exchanges), plural(len(r.exchanges)))
+		n := r.replayable()
+		why = fmt.Sprintf("model call %d: the recording of job %s has %d model call%s, and the session makes more", r.calls, r.job, n, plural(n))
 	} else {
 		ex := &r.exchanges[next]
 		why = fmt.Sprintf("model call %d differs from call %d of the recording of job %s:\n%s", r.calls, next+1, r.job,
@@ -118,10 +121,21 @@ func (r *Replay) Divergence() string {
 	if r.diverged != "" {
 		return r.diverged
 	}
-	if r.wentLive == "" && r.answered < len(r.exchanges) {
-		return fmt.Sprintf("the session made %d model call%s; the recording of job %s has %d", r.answered, plural(r.answered), r.job, len(r.exchanges))
+	if n := r.replayable(); r.wentLive == "" && r.answered < n {
+		return fmt.Sprintf("the session made %d model call%s; the recording of job %s has %d", r.answered, plural(r.answered), r.job, n)
 	}
 	return ""
+}
+
+// replayable counts the recorded calls the model answered: those a replay answers.
+func (r *Replay) replayable() int {
+	n := 0
+	for _, ex := range r.exchanges {
+		if !ex.Gateway {
+			n++
+		}
+	}
+	return n
 }
 
 // WentUpstream says where a replay with Upstream left the recording for the upstream; "" when it

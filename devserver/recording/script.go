@@ -45,8 +45,11 @@ func Script(job, input string, exchanges []gateway.Exchange, schemaURL string) (
 		if api == "" {
 			continue
 		}
+		if ex.Gateway {
+			continue // the gateway's own refusal, not the model's answer
+		}
 		if ex.Truncated {
-			skipped = append(skipped, fmt.Sprintf("call %d was not kept (over the size bound)", i+1))
+			skipped = append(skipped, fmt.Sprintf("call %d was not kept whole (%s)", i+1, ex.Cut))
 			continue
 		}
 		conv, err := fakemodel.Describe(api, []byte(ex.Request))

@@ -308,6 +308,87 @@ Promise.allSettled([
 			t.Errorf("jobs before %d, after %d (%v): a cross-origin write went through", len(before), len(after), err)
 		}
 	})
+
+	// oz0 dev, started with no flag, kept every model call: opened on the timeline, a call reads
+	// as a conversation: the prompt's text as the system prompt, the ticket as the user's message,
+	// the model's answer. In Anthropic's format (the template's, not streamed), then in OpenAI's,
+	// streamed.
+	prompt, err := os.ReadFile(filepath.Join(plugin, "prompts", "acme-triage.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := strings.TrimSpace(string(prompt))
+	const answer = `{"team":"billing","reply":"Sorry about the double charge; we have refunded the second one."}`
+	call := "#timeline .span.k-model .call"
+	openCall := func(br *browser, job string) {
+		br.t.Helper()
+		br.do("open the job and its model call", chromedp.Navigate(base+"#/jobs/"+job), chromedp.WaitVisible("#timeline .span.k-model summary"),
+			chromedp.Click("#timeline .span.k-model summary"), chromedp.WaitVisible(call+" .role-system"))
+		if got := evaluate[string](br, `document.querySelector('`+call+` .role-system pre.text').textContent`); strings.TrimSpace(got) != system {
+			br.t.Errorf("the system prompt shown:\n%s\nwant the text of prompts/acme-triage.md:\n%s", got, system)
+		}
+	}
+
+	t.Run("a model call as a conversation (Anthropic Messages)", func(t *testing.T) {
+		br.t = t
+		j, err := d.client.Job(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		openCall(br, first)
+		br.do("the ticket as the user's message, the answer",
+			br.waitText(call+` .msg[data-role="user"]`, "<ticket>\nI was charged twice for my order\n</ticket>"),
+			br.waitText(call+" .role-answer", "stop reason end_turn"), br.waitText(call+" .role-answer pre.text", answer),
+			br.waitText(call+" .call-facts", "anthropic-messages"), br.waitText(call+" .call-facts", fmt.Sprintf("%s in · %s out", grouped(j.Usage.InputTokens), grouped(j.Usage.OutputTokens))))
+		br.noUnlabelled()
+		br.shot("job-call")
+		br.do("the Raw tab: the request and the answer as kept", chromedp.Click(call+" .t-raw"), chromedp.WaitVisible(call+" .raw-request"),
+			br.waitText(call+" .raw-request", `"system": "You sort support tickets`), br.waitText(call+" .raw-answer", `"stop_reason": "end_turn"`))
+	})
+
+	t.Run("a streamed model call as a conversation (OpenAI Chat), compared with another job's", func(t *testing.T) {
+		br.t = t
+		// The harness speaks OpenAI's format now, and streams the model's answer.
+		manifest := filepath.Join(plugin, "oz0-plugin.yaml")
+		edit(t, manifest, "formats: [anthropic-messages]", "formats: [openai-chat]")
+		edit(t, filepath.Join(plugin, "src", "acme_triage", "agent.py"), "complete=session.complete", "complete=lambda p: session.complete(p, say=True)")
+		d.waitLine(t, regexp.MustCompile(`^reload: acme-triage reloaded`))
+		// Model and harness text is text on the page, never HTML.
+		const ticket = `I was charged twice for my order <img id="pwned" src="x">`
+		j, err := d.client.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: ticket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.approveAll(t, j.ID)
+		openCall(br, j.ID)
+		br.do("the user's message, the streamed answer assembled",
+			br.waitText(call+` .msg[data-role="user"]`, "<ticket>\n"+ticket+"\n</ticket>"),
+			br.waitText(call+" .role-answer h4", "streamed, "), br.waitText(call+" .role-answer h4", "stop reason stop"),
+			br.waitText(call+" .role-answer pre.text", answer), br.waitText(call+" .call-facts", "openai-chat, streamed"))
+		if evaluate[bool](br, `document.getElementById('pwned') !== null`) {
+			t.Error("text from the job became HTML")
+		}
+		br.do("compare with the first job's call", chromedp.Click(call+" .t-compare"), chromedp.WaitVisible(call+" .cmp-job"),
+			chromedp.SetValue(call+" .cmp-job", first), chromedp.SetValue(call+" .cmp-n", "1"), chromedp.Click(call+" button.compare"),
+			br.waitText(call+" .diff-result", "What changed from call 1 of "+first),
+			br.waitText(call+" .diff .del", "request: - POST /anthropic/v1/messages"), br.waitText(call+" .diff", "+ POST /openai/chat/completions"))
+		br.shot("job-call-compare")
+	})
+}
+
+// edit replaces old with new in the file, which must hold old.
+func edit(t *testing.T, file, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s has no %q", file, old)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // streamText is the live stream, as oz0 run prints it to stdout.
@@ -454,6 +535,50 @@ func (d *dev) nextLogin(t *testing.T) string {
 		case <-deadline:
 			t.Fatal("oz0 dev printed no next login link")
 		}
+	}
+}
+
+// waitLine waits for a line of oz0 dev's output that matches re.
+func (d *dev) waitLine(t *testing.T, re *regexp.Regexp) {
+	t.Helper()
+	deadline := time.After(step)
+	for {
+		select {
+		case line, ok := <-d.lines:
+			if !ok {
+				t.Fatal("oz0 dev stopped")
+			}
+			if re.MatchString(line) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("oz0 dev printed no line like %s", re)
+		}
+	}
+}
+
+// approveAll approves the job's calls as they wait, until it ends.
+func (d *dev) approveAll(t *testing.T, job string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), step)
+	defer cancel()
+	err := d.client.Events(ctx, job, 0, func(ev apiv1.Event) error {
+		if ev.Type != apiv1.EventStatus || !strings.Contains(string(ev.Data), `"status":"waiting_for_approval"`) {
+			return nil
+		}
+		as, err := d.client.Approvals(ctx, false)
+		for _, a := range as {
+			if a.Job == job {
+				_, _, err = d.client.Approve(ctx, a.ID, "once")
+			}
+		}
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := d.client.Job(ctx, job); err != nil || j.Status != apiv1.StatusSucceeded {
+		t.Fatalf("job %s: %s %s %v", job, j.Status, j.Reason, err)
 	}
 }
 

@@ -245,6 +245,12 @@ func (c *Client) Job(ctx context.Context, id string) (apiv1.Job, error) {
 	return j, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id), nil, &j)
 }
 
+// Calls is a job's model calls with what was kept of each, read as conversations.
+func (c *Client) Calls(ctx context.Context, id string) (apiv1.Calls, error) {
+	var cs apiv1.Calls
+	return cs, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(id)+"/calls", nil, &cs)
+}
+
 // Jobs lists jobs, newest first.
 func (c *Client) Jobs(ctx context.Context, status, agent string, limit int) ([]apiv1.Job, error) {
 	q := url.Values{}

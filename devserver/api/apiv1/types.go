@@ -85,8 +85,10 @@ type Usage struct {
 type JobRequest struct {
 	Agent string `json:"agent"`
 	Input string `json:"input"` // at most MaxInput bytes
-	// Record keeps the job's model calls, for replay (as oz0 dev --record does for every job).
-	Record bool `json:"record,omitempty"`
+	// Record says whether the job's model calls are kept (their requests and answers, for
+	// GET …/calls, replay and script): true keeps them even when oz0 dev runs with --no-record,
+	// false keeps none; absent, as oz0 dev does for every job (it keeps them unless --no-record).
+	Record *bool `json:"record,omitempty"`
 }
 
 // ReplayRequest is the body of POST /api/v1/jobs/{id}/replay, which starts a new job of the

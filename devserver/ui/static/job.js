@@ -3,6 +3,7 @@
 // The feed follows the job from its first event; after a break it resumes after the last one.
 import {syncPending} from './approvals.js';
 import {LIVE, fmtDuration, fmtTime, h, jobDuration, setText, statusBadge, text, updateBadge} from './dom.js';
+import * as call from './call.js';
 import * as timeline from './timeline.js';
 import {reloader, usageTable} from './usage.js';
 
@@ -91,7 +92,8 @@ export function mount(root, app, {id}) {
     drawing = true;
     requestAnimationFrame(() => {
       drawing = false;
-      timeline.render(trace, timeline.spans(events), job && LIVE.includes(job.status));
+      timeline.render(trace, timeline.spans(events), job && LIVE.includes(job.status),
+        (el, seq, calls) => call.mount(el, app, id, seq, calls));
     });
   };
 

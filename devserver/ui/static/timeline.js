@@ -1,6 +1,7 @@
 // The trace as a timeline (a waterfall): each model call and tool call a bar on the job's time
 // axis, the rest (says, logs, stray output, status changes, the result) marks on it, in the order
-// they began. Every row opens to the JSON of its events.
+// they began. Every row opens to the JSON of its events; a model call's row opens to the call
+// itself (call.js: its conversation, raw request and answer, and a comparison with another call).
 import {fmtCount, fmtDuration, h, setText, sortedJSON, syncList, text} from './dom.js';
 
 // spans turns a job's events into the timeline's rows.
@@ -135,8 +136,9 @@ function row(rows, ev, kind, start, end, label, detail) {
 
 // render draws the rows into container, keeping the rows already there (and whether each is
 // expanded) by key. While the job is live, what has not ended yet (a tool call, a wait for a
-// person) reaches to now.
-export function render(container, rows, live) {
+// person) reaches to now. openCall(el, seq, calls) fills a model call's panel when it is first
+// opened; calls are the job's model calls as {seq, n}, n counting them in the order of their events.
+export function render(container, rows, live, openCall) {
   if (!rows.length) return;
   const now = Date.now();
   if (live) {
@@ -164,7 +166,18 @@ export function render(container, rows, live) {
     list = h('div', {class: 'rows', role: 'list', 'aria-label': 'Trace events, in the order they began'});
     container.append(list);
   }
+  const calls = rows.filter((r) => r.kind === 'model').map((r) => r.seq).sort((a, b) => a - b).map((seq, i) => ({seq, n: i + 1}));
   syncList(list, rows, (r) => r.key, makeRow, (el, r) => {
+    if (r.kind === 'model' && openCall && !el.querySelector('.call')) {
+      const panel = h('div', {class: 'call'});
+      el.querySelector('pre.json').before(panel);
+      el.addEventListener('toggle', () => {
+        if (el.open && !panel.dataset.loaded) {
+          panel.dataset.loaded = 'yes';
+          openCall(panel, r.seq, calls);
+        }
+      });
+    }
     el.className = `span k-${r.kind}${r.failed ? ' failed' : ''}`;
     el.dataset.kind = r.kind;
     const [at, kind, label, detail] = el.querySelectorAll('summary .what > span');
