@@ -69,7 +69,9 @@ func TestFloodBounded(t *testing.T) {
 	// reused, and cut back to 64 MiB after each checkpoint whatever the jobs write.
 	grown := fileSize(t, filepath.Join(state, "oz0.db")) - dbBefore
 	t.Logf("oz0 dev: VmHWM %d MiB; the database grew by %d MiB; the state directory by %d MiB (its write-ahead log included)", hwm>>20, grown>>20, (dirSize(t, state)-before)>>20)
-	if hwm >= 256<<20 {
+	if raceEnabled {
+		t.Log("built with the race detector, which multiplies memory: the bounds on memory are not checked")
+	} else if hwm >= 256<<20 {
 		t.Errorf("oz0 dev's peak resident memory was %d MiB, over 256 MiB", hwm>>20)
 	}
 	if grown >= 64<<20 {
@@ -85,7 +87,7 @@ func TestFloodBounded(t *testing.T) {
 	if !strings.Contains(string(ptOut), "limits.max_event_bytes") {
 		t.Errorf("oz0 plugin test does not say the harness went past its events' limit:\n%s", ptOut)
 	}
-	if rss >= 256<<20 {
+	if !raceEnabled && rss >= 256<<20 {
 		t.Errorf("oz0 plugin test's peak resident memory was %d MiB, over 256 MiB", rss>>20)
 	}
 }
