@@ -165,12 +165,13 @@ func Start(cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	s.askAhead(s.Plugins())
 	s.startWatch()
 	s.banner()
 	// What the first request does not need starts once the API answers, not before: the tier's
-	// first init (namespaces, oz0's exec) and the default fake model's script (parsed and checked
-	// against its schema) would share the 2 cores with the start.
+	// first init (namespaces, oz0's exec), the interpreter question (a pyenv shim is ~150 ms of
+	// CPU) and the default fake model's script (parsed and checked against its schema) would
+	// share the 2 cores with the start.
+	s.askAhead(s.Plugins())
 	sandbox.WarmUp(s.tier)
 	go s.fake()
 	go s.checkImports()
