@@ -200,3 +200,53 @@ func BenchmarkEventsThroughDevServer(b *testing.B) {
 		b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
 	}
 }
+
+// BenchmarkSubmitsAtOnce is the API's answer to 200 jobs submitted at once while the node runs
+// all the sessions it may (harnesses that never end), beside a submit to the server at rest in
+// the same run: a submit records the job and returns, whatever the sessions do. In process, with
+// the tier the machine allows, so that what it measures is the server's path, not Python's start.
+func BenchmarkSubmitsAtOnce(b *testing.B) {
+	const jobs = 200
+	s, c := startServer(b, goPlugin(b, "hang", buildTestHarness(b), "hang"))
+	ctx := context.Background()
+	var rest, p50s, p99s []time.Duration
+	for b.Loop() {
+		// At rest: one submit, then cancelled (queued, it ends at once).
+		start := time.Now()
+		j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "hang", Input: "x"})
+		rest = append(rest, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Cancel(ctx, j.ID); err != nil {
+			b.Fatal(err)
+		}
+		lat := make([]time.Duration, jobs)
+		ids := make([]string, jobs)
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i := range jobs {
+			wg.Go(func() {
+				<-gate
+				start := time.Now()
+				j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "hang", Input: "x"})
+				lat[i], ids[i] = time.Since(start), j.ID
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		close(gate)
+		wg.Wait()
+		slices.Sort(lat)
+		p50s, p99s = append(p50s, lat[jobs/2]), append(p99s, lat[jobs*99/100])
+		b.StopTimer()
+		for _, id := range ids {
+			s.node.Cancel(id)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(median(rest).Microseconds())/1000, "at-rest-ms")
+	b.ReportMetric(float64(median(p50s).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(median(p99s).Microseconds())/1000, "p99-ms")
+}
