@@ -37,7 +37,7 @@ func TestCalls(t *testing.T) {
     Be brief.
   tools offered: notify_team
   user:
-    charged twice \x1b]0;pwned\a\x1b[2J
+    charged twice \x1b]0;pwned\x07\x1b[2J
   assistant:
     → notify_team {"team":"billing"} [tu_1]
   user:
