@@ -91,3 +91,41 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		}
 	}
 }
+
+// docs/development.md's layout names every package: each folder of internal/ in a row of its own,
+// each of devserver/ and harnesskit/ in their rows.
+func TestDevelopmentDocListsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/development.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, l := range strings.Split(string(doc), "\n") {
+		for _, parent := range []string{"devserver", "harnesskit"} {
+			if strings.HasPrefix(l, "| `"+parent+"/` |") {
+				rows[parent] = l
+			}
+		}
+	}
+	for _, parent := range []string{"internal", "devserver", "harnesskit"} {
+		dirs, err := os.ReadDir(filepath.Join("../..", parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			if !d.IsDir() || d.Name() == "internal" {
+				continue
+			}
+			if goFiles, _ := filepath.Glob(filepath.Join("../..", parent, d.Name(), "*.go")); len(goFiles) == 0 {
+				continue
+			}
+			if parent == "internal" {
+				if !strings.Contains(string(doc), "`internal/"+d.Name()+"`") {
+					t.Errorf("docs/development.md's layout does not name internal/%s", d.Name())
+				}
+			} else if !strings.Contains(rows[parent], "`"+d.Name()+"/`") {
+				t.Errorf("docs/development.md's %s/ row does not name %s/", parent, d.Name())
+			}
+		}
+	}
+}
