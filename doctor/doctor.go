@@ -457,7 +457,7 @@ func checkDevServer(ctx context.Context, env Env) Result {
 	c, err := client.Find(env.Getenv, env.PluginDir)
 	if errors.Is(err, client.ErrNoServer) {
 		r.Level, r.Detail = Warn, apiv1.ContextEnv+" is not set and no oz0 dev runs on the plugin: oz0 run, job and secret need a running dev server"
-		r.Mend = "start oz0 dev in the plugin (commands in its folder find it), or export the OZ0_CONTEXT line it prints"
+		r.Mend = client.StartMend
 		return r
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/diag"
@@ -44,8 +45,9 @@ func TestUVMissingIsAWarning(t *testing.T) {
 }
 
 func TestDevServer(t *testing.T) {
-	if r := checkDevServer(context.Background(), Env{Getenv: noEnv}); r.Level != Warn {
-		t.Errorf("unset: %+v", r)
+	// Without a server, doctor's mend is the one every command's error gives.
+	if r := checkDevServer(context.Background(), Env{Getenv: noEnv, PluginDir: t.TempDir()}); r.Level != Warn || r.Mend != client.StartMend {
+		t.Errorf("unset: %+v, want the mend %q", r, client.StartMend)
 	}
 	dead := func(string) string { return "http://127.0.0.1:1#oz0t_abc" }
 	if r := checkDevServer(context.Background(), Env{Getenv: dead}); r.Level != Fail || !strings.Contains(r.Detail, "no dev server") {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -313,8 +312,9 @@ func TestLimits(t *testing.T) {
 		{"merge cycle", "a: &a {<<: *a}\n", "refers to a mapping that contains it"},
 		{"merge of a list holding itself", "h: &h [{name: a, <<: *h}]\n", "refers to a mapping that contains it"},
 	} {
+		// The bound is the answer itself: an expansion without limits would not end (go test's
+		// -timeout stops it), where a clock's bound fails on a loaded machine.
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			root, ps := ParseYAML([]byte(tc.doc))
 			if root == nil {
 				t.Fatalf("parse: %v", ps)
@@ -322,9 +322,6 @@ func TestLimits(t *testing.T) {
 			ps = ValidateYAML(Manifest, root)
 			if len(ps) != 1 || ps[0].Rule != KindYAMLLimits || !strings.Contains(ps[0].Message, tc.msg) {
 				t.Errorf("got %v, want one yaml-limits problem %q", ps, tc.msg)
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v", d)
 			}
 		})
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/orchestrator-zero/oz0/lint"
 )
 
-// Dynamic completions: what the dev server in OZ0_CONTEXT has (agents, jobs, approvals, rules,
-// secrets) and what a plugin has (harnesses). A completion never fails out loud: with no dev
+// Dynamic completions: what the dev server (OZ0_CONTEXT's, else the plugin's) has (agents, jobs,
+// approvals, rules, secrets) and what a plugin has (harnesses). A completion never fails out loud: with no dev
 // server, or a plugin that does not load, it offers nothing, and never files.
 
 // completionWait bounds a completion's call to the dev server: a shell waits for it.

@@ -14,10 +14,10 @@ func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
 		Short: "Print a shell completion script",
 		Long: `Print the completion script for a shell. Load it in the shell's start-up file.
 
-Besides commands and flags, it completes what the dev server in OZ0_CONTEXT has: agents
-(oz0 run), job IDs (oz0 job show, cancel, trace), waiting approvals (approve, deny), rules
-(revoke) and secret names (oz0 secret rm); and the plugin's harnesses (oz0 plugin test
---harness). Directory arguments complete directories.
+Besides commands and flags, it completes what the dev server (OZ0_CONTEXT's, else the plugin's
+oz0 dev found from this folder) has: agents (oz0 run), job IDs (oz0 job show, watch, cancel,
+trace), waiting approvals (approve, deny), rules (revoke) and secret names (oz0 secret rm); and
+the plugin's harnesses (oz0 plugin test --harness). Directory arguments complete directories.
 
 The bash script needs the bash-completion package (version 2). If it is not installed:
   sudo apt-get install bash-completion    # Debian, Ubuntu

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 )
 
@@ -48,26 +50,82 @@ func TestDocsShowOneVersion(t *testing.T) {
 	}
 }
 
-// docs/cli.md lists every field of oz0 plugin test --json.
-func TestCLIDocListsPluginTestFields(t *testing.T) {
+// docs/cli.md lists every field of what --json prints: each command's row names the JSON fields
+// of its Go types, so that a field added to a type is added to the page too.
+func TestCLIDocListsJSONFields(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var row string
-	for _, l := range strings.Split(string(doc), "\n") {
-		if strings.HasPrefix(l, "| `oz0 plugin test` |") {
-			row = l
+	for _, c := range []struct {
+		row   string // how the row in the page's table starts
+		types []reflect.Type
+	}{
+		{"| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
+		{"| `oz0 job list`, `oz0 job show` |", []reflect.Type{
+			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),
+		}},
+		{"| `oz0 job show ID --calls` |", []reflect.Type{
+			reflect.TypeFor[apiv1.ModelCall](), reflect.TypeFor[gateway.Exchange](), reflect.TypeFor[gateway.Chunk](),
+			reflect.TypeFor[apiv1.Conversation](), reflect.TypeFor[apiv1.ToolDef](), reflect.TypeFor[apiv1.Message](),
+			reflect.TypeFor[apiv1.Block](), reflect.TypeFor[apiv1.Answer](),
+		}},
+	} {
+		var row string
+		for _, l := range strings.Split(string(doc), "\n") {
+			if strings.HasPrefix(l, c.row) {
+				row = l
+			}
+		}
+		if row == "" {
+			t.Errorf("docs/cli.md has no row that starts %s", c.row)
+			continue
+		}
+		for _, ty := range c.types {
+			for i := range ty.NumField() {
+				name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+				if name != "" && name != "-" && !strings.Contains(row, "`"+name+"`") {
+					t.Errorf("docs/cli.md's row %s does not list %s's field %s", c.row, ty, name)
+				}
+			}
 		}
 	}
-	if row == "" {
-		t.Fatal("docs/cli.md has no row for oz0 plugin test")
+}
+
+// docs/development.md's layout names every package: each folder of internal/ in a row of its own,
+// each of devserver/ and harnesskit/ in their rows.
+func TestDevelopmentDocListsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/development.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	ct := reflect.TypeFor[conformance.Check]()
-	for i := range ct.NumField() {
-		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" && !strings.Contains(row, "`"+name+"`") {
-			t.Errorf("docs/cli.md does not list oz0 plugin test's field %s", name)
+	rows := map[string]string{}
+	for _, l := range strings.Split(string(doc), "\n") {
+		for _, parent := range []string{"devserver", "harnesskit"} {
+			if strings.HasPrefix(l, "| `"+parent+"/` |") {
+				rows[parent] = l
+			}
+		}
+	}
+	for _, parent := range []string{"internal", "devserver", "harnesskit"} {
+		dirs, err := os.ReadDir(filepath.Join("../..", parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			if !d.IsDir() || d.Name() == "internal" {
+				continue
+			}
+			if goFiles, _ := filepath.Glob(filepath.Join("../..", parent, d.Name(), "*.go")); len(goFiles) == 0 {
+				continue
+			}
+			if parent == "internal" {
+				if !strings.Contains(string(doc), "`internal/"+d.Name()+"`") {
+					t.Errorf("docs/development.md's layout does not name internal/%s", d.Name())
+				}
+			} else if !strings.Contains(rows[parent], "`"+d.Name()+"/`") {
+				t.Errorf("docs/development.md's %s/ row does not name %s/", parent, d.Name())
+			}
 		}
 	}
 }

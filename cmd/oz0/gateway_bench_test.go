@@ -39,6 +39,13 @@ func goProgram(b *testing.B, pkg string) string {
 // a terminal would take it.
 func startReady(b *testing.B, env []string, ready string, name string, args ...string) string {
 	b.Helper()
+	line, _ := startReadyPID(b, env, ready, name, args...)
+	return line
+}
+
+// startReadyPID is startReady that also returns the process's id (to read its memory).
+func startReadyPID(b *testing.B, env []string, ready string, name string, args ...string) (string, int) {
+	b.Helper()
 	logFile, err := os.Create(filepath.Join(b.TempDir(), filepath.Base(name)+".log"))
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +64,7 @@ func startReady(b *testing.B, env []string, ready string, name string, args ...s
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
-			return strings.TrimSpace(string(data))
+			return strings.TrimSpace(string(data)), cmd.Process.Pid
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%s %v: not ready in 30 s", name, args)

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/atomicfile"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )
 
@@ -45,27 +45,13 @@ func (r readyFile) clear() error {
 	return nil
 }
 
-// write puts line in the file at once: it goes to a temporary file beside it that is renamed
-// into place, so a reader never sees a partial file.
+// write puts line in the file at once (a reader never sees a partial file), mode 0600: it holds
+// the token.
 func (r readyFile) write(line string) error {
 	if r == "" {
 		return nil
 	}
-	path := string(r)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err == nil {
-		_, err = tmp.WriteString(line + "\n")
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}
-	if err != nil {
+	if err := atomicfile.WriteFile(string(r), []byte(line+"\n"), 0o600); err != nil {
 		return fmt.Errorf("cannot write --ready-file: %w", err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -115,34 +114,12 @@ func BenchmarkManyJobsThroughDev(b *testing.B) {
 func startDevPID(b *testing.B, bin string, args ...string) (*client.Client, int) {
 	b.Helper()
 	ready := filepath.Join(b.TempDir(), "ctx")
-	logFile, err := os.Create(filepath.Join(b.TempDir(), "dev.log"))
+	line, pid := startReadyPID(b, nil, ready, bin, append(args, "--ready-file", ready)...)
+	ctx, err := apiv1.ParseContext(line)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, append(args, "--ready-file", ready)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		logFile.Close()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
-			ctx, err := apiv1.ParseContext(strings.TrimSpace(string(data)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return client.New(ctx), cmd.Process.Pid
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("oz0 %v: not ready in 30 s", args)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return client.New(ctx), pid
 }
 
 // procStatusMB is a memory field of /proc/PID/status (VmRSS, VmHWM) in MiB.

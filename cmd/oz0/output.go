@@ -14,7 +14,7 @@ import (
 )
 
 // clientOptions is what every command that talks to the dev server has: its streams, and the
-// client the Factory builds for the server in OZ0_CONTEXT.
+// client the Factory builds for the server in OZ0_CONTEXT, else the plugin's (client.Find).
 type clientOptions struct {
 	IO     *iostreams.IOStreams
 	Client func() (*client.Client, error)

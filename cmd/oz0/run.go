@@ -43,10 +43,10 @@ func newCmdRun(f *cmdutil.Factory, runF func(*runOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "run AGENT [INPUT]",
 		Short: "Start a job and show its live stream",
-		Long: `Start a job of AGENT on the dev server in OZ0_CONTEXT and render its live stream: what the
-agent says, each tool call (→) and its result (←), then the answer. Exit status 0 when the job
-succeeds, 1 when it fails, with the reason on stderr. Ctrl-C cancels the job (on a terminal,
-after asking).
+		Long: `Start a job of AGENT on the dev server (OZ0_CONTEXT's, else the plugin's oz0 dev found from
+this folder) and render its live stream: what the agent says, each tool call (→) and its result
+(←), then the answer. Exit status 0 when the job succeeds, 1 when it fails, with the reason on
+stderr. Ctrl-C cancels the job (on a terminal, after asking).
 
 INPUT is the job's input; - (or --input-file) reads it from stdin (or a file). Of stdin, one
 line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AGENT - sends "x".`,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchestrator-zero/oz0/internal/atomicfile"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/schemas"
@@ -154,23 +155,7 @@ func writeSchemas(opts *schemaOptions, names []string) error {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename, there is nothing left to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil

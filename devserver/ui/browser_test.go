@@ -522,24 +522,11 @@ func startDev(t *testing.T, exe, dir string) *dev {
 // nextLogin waits for the line that gives the next login link, after a login.
 func (d *dev) nextLogin(t *testing.T) string {
 	t.Helper()
-	deadline := time.After(step)
-	for {
-		select {
-		case line, ok := <-d.lines:
-			if !ok {
-				t.Fatal("oz0 dev stopped")
-			}
-			if m := nextLine.FindStringSubmatch(line); m != nil {
-				return m[1]
-			}
-		case <-deadline:
-			t.Fatal("oz0 dev printed no next login link")
-		}
-	}
+	return d.waitLine(t, nextLine)[1]
 }
 
-// waitLine waits for a line of oz0 dev's output that matches re.
-func (d *dev) waitLine(t *testing.T, re *regexp.Regexp) {
+// waitLine waits for a line of oz0 dev's output that matches re, and returns the match.
+func (d *dev) waitLine(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
 	deadline := time.After(step)
 	for {
@@ -548,8 +535,8 @@ func (d *dev) waitLine(t *testing.T, re *regexp.Regexp) {
 			if !ok {
 				t.Fatal("oz0 dev stopped")
 			}
-			if re.MatchString(line) {
-				return
+			if m := re.FindStringSubmatch(line); m != nil {
+				return m
 			}
 		case <-deadline:
 			t.Fatalf("oz0 dev printed no line like %s", re)

@@ -9,8 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
@@ -363,7 +363,9 @@ func TestComplete(t *testing.T) {
 }
 
 func TestCompleteErrors(t *testing.T) {
+	var calls atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
 		w.Header().Set("content-type", "application/json")
 		w.WriteHeader(429)
 		w.Write([]byte(`{"type":"error","error":{"type":"rate_limit_error","message":"limits.max_steps: the job may make 10 model calls"}}`))
@@ -376,13 +378,17 @@ func TestCompleteErrors(t *testing.T) {
 	} {
 		t.Setenv("ANTHROPIC_BASE_URL", base)
 		var got error
-		start := time.Now()
 		serve(t, request(t, nil), func(s *harness.Session) (any, error) {
 			_, got = s.Complete("hi")
 			return nil, nil
 		})
-		if got == nil || !strings.HasPrefix(got.Error(), want) || time.Since(start) > 5*time.Second {
+		if got == nil || !strings.HasPrefix(got.Error(), want) {
 			t.Errorf("%s: %v, want %s", base, got, want)
 		}
+	}
+	// An error answer is the harness's to handle: the SDK does not try again (which a clock's
+	// bound stood for, and failed on a loaded machine).
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the model API was called %d times, want once", n)
 	}
 }

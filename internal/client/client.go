@@ -59,9 +59,13 @@ func FromEnv(getenv func(string) string) (*Client, error) {
 	return New(c), nil
 }
 
+// StartMend is what to do when no dev server is found: the commands' error and oz0 doctor's
+// check say it alike.
+const StartMend = "start `oz0 dev` in your plugin (commands in its folder find it), or run the `export " + apiv1.ContextEnv + "=...` line it prints"
+
 // ErrNoServer is Find's error when there is neither OZ0_CONTEXT nor a running oz0 dev of the
 // plugin the command runs in.
-var ErrNoServer = errors.New(apiv1.ContextEnv + " is not set and no oz0 dev runs for a plugin in this folder; start `oz0 dev` in your plugin (commands in its folder find it), or run the `export " + apiv1.ContextEnv + "=...` line it prints")
+var ErrNoServer = errors.New(apiv1.ContextEnv + " is not set and no oz0 dev runs for a plugin in this folder; " + StartMend)
 
 // Find returns a client for the dev server a command talks to: the one in OZ0_CONTEXT when it is
 // set, else the oz0 dev that runs on the plugin dir is in (its discovery file). A discovery file

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/atomicfile"
 )
 
 const (
@@ -182,26 +183,11 @@ func readJSON(path string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// writeJSON writes v to path at once (a temporary file renamed into place), mode 0600 from the
-// start (os.CreateTemp's).
+// writeJSON writes v to path at once, mode 0600: it holds the token.
 func writeJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }

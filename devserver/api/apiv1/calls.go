@@ -23,8 +23,8 @@ type ModelCall struct {
 	// Meter is the model_call event's data: record, model, status, tokens, cost, latency, refused….
 	Meter json.RawMessage `json:"meter"`
 	// Exchange is the call as the gateway kept it (the shape of the Go type gateway.Exchange:
-	// method, path, request, status, content_type, body or chunks, usage, truncated, cut,
-	// gateway); absent when it was not kept.
+	// method, path, query, request, status, content_type, streamed, body or chunks, usage,
+	// truncated, cut, gateway); absent when it was not kept.
 	Exchange json.RawMessage `json:"exchange,omitempty"`
 	// Conversation is the exchange read as a conversation; absent when it was not kept.
 	Conversation *Conversation `json:"conversation,omitempty"`
