@@ -3,6 +3,9 @@ GO      ?= go
 BIN     ?= bin/oz0
 BENCH   ?= .
 COUNT   ?= 6
+# go test's own bound is 10 minutes a package; cmd/oz0's scripts run the templates on their real
+# frameworks (each session imports the framework), which takes longer on a loaded machine.
+TEST_TIMEOUT ?= 45m
 export CGO_ENABLED := 0
 # Where tests leave what a person may want to look at: the dev UI's browser tests write a
 # screenshot of each page to $(OZ0_TEST_ARTIFACTS)/ui/.
@@ -25,8 +28,8 @@ build:
 # goreleaser itself (check-release; building goreleaser takes a few minutes on a fresh machine)
 # and, in go test, against goreleaser's schema (cmd/oz0/release_test.go), for a quick answer.
 test: test-deps lint cross check-release lint-workflows lint-templates
-	@echo "test: go test ./... (units, the scripts, the browser tests: several minutes)"
-	$(GO) test -count=1 ./...
+	@echo "test: go test ./... (units, the scripts with the templates on their real frameworks, the browser tests: several minutes)"
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory race
 
 # The packages whose goroutines share state, under the race detector. On linux -race needs cgo,
