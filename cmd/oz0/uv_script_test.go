@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// uvVersion is the uv the scripts run: scripts/test-deps.sh installs exactly this one.
+const uvVersion = "0.13.9"
+
+// uvExcludeNewer fixes what `uv lock` may pick in the scripts: a package released after it is
+// invisible, so a lock resolves the same transitive versions every run and uv's cache stays warm.
+// Move it forward when moving the templates' pins (make test-frameworks-latest shows what is new).
+const uvExcludeNewer = "2026-12-01T00:00:00Z"
+
+// uvPaths are where test-deps.sh keeps uv and its download cache; the same defaults as there.
+type uvPaths struct {
+	home  string // OZ0_UV_HOME: uv is home/bin/uv
+	cache string // UV_CACHE_DIR
+}
+
+// testCacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test, the caches oz0's tests share.
+func testCacheDir() (string, error) {
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "oz0-test"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".cache", "oz0-test"), nil
+}
+
+func findUV() (uvPaths, error) {
+	root, err := testCacheDir()
+	if err != nil {
+		return uvPaths{}, err
+	}
+	p := uvPaths{home: os.Getenv("OZ0_UV_HOME"), cache: os.Getenv("UV_CACHE_DIR")}
+	if p.home == "" {
+		p.home = filepath.Join(root, "uv-"+uvVersion)
+	}
+	if p.cache == "" {
+		p.cache = filepath.Join(root, "uv-cache")
+	}
+	return p, nil
+}
+
+// uvBinDir is the directory put first on the scripts' PATH: uv's own when uv is installed;
+// otherwise a directory (made once per test run) whose `uv` fails every use with the mend, so
+// a script that needs uv fails saying what to do instead of skipping or "not found".
+func uvBinDir(t *testing.T, p uvPaths) (string, error) {
+	bin := filepath.Join(p.home, "bin")
+	if fi, err := os.Stat(filepath.Join(bin, "uv")); err == nil && fi.Mode().IsRegular() {
+		return bin, nil
+	}
+	dir := t.TempDir()
+	msg := fmt.Sprintf("uv is missing (no %s): run scripts/test-deps.sh", filepath.Join(bin, "uv"))
+	script := "#!/bin/sh\necho '" + msg + "' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "uv"), []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// setupUV gives a script uv as the contract in docs/development.md says: the pinned uv first on
+// PATH, the shared download cache, never a downloaded Python (the machine's python3), and the
+// fixed resolution date.
+func setupUV(env *testscript.Env, p uvPaths, binDir string) {
+	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	env.Setenv("UV_CACHE_DIR", p.cache)
+	env.Setenv("UV_PYTHON_DOWNLOADS", "never")
+	env.Setenv("UV_EXCLUDE_NEWER", uvExcludeNewer)
+}
