@@ -44,6 +44,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# uv, pinned, from PyPI into the tests' cache (not the machine's PATH): oz0's testscripts and
+# scripts/lint-templates.sh put it first on their PATH and run the Python templates' guide steps
+# with it (uv lock, uv sync, uv run pytest) on their real frameworks. Keep the version in step with
+# cmd/oz0/uv_script_test.go's uvVersion.
+uv_version=0.13.9
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test
+uv_home=${OZ0_UV_HOME:-$cache_root/uv-$uv_version}
+if [ ! -x "$uv_home/bin/uv" ] || [ "$("$uv_home/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
+  echo "test-deps: installing uv $uv_version into $uv_home" >&2
+  # --upgrade replaces what an interrupted or older install left there.
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --upgrade --target "$uv_home" "uv==$uv_version"
+fi
+
 # ruff and pyright for lint-templates, as pinned by the lock file.
 tools=scripts/pylint
 stamp="$tools/node_modules/.oz0-lock"
