@@ -67,12 +67,30 @@ func uvBinDir(t *testing.T, p uvPaths) (string, error) {
 	return dir, nil
 }
 
+// uvPassThrough are the variables of the test's environment that say how to reach PyPI.
+var uvPassThrough = []string{
+	"SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+	"UV_DEFAULT_INDEX", "UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_NATIVE_TLS", "UV_SYSTEM_CERTS",
+	"UV_HTTP_TIMEOUT", "UV_CONCURRENT_DOWNLOADS",
+}
+
 // setupUV gives a script uv as the contract in docs/development.md says: the pinned uv first on
 // PATH, the shared download cache, never a downloaded Python (the machine's python3), and the
-// fixed resolution date.
+// fixed resolution date, and bytecode compiled once, at uv sync.
 func setupUV(env *testscript.Env, p uvPaths, binDir string) {
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	// How this machine reaches the package index (its CA bundle, a proxy, a mirror) carries over
+	// into the scripts' otherwise bare environment, as it does for `go test` itself.
+	for _, k := range uvPassThrough {
+		if v, ok := os.LookupEnv(k); ok {
+			env.Setenv(k, v)
+		}
+	}
 	env.Setenv("UV_CACHE_DIR", p.cache)
 	env.Setenv("UV_PYTHON_DOWNLOADS", "never")
 	env.Setenv("UV_EXCLUDE_NEWER", uvExcludeNewer)
+	// uv sync writes the .pyc files: a session's sandbox mounts the plugin read-only, so Python
+	// could not cache them there and would compile a framework's modules again in every session.
+	env.Setenv("UV_COMPILE_BYTECODE", "1")
 }
