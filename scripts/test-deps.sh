@@ -46,9 +46,10 @@ fi
 
 # uv, pinned, from PyPI into the tests' cache (not the machine's PATH): oz0's testscripts and
 # scripts/lint-templates.sh put it first on their PATH and run the Python templates' guide steps
-# with it (uv lock, uv sync, uv run pytest) on their real frameworks. Keep the version in step with
-# cmd/oz0/uv_script_test.go's uvVersion.
-uv_version=0.13.9
+# with it (uv lock, uv sync, uv run pytest) on their real frameworks. The version: scripts/uv.env.
+# shellcheck disable=SC1091 # scripts/uv.env: KEY=VALUE lines
+. scripts/uv.env
+uv_version=$OZ0_UV_VERSION
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test
 uv_home=${OZ0_UV_HOME:-$cache_root/uv-$uv_version}
 if [ ! -x "$uv_home/bin/uv" ] || [ "$("$uv_home/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then

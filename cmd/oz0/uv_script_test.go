@@ -4,21 +4,49 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// uvVersion is the uv the scripts run: scripts/test-deps.sh installs exactly this one.
-const uvVersion = "0.13.9"
+// uvEnvFile holds the uv version the scripts run and their fixed resolution date, for the shell
+// scripts and these tests alike.
+const uvEnvFile = "../../scripts/uv.env"
 
-// uvExcludeNewer fixes what `uv lock` may pick in the scripts: a package released after it is
-// invisible, so a lock resolves the same transitive versions every run and uv's cache stays warm.
-// Move it forward when moving the templates' pins (make test-frameworks-latest shows what is new).
-const uvExcludeNewer = "2026-12-01T00:00:00Z"
+// uvSettings are scripts/uv.env's values.
+type uvSettings struct {
+	version      string // OZ0_UV_VERSION: the uv scripts/test-deps.sh installs
+	excludeNewer string // OZ0_UV_EXCLUDE_NEWER: UV_EXCLUDE_NEWER, so a lock resolves the same every run
+}
+
+func readUVEnv() (uvSettings, error) {
+	data, err := os.ReadFile(uvEnvFile)
+	if err != nil {
+		return uvSettings{}, err
+	}
+	vals := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return uvSettings{}, fmt.Errorf("%s: %q is not KEY=VALUE", uvEnvFile, line)
+		}
+		vals[k] = v
+	}
+	s := uvSettings{version: vals["OZ0_UV_VERSION"], excludeNewer: vals["OZ0_UV_EXCLUDE_NEWER"]}
+	if s.version == "" || s.excludeNewer == "" {
+		return uvSettings{}, fmt.Errorf("%s: OZ0_UV_VERSION and OZ0_UV_EXCLUDE_NEWER must both be set", uvEnvFile)
+	}
+	return s, nil
+}
 
 // uvPaths are where test-deps.sh keeps uv and its download cache; the same defaults as there.
 type uvPaths struct {
+	uvSettings
 	home  string // OZ0_UV_HOME: uv is home/bin/uv
 	cache string // UV_CACHE_DIR
 }
@@ -40,9 +68,13 @@ func findUV() (uvPaths, error) {
 	if err != nil {
 		return uvPaths{}, err
 	}
-	p := uvPaths{home: os.Getenv("OZ0_UV_HOME"), cache: os.Getenv("UV_CACHE_DIR")}
+	settings, err := readUVEnv()
+	if err != nil {
+		return uvPaths{}, err
+	}
+	p := uvPaths{uvSettings: settings, home: os.Getenv("OZ0_UV_HOME"), cache: os.Getenv("UV_CACHE_DIR")}
 	if p.home == "" {
-		p.home = filepath.Join(root, "uv-"+uvVersion)
+		p.home = filepath.Join(root, "uv-"+settings.version)
 	}
 	if p.cache == "" {
 		p.cache = filepath.Join(root, "uv-cache")
@@ -75,7 +107,7 @@ var uvPassThrough = []string{
 	"UV_HTTP_TIMEOUT", "UV_CONCURRENT_DOWNLOADS",
 }
 
-// setupUV gives a script uv as the contract in docs/development.md says: the pinned uv first on
+// setupUV gives a script uv as scripts/uv-env.sh gives it to the shell scripts: the pinned uv first on
 // PATH, the shared download cache, never a downloaded Python (the machine's python3), and the
 // fixed resolution date, and bytecode compiled once, at uv sync.
 func setupUV(env *testscript.Env, p uvPaths, binDir string) {
@@ -89,7 +121,7 @@ func setupUV(env *testscript.Env, p uvPaths, binDir string) {
 	}
 	env.Setenv("UV_CACHE_DIR", p.cache)
 	env.Setenv("UV_PYTHON_DOWNLOADS", "never")
-	env.Setenv("UV_EXCLUDE_NEWER", uvExcludeNewer)
+	env.Setenv("UV_EXCLUDE_NEWER", p.excludeNewer)
 	// uv sync writes the .pyc files: a session's sandbox mounts the plugin read-only, so Python
 	// could not cache them there and would compile a framework's modules again in every session.
 	env.Setenv("UV_COMPILE_BYTECODE", "1")
