@@ -142,7 +142,12 @@ class AdaptersTest(SessionCase):
             if event["tool"] == "show_order":
                 arguments = {"order": {"order_id": "B-7", "detail": True}}
             run.send(
-                {"type": "permission", "id": event["id"], "decision": "allow", "arguments": arguments}
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": arguments,
+                }
             )
 
         events, code, run = self.run_adapters(answer)

@@ -64,7 +64,9 @@ def asked(session: Session, name: str, fn: F) -> F:
         arguments = {key: _jsonable(value) for key, value in values.items()}
 
         def run(**allowed: Any) -> Any:
-            return fn(**{key: _typed(fn, key, value, values, arguments) for key, value in allowed.items()})
+            return fn(
+                **{key: _typed(fn, key, value, values, arguments) for key, value in allowed.items()}
+            )
 
         try:
             return session.call_tool(name, arguments, run)
@@ -88,7 +90,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _typed(fn: Callable[..., Any], key: str, value: Any, values: dict[str, Any], asked: dict[str, Any]) -> Any:
+def _typed(
+    fn: Callable[..., Any], key: str, value: Any, values: dict[str, Any], asked: dict[str, Any]
+) -> Any:
     """The value fn gets for an allowed argument: the framework's own when the job allowed it as
     asked; else the changed JSON, made into the parameter's type where there is one to make."""
     if key in values and value == asked[key]:
