@@ -60,6 +60,14 @@ test-deps:
 lint-templates: build test-deps
 	@scripts/lint-templates.sh $(BIN)
 
+# Framework drift: every template against the newest release of its framework (the Python ones
+# by uv without the tests' fixed date, strands-ts with the newest @strands-agents/sdk), in
+# temporary copies; a report of what passes and what breaks, the pins untouched. Network needed.
+# .github/workflows/frameworks-latest.yml runs it weekly.
+test-frameworks-latest: build test-deps
+	@mkdir -p $(OZ0_TEST_ARTIFACTS)
+	@scripts/frameworks-latest.sh $(BIN)
+
 # actionlint over the repository's workflows (and action.yml, which plugin-action.yml uses) and
 # every template's rendered CI workflow.
 lint-workflows: build
