@@ -22,6 +22,8 @@ cd "$(dirname "$0")/.."
 unset UV_EXCLUDE_NEWER
 OZ0=$(realpath "${1:-bin/oz0}")
 shift || true
+# The templates' tests that run oz0 itself (a plugin's own `oz0 plugin test`, say) find it on PATH.
+PATH="$(dirname "$OZ0"):$PATH"
 templates=("$@")
 if [ ${#templates[@]} -eq 0 ]; then
   mapfile -t templates < <("$OZ0" plugin templates --jq '.[].name')

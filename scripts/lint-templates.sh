@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 . scripts/uv-env.sh
 OZ0=$(realpath "${1:-bin/oz0}")
 shift || true
+# The templates' tests that run oz0 itself (a plugin's own `oz0 plugin test`, say) find it on PATH.
+PATH="$(dirname "$OZ0"):$PATH"
 # The ruff every template pins in its dev group; the check below keeps them one version.
 ruff_version=0.17.4
 pyright="node $PWD/scripts/pylint/node_modules/pyright/index.js"
