@@ -10,7 +10,10 @@ from pathlib import Path
 from agent_framework import Agent, MCPStdioTool
 
 from {{.Package}}.harness import Session, main
-from {{.Package}}.wiring import on_the_gateway, run_agent
+from {{.Package}}.wiring import (
+    on_the_gateway,
+    run_agent,
+)
 
 SERVER = Path(__file__).resolve().parent / "mcp_server.py"
 

@@ -17,7 +17,10 @@ from agent_framework import (
 
 from {{.Package}}.agent import notify_team
 from {{.Package}}.harness import Session, main
-from {{.Package}}.wiring import on_the_gateway, run_agent
+from {{.Package}}.wiring import (
+    on_the_gateway,
+    run_agent,
+)
 
 
 def run(session: Session) -> str:

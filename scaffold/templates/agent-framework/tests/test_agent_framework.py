@@ -27,14 +27,14 @@ class AgentFrameworkTest(SessionCase):
         return self.request(model={"name": MODEL_NAME, "format": format, "record": "fake"})
 
     def test_openai_chat_asks_for_max_completion_tokens(self) -> None:
-        from {{.Package}}.wiring import MAX_TOKENS
+        from {{.Package}} import wiring
 
         # OpenAI refuses max_tokens for its reasoning models; the framework's max_tokens option
         # is sent as max_completion_tokens.
         _, code, run = self.session(self.allow, request=self.request_in())
         self.assertEqual(code, 0, run.log())
         for call in self.api.calls():
-            self.assertEqual(call["body"].get("max_completion_tokens"), MAX_TOKENS)
+            self.assertEqual(call["body"].get("max_completion_tokens"), wiring.MAX_TOKENS)
             self.assertNotIn("max_tokens", call["body"])
 
     def test_arguments_of_the_wrong_shape_fail_the_tool_not_the_session(self) -> None:

@@ -11,7 +11,10 @@ from strands import Agent
 from strands.tools.mcp import MCPClient
 
 from {{.Package}}.harness import Session, main
-from {{.Package}}.wiring import on_the_gateway, text_of
+from {{.Package}}.wiring import (
+    on_the_gateway,
+    text_of,
+)
 
 SERVER = Path(__file__).resolve().parent / "mcp_server.py"
 

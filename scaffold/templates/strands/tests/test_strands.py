@@ -21,7 +21,7 @@ class StrandsTest(SessionCase):
         return self.request(model={"name": MODEL_NAME, "format": format, "record": "fake"})
 
     def test_openai_chat_asks_for_max_completion_tokens(self) -> None:
-        from {{.Package}}.wiring import MAX_TOKENS
+        from {{.Package}} import wiring
 
         # Strands copies params into the request as they are; OpenAI refuses max_tokens for its
         # reasoning models, and takes max_completion_tokens for every model.
@@ -30,16 +30,16 @@ class StrandsTest(SessionCase):
         self.assertEqual(code, 0, run.log())
         self.assertEqual(events[-1], {"type": "result", "output": "Sorted."})
         body = self.api.calls()[0]["body"]
-        self.assertEqual(body.get("max_completion_tokens"), MAX_TOKENS)
+        self.assertEqual(body.get("max_completion_tokens"), wiring.MAX_TOKENS)
         self.assertNotIn("max_tokens", body)
 
     def test_anthropic_asks_for_max_tokens(self) -> None:
-        from {{.Package}}.wiring import MAX_TOKENS
+        from {{.Package}} import wiring
 
         self.api.text = "Sorted."
         _, code, run = self.session(request=self.request_in("anthropic-messages"))
         self.assertEqual(code, 0, run.log())
-        self.assertEqual(self.api.calls()[0]["body"].get("max_tokens"), MAX_TOKENS)
+        self.assertEqual(self.api.calls()[0]["body"].get("max_tokens"), wiring.MAX_TOKENS)
 
     def test_arguments_of_the_wrong_shape_fail_the_tool_not_the_session(self) -> None:
         # A hook may change the arguments; the tool checks them as Strands' @tool does, so a
