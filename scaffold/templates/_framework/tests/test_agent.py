@@ -50,9 +50,10 @@ class AgentTest(SessionCase):
     def request_in(self, format: str) -> dict[str, Any]:
         return self.request(model={"name": MODEL_NAME, "format": format, "record": "fake"})
 
-    def test_a_tool_call_is_asked_and_answered(self) -> None:
+    def test_a_tool_call_is_asked_and_answered_on_the_gateway(self) -> None:
         for format in FORMATS:
             with self.subTest(format=format):
+                self.api.requests.clear()
                 events, code, run = self.session(self.allow, request=self.request_in(format))
                 self.assertEqual(code, 0, run.log())
                 asked = [e for e in events if e["type"] == "permission_request"]
@@ -70,6 +71,32 @@ class AgentTest(SessionCase):
                     events[-1], {"type": "result", "output": f"The tool answered: {answer}"}
                 )
                 self.assertEqual(self.says(events), f"The tool answered: {answer}")
+                self.assert_on_the_gateway(format, self.api.calls())
+
+    def assert_on_the_gateway(self, format: str, calls: list[dict[str, Any]]) -> None:
+        """The model calls: on the gateway with the session's key and headers, streamed, the
+        instructions the system prompt, the tool offered."""
+        self.assertEqual(len(calls), 2, "a call with the tool offered, one after it")
+        for call in calls:
+            headers = {k.lower(): v for k, v in call["headers"].items()}
+            body = call["body"]
+            self.assertEqual(headers["oz0-job"], JOB)
+            self.assertEqual(headers["oz0-agent"], NAME)
+            self.assertEqual(body["model"], MODEL_NAME)
+            self.assertIs(body.get("stream"), True, "the text streams to the job")
+            self.assertEqual(system_text(body), INSTRUCTIONS)
+            if format == "anthropic-messages":
+                self.assertEqual(call["path"], "/gateway/anthropic/v1/messages")
+                # The Anthropic SDK sends its key as x-api-key or, since 2.x, as a bearer
+                # token; the gateway takes either.
+                key = headers.get("x-api-key") or headers.get("authorization", "")
+                self.assertEqual(key.removeprefix("Bearer "), SESSION_KEY)
+                self.assertEqual([t["name"] for t in body["tools"]], ["notify_team"])
+            else:
+                self.assertEqual(call["path"], "/gateway/openai/chat/completions")
+                self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
+                self.assertEqual([t["function"]["name"] for t in body["tools"]], ["notify_team"])
+        self.assertIn(TICKET, str(calls[0]["body"]["messages"]))
 
     def test_the_tool_runs_with_the_arguments_the_job_allowed(self) -> None:
         def answer(run: Run, event: dict[str, Any]) -> None:
@@ -101,37 +128,6 @@ class AgentTest(SessionCase):
                 self.assertEqual(
                     events[-1]["output"], "The tool answered: refused: billing is told by a person"
                 )
-
-    def test_the_model_client_is_on_the_gateway_and_streams(self) -> None:
-        for format in FORMATS:
-            with self.subTest(format=format):
-                self.api.requests.clear()
-                _, code, run = self.session(self.allow, request=self.request_in(format))
-                self.assertEqual(code, 0, run.log())
-                calls = self.api.calls()
-                self.assertEqual(len(calls), 2, "a call with the tool offered, one after it")
-                for call in calls:
-                    headers = {k.lower(): v for k, v in call["headers"].items()}
-                    body = call["body"]
-                    self.assertEqual(headers["oz0-job"], JOB)
-                    self.assertEqual(headers["oz0-agent"], NAME)
-                    self.assertEqual(body["model"], MODEL_NAME)
-                    self.assertIs(body.get("stream"), True, "the text streams to the job")
-                    self.assertEqual(system_text(body), INSTRUCTIONS)
-                    if format == "anthropic-messages":
-                        self.assertEqual(call["path"], "/gateway/anthropic/v1/messages")
-                        # The Anthropic SDK sends its key as x-api-key or, since 2.x, as a
-                        # bearer token; the gateway takes either.
-                        key = headers.get("x-api-key") or headers.get("authorization", "")
-                        self.assertEqual(key.removeprefix("Bearer "), SESSION_KEY)
-                        self.assertEqual([t["name"] for t in body["tools"]], ["notify_team"])
-                    else:
-                        self.assertEqual(call["path"], "/gateway/openai/chat/completions")
-                        self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
-                        self.assertEqual(
-                            [t["function"]["name"] for t in body["tools"]], ["notify_team"]
-                        )
-                self.assertIn(TICKET, str(calls[0]["body"]["messages"]))
 
     def test_a_limit_is_not_retried(self) -> None:
         self.api.status = 429  # the gateway's answer past limits.max_steps
