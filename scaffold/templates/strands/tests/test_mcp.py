@@ -1,6 +1,7 @@
 """An MCP server's tool, called by the agent (tests/mcp_agent.py, on a real MCP server over
 stdio: tests/mcp_server.py): asked first like any tool, refused when the job says no (the model
-reads "refused: <why>" and the server never runs it), run with the arguments the job allowed.
+reads "refused: <why>" and the server never runs it), run with the arguments the job allowed. On
+the manifest's first format: MCP does not change with the model's.
 """
 
 from __future__ import annotations
@@ -46,40 +47,33 @@ class MCPTest(SessionCase):
                 {"type": "permission", "id": event["id"], "decision": "allow", "arguments": allowed}
             )
 
-        for format in FORMATS:
-            with self.subTest(format=format):
-                events, run = self.run_agent(format, answer)
-                asked = [e for e in events if e["type"] == "permission_request"]
-                self.assertEqual(
-                    [(a["tool"], a["arguments"]) for a in asked],
-                    [("lookup_order", {"order_id": "A-1"})],
-                    run.log(),
-                )
-                told = [e for e in events if e["type"] == "tool_result"]
-                self.assertEqual(
-                    [(t["id"], t["tool"], t.get("result")) for t in told],
-                    [(asked[0]["id"], "lookup_order", "order B-2: charged twice")],
-                )
-                self.assertEqual(self.ran(), "lookup_order B-2\n")
-                self.assertEqual(
-                    events[-1],
-                    {"type": "result", "output": "The tool answered: order B-2: charged twice"},
-                )
+        events, run = self.run_agent(FORMATS[0], answer)
+        asked = [e for e in events if e["type"] == "permission_request"]
+        self.assertEqual(
+            [(a["tool"], a["arguments"]) for a in asked],
+            [("lookup_order", {"order_id": "A-1"})],
+            run.log(),
+        )
+        told = [e for e in events if e["type"] == "tool_result"]
+        self.assertEqual(
+            [(t["id"], t["tool"], t.get("result")) for t in told],
+            [(asked[0]["id"], "lookup_order", "order B-2: charged twice")],
+        )
+        self.assertEqual(self.ran(), "lookup_order B-2\n")
+        self.assertEqual(
+            events[-1], {"type": "result", "output": "The tool answered: order B-2: charged twice"}
+        )
 
     def test_a_refused_mcp_tool_does_not_run(self) -> None:
-        for format in FORMATS:
-            with self.subTest(format=format):
-                events, _ = self.run_agent(format, self.deny("orders are looked up by a person"))
-                self.assertEqual(
-                    [e["tool"] for e in events if e["type"] == "permission_request"],
-                    ["lookup_order"],
-                )
-                self.assertFalse([e for e in events if e["type"] == "tool_result"])
-                self.assertEqual(self.ran(), "")
-                self.assertEqual(
-                    events[-1]["output"],
-                    "The tool answered: refused: orders are looked up by a person",
-                )
+        events, _ = self.run_agent(FORMATS[0], self.deny("orders are looked up by a person"))
+        self.assertEqual(
+            [e["tool"] for e in events if e["type"] == "permission_request"], ["lookup_order"]
+        )
+        self.assertFalse([e for e in events if e["type"] == "tool_result"])
+        self.assertEqual(self.ran(), "")
+        self.assertEqual(
+            events[-1]["output"], "The tool answered: refused: orders are looked up by a person"
+        )
 
 
 if __name__ == "__main__":
