@@ -51,7 +51,10 @@ def tools(session: Session) -> Any:
 
 def mcp(session: Session) -> Any:
     server = StdioServerParameters(command=sys.executable, args=[str(HERE / "mcp_server.py")])
-    toolset = McpToolset(connection_params=StdioConnectionParams(server_params=server))
+    # ADK's timeout (5 s by default) bounds the connection and each call: a bound on failure
+    # here, generous for a busy machine.
+    params = StdioConnectionParams(server_params=server, timeout=120)
+    toolset = McpToolset(connection_params=params)
     return run_agent(session, LlmAgent(name="triage", tools=[toolset], **on_the_gateway(session)))
 
 

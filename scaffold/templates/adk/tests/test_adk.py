@@ -99,7 +99,7 @@ class AdkTest(SessionCase):
         told = {e["id"]: e for e in events if e["type"] == "tool_result"}
         self.assertNotIn(ids[1], told, "a refused call ran")
         opened = "opened a priority 4 ticket for the account team"
-        self.assertIn(opened, str(told[ids[2]]["result"]))
+        self.assertIn(opened, str(told[ids[2]].get("result")), told[ids[2]])
         # The MCP server checks its arguments itself: a hook's wrong shape fails for real.
         self.assertIn("priority", told[ids[3]]["error"])
         refused = "refused: priority 1 is for people to set"
