@@ -385,16 +385,24 @@ class Run:
         self.stderr_reader = threading.Thread(target=self._drain, daemon=True)
         self.stderr_reader.start()
 
+    # The readers end at EOF, or when kill() closes the pipe under them (ValueError, OSError):
+    # the test is over then.
     def _pump(self) -> None:
         assert self.proc.stdout is not None
-        for line in iter(self.proc.stdout.readline, b""):
-            self.lines.put(line)
+        try:
+            for line in iter(self.proc.stdout.readline, b""):
+                self.lines.put(line)
+        except (OSError, ValueError):
+            pass
         self.lines.put(None)
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
-        for line in iter(self.proc.stderr.readline, b""):
-            self.stderr.append(line)
+        try:
+            for line in iter(self.proc.stderr.readline, b""):
+                self.stderr.append(line)
+        except (OSError, ValueError):
+            pass
 
     def send(self, message: dict[str, Any] | str) -> None:
         assert self.proc.stdin is not None
