@@ -23,7 +23,10 @@ def run(session: Session) -> str:
     server = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
     # Strands' MCPTransport type names mcp 1's stream pair; mcp 2's stdio_client, which its
     # compatibility layer takes, types its own.
-    orders = MCPClient(lambda: stdio_client(server))  # pyright: ignore[reportArgumentType]
+    orders = MCPClient(
+        lambda: stdio_client(server),  # pyright: ignore[reportArgumentType]
+        startup_timeout=120,  # not Strands' 30 s: on a busy machine Python starts slowly
+    )
     with orders:  # the server runs while the agent does
         agent = Agent(
             system_prompt=session.instructions,
