@@ -16,6 +16,11 @@ ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (or the OPENAI_ pair), which the node s
         return run_langgraph(session, graph)
 
 List each tool (lookup_order) under harness.tools in the agent definition.
+
+CrewAI's LLM(model=session.model) uses its native Anthropic client only for a model name it knows
+as Claude's (claude-...); any other name falls back to LiteLLM, which is not installed, and fails.
+For such a model (oz0 dev's built-in fake model is "fake-model") write
+LLM(model=session.model_name, provider="anthropic").
 """
 
 from __future__ import annotations
