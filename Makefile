@@ -11,7 +11,7 @@ export CGO_ENABLED := 0
 # screenshot of each page to $(OZ0_TEST_ARTIFACTS)/ui/.
 export OZ0_TEST_ARTIFACTS ?= $(CURDIR)/test-output
 
-.PHONY: build test test-deps cross race fuzz demo bench lint lint-templates lint-workflows check-release release-snapshot clean
+.PHONY: build test test-deps cross race fuzz demo bench lint lint-templates lint-workflows check-release release-snapshot clean test-frameworks-latest
 
 # Tools the checks run, pinned; `go run` builds each once and keeps it in the Go build cache.
 GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
@@ -52,16 +52,27 @@ cross:
 	done
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
-# What the tests need and a fresh machine lacks (pytest for the template's tests, gcc for the race
-# detector, Node and npm, Chromium for the dev UI's tests), the Node templates' locked dependencies
-# from npm, into a cache shared across runs (nothing to do once cached), and ruff (WebAssembly) and
-# pyright for lint-templates.
+# What the tests need and a fresh machine lacks (pytest, gcc for the race detector, Node and npm,
+# ShellCheck, Chromium for the dev UI's tests), uv (pinned, scripts/uv.env, from PyPI into
+# ~/.cache/oz0-test: the Python templates' tests install their real frameworks with it, into uv's
+# cache there), the Node templates' locked dependencies from npm, into a cache shared across runs
+# (nothing to do once cached), and pyright for lint-templates.
 test-deps:
 	@scripts/test-deps.sh
 
-# Every template, rendered, passes ruff (check and format) and pyright with its own settings.
+# Every Python template, rendered with the longest name, on its real pinned framework: uv lock,
+# uv sync, uv run pytest, oz0 plugin lint, oz0 plugin test, ruff (check and format) and pyright
+# with its own settings.
 lint-templates: build test-deps
 	@scripts/lint-templates.sh $(BIN)
+
+# Framework drift: every template against the newest release of its framework (the Python ones
+# by uv without the tests' fixed date, strands-ts with the newest @strands-agents/sdk), in
+# temporary copies; a report of what passes and what breaks, the pins untouched. Network needed.
+# .github/workflows/frameworks-latest.yml runs it weekly.
+test-frameworks-latest: build test-deps
+	@mkdir -p $(OZ0_TEST_ARTIFACTS)
+	@scripts/frameworks-latest.sh $(BIN)
 
 # actionlint over the repository's workflows (and action.yml, which plugin-action.yml uses) and
 # every template's rendered CI workflow.

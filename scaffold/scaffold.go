@@ -38,8 +38,8 @@ type Template struct {
 // agentLayer holds what every template shares: the agent definition and its instructions.
 // pythonLayer holds what every Python template shares: the harness protocol (harness.py), the
 // package's __main__ and its tests over a pipe. frameworkLayer adds what the Python templates of
-// an agent framework share: AGENTS.md, the skill, and tests of the wiring on stand-ins and on the
-// framework. nodeLayer is the Node kit: the harness protocol (harness.mjs), its entry (main.mjs),
+// an agent framework share: AGENTS.md, the skill, and tests of the wiring on the framework uv
+// installs. nodeLayer is the Node kit: the harness protocol (harness.mjs), its entry (main.mjs),
 // its tests over a pipe and the CI workflow.
 const (
 	agentLayer     = "_agent"
@@ -54,8 +54,8 @@ var (
 	nodeSteps   = []string{"npm ci", "npm test", "oz0 plugin lint"}
 )
 
-// pythonStdlibTests runs a Python template's tests on the standard library alone, as its README
-// says: the tests need nothing uv installs.
+// pythonStdlibTests runs byo-agent's tests on the standard library alone, as its README says: they
+// need nothing uv installs. A framework template's tests run its framework, which uv installs.
 const pythonStdlibTests = "python3 -m unittest discover -s tests -v"
 
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
@@ -64,11 +64,11 @@ var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
 		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
 	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
-		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
 	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
-		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
 	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
-		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
 	{Name: "strands-ts", Description: "An AWS Strands Agents TypeScript agent on Node, its model on the gateway (Anthropic or OpenAI Chat Completions) and its tool calls asked first",
 		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "strands-ts"}},
 }

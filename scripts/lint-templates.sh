@@ -1,51 +1,70 @@
 #!/usr/bin/env bash
-# The generated Python passes its own linters: renders every Python template with `oz0 plugin
-# new` and runs ruff (check and format, with the template's [tool.ruff]) and pyright (standard
-# mode, the template's [tool.pyright]) over it, as a plugin author's editor and CI would.
+# Every Python template, rendered with the longest plugin name there can be (63 characters, so
+# that no line of a template is too long for any plugin's name), as its author gets it, on its real
+# pinned framework: the guide's steps (uv lock, uv sync, uv run pytest, oz0 plugin lint), then
+# oz0 plugin test (every scenario that applies passes), ruff (check and format, the template's
+# [tool.ruff]) and pyright (standard mode, the template's [tool.pyright], against the .venv uv sync
+# made), as a plugin author's editor and CI would.
 #
-#   scripts/lint-templates.sh [path/to/oz0]     (make lint-templates; make test runs it)
+#   scripts/lint-templates.sh [path/to/oz0] [TEMPLATE...]   (make lint-templates; make test runs it)
 #
-# ruff runs from its WebAssembly build and pyright from its npm package, both pinned in
-# scripts/pylint/package-lock.json and installed there by scripts/test-deps.sh. The framework
-# templates import their framework, which `uv sync` installs and this machine has not: their
-# stand-ins (tests/standins, the framework's module paths, classes and signatures) are put on the
-# check's .venv path in its place, so pyright checks the wiring against them rather than
-# skipping every unresolved import.
+# uv and its download cache: scripts/uv-env.sh (scripts/test-deps.sh installs uv). ruff is the
+# template's own dev dependency (`uv run ruff`), pinned in every template to $ruff_version below;
+# pyright comes from npm, pinned in scripts/pylint/package-lock.json (scripts/test-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck disable=SC1091 # scripts/uv-env.sh: uv on PATH, its cache
+. scripts/uv-env.sh
 OZ0=$(realpath "${1:-bin/oz0}")
-tools=scripts/pylint/node_modules
-if [ ! -d "$tools/pyright" ] || [ ! -d "$tools/@astral-sh/ruff-wasm-nodejs" ]; then
-  echo "lint-templates: ruff and pyright are not installed; run scripts/test-deps.sh" >&2
+shift || true
+# The templates' tests that run oz0 itself (a plugin's own `oz0 plugin test`, say) find it on PATH.
+PATH="$(dirname "$OZ0"):$PATH"
+# The ruff every template pins in its dev group; the check below keeps them one version.
+ruff_version=0.17.4
+pyright="node $PWD/scripts/pylint/node_modules/pyright/index.js"
+if [ ! -f scripts/pylint/node_modules/pyright/index.js ]; then
+  echo "lint-templates: pyright is not installed; run scripts/test-deps.sh" >&2
   exit 1
 fi
-ruff="node $PWD/scripts/pylint/ruff.mjs"
-pyright="node $PWD/$tools/pyright/index.js"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-failed=0
-for t in $("$OZ0" plugin templates --jq '.[].name'); do
+templates=("$@")
+if [ ${#templates[@]} -eq 0 ]; then
+  mapfile -t templates < <("$OZ0" plugin templates --jq '.[].name')
+fi
+
+failed=()
+for t in "${templates[@]}"; do
   # The Python templates; a Node template's types are checked by its own tests (npm run check).
   [ -f "scaffold/templates/$t/pyproject.toml" ] || continue
-  # The longest name there can be (63 characters), so that no line of the template is too long
-  # for any plugin's name.
   name="lint-$t-"
   while [ ${#name} -lt 63 ]; do name+=x; done
   "$OZ0" plugin new "$name" --template "$t" --description "Sorts support tickets" --dir "$work" >/dev/null
   dir="$work/$name"
   echo "== $t"
-  # The [tool.ruff] table, as ruff's settings (python3 reads TOML).
-  settings=$(python3 -c 'import json, sys, tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], "rb"))["tool"]["ruff"]))' "$dir/pyproject.toml")
-  mapfile -t files < <(cd "$dir" && find . -name '*.py' | sort)
-  (cd "$dir" && $ruff "$settings" "${files[@]}") || failed=1
-  site="$dir/.venv/lib/python3.10/site-packages" # pyright finds lib/python3.*/site-packages
-  mkdir -p "$site"
-  if [ -d "$dir/tests/standins" ]; then
-    echo "$dir/tests/standins" > "$site/oz0-standins.pth"
+  if ! grep -q "\"ruff==$ruff_version\"" "$dir/pyproject.toml"; then
+    echo "$t: pyproject.toml's dev group must pin \"ruff==$ruff_version\", the ruff lint-templates checks with" >&2
+    failed+=("$t")
+    continue
   fi
-  (cd "$dir" && $pyright --outputjson >"$work/pyright.json") || true
-  python3 - "$work/pyright.json" <<'PY' || failed=1
+  # Each step in turn, as the guide and the template's CI run them; the first that fails ends
+  # this template's checks (the later ones need what it makes). (set -e does not hold in a
+  # subshell that `if` tests, hence the exits.)
+  if ! (
+    cd "$dir" || exit 1
+    step() { echo "-- $*"; "$@" || exit 1; }
+    step uv lock --quiet
+    step uv sync --quiet
+    step uv run --quiet pytest -q -p no:cacheprovider
+    step "$OZ0" plugin lint
+    # Sessions import the framework first: allow for a slow machine.
+    step "$OZ0" plugin test --timeout 5m
+    step uv run --quiet ruff check .
+    step uv run --quiet ruff format --check .
+    echo "-- pyright"
+    $pyright --outputjson >"$work/pyright.json" || true
+    python3 - "$work/pyright.json" <<'PY' || exit 1
 import json, sys
 report = json.load(open(sys.argv[1]))
 for d in report["generalDiagnostics"]:
@@ -56,8 +75,11 @@ s = report["summary"]
 print(f'pyright {report["version"]}: {s["errorCount"]} error(s), {s["warningCount"]} warning(s) in {s["filesAnalyzed"]} file(s)')
 sys.exit(1 if s["errorCount"] or s["warningCount"] or not s["filesAnalyzed"] else 0)
 PY
+  ); then
+    failed+=("$t")
+  fi
 done
-if [ "$failed" != 0 ]; then
-  echo "lint-templates: a template fails its own linters; fix the template under scaffold/templates" >&2
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "lint-templates: ${failed[*]} failed (above); fix the template under scaffold/templates" >&2
   exit 1
 fi

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs what `make test` needs beyond Go and python3: pytest, to run the plugin templates'
-# tests the way plugin authors do, a C compiler, which `go test -race` needs (cgo), Node with npm
-# for the Node templates and the linters, and Chromium, which the dev UI's browser tests drive
-# headless (devserver/ui). Uses Debian's packages, as PyPI is not reachable everywhere and a test
-# tool's download of a browser of its own is not either; only what is missing, quietly. Then, from npm: ruff (its WebAssembly build) and pyright, pinned by
+# Installs what `make test` needs beyond Go and python3: pytest (a few scripts run a plugin's
+# tests without uv, as an author without it would), a C compiler, which `go test -race` needs
+# (cgo), Node with npm for the Node templates and pyright, ShellCheck, and Chromium, which the dev
+# UI's browser tests drive headless (devserver/ui), from Debian's packages (a test tool's download
+# of a browser of its own is not reachable everywhere); only what is missing, quietly. Then uv,
+# pinned (scripts/uv.env), from PyPI into the tests' cache: the testscripts and lint-templates run
+# the Python templates' guide steps with it on their real frameworks, which uv downloads into its
+# own cache (UV_CACHE_DIR) on first use. From npm: pyright, pinned by
 # scripts/pylint/package-lock.json, which lint-templates runs over every Python template (into
-# scripts/pylint/node_modules, again only when the lock changes); and the Node templates' pinned
-# dependencies, into a cache shared across runs (scripts/node-deps.sh; nothing to do when cached).
+# scripts/pylint/node_modules, again only when the lock changes; ruff is each template's pinned dev
+# dependency, from PyPI); and the Node templates' pinned dependencies, into a cache shared across
+# runs (scripts/node-deps.sh; nothing to do when cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
@@ -44,12 +48,27 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# ruff and pyright for lint-templates, as pinned by the lock file.
+# uv, pinned, from PyPI into the tests' cache (not the machine's PATH): oz0's testscripts and
+# scripts/lint-templates.sh put it first on their PATH and run the Python templates' guide steps
+# with it (uv lock, uv sync, uv run pytest) on their real frameworks. The version: scripts/uv.env.
+# shellcheck disable=SC1091 # scripts/uv.env: KEY=VALUE lines
+. scripts/uv.env
+uv_version=$OZ0_UV_VERSION
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test
+uv_home=${OZ0_UV_HOME:-$cache_root/uv-$uv_version}
+if [ ! -x "$uv_home/bin/uv" ] || [ "$("$uv_home/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
+  echo "test-deps: installing uv $uv_version into $uv_home" >&2
+  # --upgrade replaces what an interrupted or older install left there.
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --upgrade --target "$uv_home" "uv==$uv_version"
+fi
+
+# pyright for lint-templates, as pinned by the lock file.
 tools=scripts/pylint
 stamp="$tools/node_modules/.oz0-lock"
 lock=$(cksum <"$tools/package-lock.json")
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock" ]; then
-  echo "test-deps: installing ruff and pyright into $tools/node_modules" >&2
+  echo "test-deps: installing pyright into $tools/node_modules" >&2
   (cd "$tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock" >"$stamp"
 fi

@@ -133,8 +133,9 @@ func TestPluginNewWithoutTerminalNamesTheMissingFlags(t *testing.T) {
 	}
 }
 
-// The next steps of a Python template say how to test without uv when uv is not installed, and
-// are unchanged when it is; a Node template's are unchanged either way.
+// The next steps of byo-agent say how to test without uv when uv is not installed, and are
+// unchanged when it is; a framework template's tests need the framework uv installs, and a Node
+// template's need npm: theirs are unchanged either way.
 func TestPluginNewNextStepsWithoutUV(t *testing.T) {
 	steps := "Next steps:\n  cd p\n  uv lock && uv sync\n  uv run pytest\n  oz0 plugin lint\n"
 	fallback := "\nuv is not installed (not on PATH); the tests also run without it:\n  python3 -m unittest discover -s tests -v\n"
@@ -145,7 +146,7 @@ func TestPluginNewNextStepsWithoutUV(t *testing.T) {
 	}{
 		{"byo-agent", true, steps},
 		{"byo-agent", false, steps + fallback},
-		{"adk", false, steps + fallback},
+		{"adk", false, steps},
 		{"strands-ts", false, "Next steps:\n  cd p\n  npm ci\n  npm test\n  oz0 plugin lint\n"},
 	} {
 		f, dir := newTestFactory(t, false, nil)

@@ -45,6 +45,14 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/scripts/*.txtar against the oz0 binary, end to end.
 func TestScripts(t *testing.T) {
+	uv, err := findUV()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uvBin, err := uvBinDir(t, uv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/scripts",
 		RequireExplicitExec: true,
@@ -55,6 +63,8 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			// Python writes no bytecode into the scaffolded trees the scripts compare.
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+			// The Python templates' scripts run uv (uv lock, uv sync, uv run) on the real frameworks.
+			setupUV(env, uv, uvBin)
 			// Scripts that build a Go program (a plugin hook) use this repository and the
 			// caches the test itself was built with, offline.
 			repo, err := filepath.Abs("../..")

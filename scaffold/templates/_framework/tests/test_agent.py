@@ -1,9 +1,6 @@
-"""agent.py and wiring.py, run as a node runs them (the harness over a pipe), on stand-ins of the
-framework (tests/standins/: its module paths, classes and signatures, driving a tool loop the way
-it does) against a fake model API that calls the agent's tool and then says what it answered.
-
-Standard library only: `uv run pytest` and `python3 -m unittest discover -s tests -v` both run it.
-tests/test_framework.py runs the real framework.
+"""agent.py and wiring.py on the framework `uv sync` installed, run as a node runs them (the
+harness over a pipe) against a fake model API that speaks as the real ones do (server-sent events
+to the framework's streaming client): it calls the agent's tool, then says what the tool answered.
 """
 
 from __future__ import annotations
@@ -28,16 +25,24 @@ from sessions import (
     SessionCase,
 )
 
-STANDINS = Path(__file__).resolve().parent / "standins"
 MANIFEST = (ROOT / "oz0-plugin.yaml").read_text(encoding="utf-8")
 FORMATS = re.findall(r"[\w-]+", re.search(r"formats:\s*\[([^\]]*)\]", MANIFEST)[1])  # type: ignore[index]
 ASKED = {"team": "billing", "summary": "A customer was charged twice."}
 """The arguments the fake model calls the tool with."""
 
 
-class AgentTest(SessionCase):
-    extra_pythonpath = (STANDINS,)
+def system_text(body: dict[str, Any]) -> str:
+    """The system prompt of a model call, in either API's shape, as one text."""
+    system: Any = body.get("system")
+    if system is None and body.get("messages"):
+        first = body["messages"][0]
+        system = first.get("content") if first.get("role") in ("system", "developer") else None
+    if isinstance(system, list):
+        return "".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return "" if system is None else str(system)
 
+
+class AgentTest(SessionCase):
     def setUp(self) -> None:
         super().setUp()
         self.api.tool_arguments = ASKED
@@ -45,9 +50,10 @@ class AgentTest(SessionCase):
     def request_in(self, format: str) -> dict[str, Any]:
         return self.request(model={"name": MODEL_NAME, "format": format, "record": "fake"})
 
-    def test_a_tool_call_is_asked_and_answered(self) -> None:
+    def test_a_tool_call_is_asked_and_answered_on_the_gateway(self) -> None:
         for format in FORMATS:
             with self.subTest(format=format):
+                self.api.requests.clear()
                 events, code, run = self.session(self.allow, request=self.request_in(format))
                 self.assertEqual(code, 0, run.log())
                 asked = [e for e in events if e["type"] == "permission_request"]
@@ -65,6 +71,32 @@ class AgentTest(SessionCase):
                     events[-1], {"type": "result", "output": f"The tool answered: {answer}"}
                 )
                 self.assertEqual(self.says(events), f"The tool answered: {answer}")
+                self.assert_on_the_gateway(format, self.api.calls())
+
+    def assert_on_the_gateway(self, format: str, calls: list[dict[str, Any]]) -> None:
+        """The model calls: on the gateway with the session's key and headers, streamed, the
+        instructions the system prompt, the tool offered."""
+        self.assertEqual(len(calls), 2, "a call with the tool offered, one after it")
+        for call in calls:
+            headers = {k.lower(): v for k, v in call["headers"].items()}
+            body = call["body"]
+            self.assertEqual(headers["oz0-job"], JOB)
+            self.assertEqual(headers["oz0-agent"], NAME)
+            self.assertEqual(body["model"], MODEL_NAME)
+            self.assertIs(body.get("stream"), True, "the text streams to the job")
+            self.assertEqual(system_text(body), INSTRUCTIONS)
+            if format == "anthropic-messages":
+                self.assertEqual(call["path"], "/gateway/anthropic/v1/messages")
+                # The Anthropic SDK sends its key as x-api-key or, since 2.x, as a bearer
+                # token; the gateway takes either.
+                key = headers.get("x-api-key") or headers.get("authorization", "")
+                self.assertEqual(key.removeprefix("Bearer "), SESSION_KEY)
+                self.assertEqual([t["name"] for t in body["tools"]], ["notify_team"])
+            else:
+                self.assertEqual(call["path"], "/gateway/openai/chat/completions")
+                self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
+                self.assertEqual([t["function"]["name"] for t in body["tools"]], ["notify_team"])
+        self.assertIn(TICKET, str(calls[0]["body"]["messages"]))
 
     def test_the_tool_runs_with_the_arguments_the_job_allowed(self) -> None:
         def answer(run: Run, event: dict[str, Any]) -> None:
@@ -77,7 +109,7 @@ class AgentTest(SessionCase):
                 }
             )
 
-        events, code, run = self.session(answer)
+        events, code, run = self.session(answer, request=self.request_in(FORMATS[0]))
         self.assertEqual(code, 0, run.log())
         told = next(e for e in events if e["type"] == "tool_result")
         self.assertEqual(told["result"], "told the account team: changed by a hook")
@@ -97,39 +129,9 @@ class AgentTest(SessionCase):
                     events[-1]["output"], "The tool answered: refused: billing is told by a person"
                 )
 
-    def test_the_model_client_is_on_the_gateway(self) -> None:
-        for format in FORMATS:
-            with self.subTest(format=format):
-                self.api.requests.clear()
-                _, code, run = self.session(self.allow, request=self.request_in(format))
-                self.assertEqual(code, 0, run.log())
-                calls = self.api.calls()
-                self.assertEqual(len(calls), 2, "a call with the tool offered, one after it")
-                for call in calls:
-                    headers = {k.lower(): v for k, v in call["headers"].items()}
-                    body = call["body"]
-                    self.assertEqual(headers["oz0-job"], JOB)
-                    self.assertEqual(headers["oz0-agent"], NAME)
-                    self.assertEqual(body["model"], MODEL_NAME)
-                    if format == "anthropic-messages":
-                        self.assertEqual(call["path"], "/gateway/anthropic/v1/messages")
-                        self.assertEqual(headers["x-api-key"], SESSION_KEY)
-                        self.assertEqual(body["system"], INSTRUCTIONS)
-                        self.assertEqual([t["name"] for t in body["tools"]], ["notify_team"])
-                    else:
-                        self.assertEqual(call["path"], "/gateway/openai/chat/completions")
-                        self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
-                        self.assertEqual(
-                            body["messages"][0], {"role": "system", "content": INSTRUCTIONS}
-                        )
-                        self.assertEqual(
-                            [t["function"]["name"] for t in body["tools"]], ["notify_team"]
-                        )
-                self.assertIn(TICKET, str(calls[0]["body"]["messages"]))
-
     def test_a_limit_is_not_retried(self) -> None:
         self.api.status = 429  # the gateway's answer past limits.max_steps
-        events, code, run = self.session()
+        events, code, run = self.session(request=self.request_in(FORMATS[0]))
         self.assertEqual(code, 1)
         self.assertEqual(events[-1]["type"], "error", run.log())
         self.assertEqual(len(self.api.calls()), 1, "the refused call was retried")

@@ -26,8 +26,12 @@ export const MODEL_NAME = "claude-fake-1";
 export const SESSION_KEY = "oz0s_test_0123456789abcdef";
 export const JOB = "job_test_1";
 
-/** Milliseconds for any one wait: a broken harness fails the test instead of hanging it. */
-export const TIMEOUT = 10_000;
+/**
+ * Milliseconds for any one wait, a bound on failure only: a broken harness fails the test instead
+ * of hanging it. Generous: loading the framework on a busy machine takes a while (10 s was too
+ * short at a load of 40 on two cores).
+ */
+export const TIMEOUT = 120_000;
 
 /**
  * @typedef {Record<string, any>} Message a JSON object of the protocol

@@ -31,25 +31,33 @@ MODEL_NAME = "claude-fake-1"
 SESSION_KEY = "oz0s_test_0123456789abcdef"
 JOB = "job_test_1"
 
-TIMEOUT = 10.0  # seconds for any one wait: a broken harness fails the test instead of hanging
+TIMEOUT = 120.0
+"""Seconds for any one wait, a bound on failure only: a broken harness fails the test instead of
+hanging it. Generous: a framework's first import on a busy machine takes a while."""
 
 Answer = Callable[["Run", dict[str, Any]], None]
 
 
 class FakeModelAPI:
-    """Anthropic's Messages API and OpenAI's Chat Completions, scripted: records every request
-    and answers `text`. With `tool_arguments` set, it answers as a model that uses tools: a
-    request that offers tools gets a call of the first, with those arguments; one that ends with
-    the tool's answer gets "The tool answered: <the answer>". With `status` set, it answers that
-    HTTP error instead. A request with "stream": true gets the text as server-sent events, one
-    event for each of `pieces` (default: the text whole); with `paced` set, each piece after the
-    first waits for release(), so a test can see one arrive before the next is sent; with
-    `stream_error` set, the stream ends with that error event after the pieces; with
-    `stream_cut` set, it stops after the pieces, as a connection cut short."""
+    """Anthropic's Messages API and OpenAI's Chat Completions, scripted, speaking as the real
+    APIs do: JSON, or server-sent events for a request with "stream": true (the SDKs' streaming
+    clients parse them, tool calls included). It records every request and answers `text`.
+
+    As a model that uses tools: with `tool_arguments` set, a request that offers tools gets a
+    call of the first with those arguments; with `tool_calls` set, one turn calling each of
+    those (name, arguments). A request that ends with the tools' answers gets "The tool
+    answered: <the answers, joined by "; ">". With `status` set, it answers that HTTP error.
+
+    A streamed text comes as one event for each of `pieces` (default: the text whole); with
+    `paced` set, each piece after the first waits for release(), so a test can see one arrive
+    before the next is sent; with `stream_error` set, the stream ends with that error event
+    after the pieces; with `stream_cut` set, it stops after the pieces, as a connection cut
+    short."""
 
     def __init__(self, text: str = "") -> None:
         self.text = text
         self.tool_arguments: dict[str, Any] | None = None
+        self.tool_calls: list[tuple[str, dict[str, Any]]] = []
         self.status = 0
         self.pieces: list[str] = []
         self.paced = False
@@ -61,6 +69,8 @@ class FakeModelAPI:
         api = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' pooled clients expect
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
@@ -74,27 +84,23 @@ class FakeModelAPI:
                     )
                 if not isinstance(body, dict):
                     body = {}
+                openai = self.path.endswith("/chat/completions")
                 if api.status:
                     kind = "rate_limit_error" if api.status == 429 else "api_error"
+                    message = f"the fake model API answers {api.status}"
                     self.answer(
                         api.status,
-                        {
-                            "type": "error",
-                            "error": {
-                                "type": kind,
-                                "message": f"the fake model API answers {api.status}",
-                            },
-                        },
+                        {"error": {"type": kind, "message": message, "code": None}}
+                        if openai
+                        else {"type": "error", "error": {"type": kind, "message": message}},
                     )
-                elif body.get("stream"):
-                    self.stream(api.stream_events(self.path, body))
-                elif self.path.endswith("/v1/messages"):
-                    self.answer(200, api.anthropic(body))
-                elif self.path.endswith("/chat/completions"):
-                    self.answer(200, api.openai(body))
-                else:
+                elif not openai and not self.path.endswith("/v1/messages"):
                     error = {"type": "not_found_error", "message": f"no route {self.path}"}
                     self.answer(404, {"type": "error", "error": error})
+                elif body.get("stream"):
+                    self.stream(api.stream_events(openai, body))
+                else:
+                    self.answer(200, api.openai(body) if openai else api.anthropic(body))
 
             def answer(self, status: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode("utf-8")
@@ -105,12 +111,18 @@ class FakeModelAPI:
                 self.wfile.write(data)
 
             def stream(self, events: Any) -> None:
+                # Chunked, as the real APIs send it: the body ends without closing the
+                # connection (a stream cut short ends its body before the answer's end).
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 for event in events:
-                    self.wfile.write(event.encode("utf-8"))
+                    data = event.encode("utf-8")
+                    self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -124,65 +136,85 @@ class FakeModelAPI:
         self.anthropic_url = f"http://{host}:{port}/gateway/anthropic/"
         self.openai_url = f"http://{host}:{port}/gateway/openai/"
 
-    def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
-        content: list[dict[str, Any]] = [{"type": "text", "text": self.text}]
-        stop = "end_turn"
+    def turn(self, answers: list[str], offered: list[str]) -> tuple[str, list[tuple[str, Any]]]:
+        """What the model says to a request: (text, tool calls). answers are the tools' answers
+        the request ends with; offered the names of the tools it offers."""
+        if self.tool_arguments is None and not self.tool_calls:
+            return self.text, []
+        if answers:
+            return "The tool answered: " + "; ".join(answers), []
+        if self.tool_calls:
+            return "", list(self.tool_calls)
+        if offered:
+            return "", [(offered[0], self.tool_arguments)]
+        return self.text, []
+
+    def anthropic_turn(self, body: dict[str, Any]) -> tuple[str, list[tuple[str, Any]]]:
         messages = body.get("messages") or [{}]
-        last = messages[-1].get("content")
+        last = messages[-1].get("content") if isinstance(messages[-1], dict) else None
         results = (
-            [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
+            [_text(b) for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
             if isinstance(last, list)
             else []
         )
-        if self.tool_arguments is not None and results:
-            content = [{"type": "text", "text": "The tool answered: " + _text(results[0])}]
-        elif self.tool_arguments is not None and body.get("tools"):
-            content = [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_fake1",
-                    "name": body["tools"][0]["name"],
-                    "input": self.tool_arguments,
-                }
-            ]
-            stop = "tool_use"
+        offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
+        return self.turn(results, offered)
+
+    def openai_turn(self, body: dict[str, Any]) -> tuple[str, list[tuple[str, Any]]]:
+        results: list[str] = []
+        for message in reversed(body.get("messages") or []):
+            if not isinstance(message, dict) or message.get("role") != "tool":
+                break
+            results.insert(0, _text(message))
+        offered = [
+            str((t.get("function") or {}).get("name"))
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+        ]
+        return self.turn(results, offered)
+
+    def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
+        text, calls = self.anthropic_turn(body)
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if not calls else []
+        content += [
+            {"type": "tool_use", "id": f"toolu_fake{i}", "name": name, "input": arguments}
+            for i, (name, arguments) in enumerate(calls, 1)
+        ]
         return {
             "id": "msg_fake_1",
             "type": "message",
             "role": "assistant",
             "model": body.get("model"),
             "content": content,
-            "stop_reason": stop,
+            "stop_reason": "tool_use" if calls else "end_turn",
             "stop_sequence": None,
             "usage": {"input_tokens": 42, "output_tokens": 17},
         }
 
     def openai(self, body: dict[str, Any]) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.text}
-        finish = "stop"
-        messages = body.get("messages") or [{}]
-        if self.tool_arguments is not None and messages[-1].get("role") == "tool":
-            message["content"] = "The tool answered: " + _text(messages[-1])
-        elif self.tool_arguments is not None and body.get("tools"):
-            name = body["tools"][0]["function"]["name"]
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_fake1",
-                        "type": "function",
-                        "function": {"name": name, "arguments": json.dumps(self.tool_arguments)},
-                    }
-                ],
-            }
-            finish = "tool_calls"
+        text, calls = self.openai_turn(body)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_fake{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+                for i, (name, arguments) in enumerate(calls, 1)
+            ]
         return {
             "id": "chatcmpl-fake1",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model"),
-            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                    "message": message,
+                }
+            ],
             "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59},
         }
 
@@ -190,16 +222,19 @@ class FakeModelAPI:
         """Lets the next piece of a paced stream go."""
         self._released.release()
 
-    def stream_events(self, path: str, body: dict[str, Any]) -> Any:
+    def stream_events(self, openai: bool, body: dict[str, Any]) -> Any:
         """The server-sent events of a streamed answer, in either API's shape, paced."""
-        openai = path.endswith("/chat/completions")
         model = body.get("model")
+        text, calls = self.openai_turn(body) if openai else self.anthropic_turn(body)
 
         def event(name: str, data: Any) -> str:
             head = "" if openai else f"event: {name}\n"
             return head + "data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n"
 
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None, **more: Any) -> str:
+            choices = (
+                [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+            )
             return event(
                 "",
                 {
@@ -207,9 +242,22 @@ class FakeModelAPI:
                     "object": "chat.completion.chunk",
                     "created": 0,
                     "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    "choices": choices,
+                    **more,
                 },
             )
+
+        def block(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> Any:
+            yield event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+            for delta in deltas:
+                yield event(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            yield event("content_block_stop", {"type": "content_block_stop", "index": index})
 
         if openai:
             yield chunk({"role": "assistant", "content": ""})
@@ -230,44 +278,71 @@ class FakeModelAPI:
                     },
                 },
             )
-            yield event(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-        for i, piece in enumerate(self.pieces or [self.text]):
-            if i > 0 and self.paced and not self._released.acquire(timeout=TIMEOUT):
-                return  # the test gave up: end the stream cut short
-            if openai:
-                yield chunk({"content": piece})
-            else:
+        if calls:
+            for i, (name, arguments) in enumerate(calls):
+                if openai:
+                    call = {"id": f"call_fake{i + 1}", "type": "function"}
+                    start = {"name": name, "arguments": ""}
+                    yield chunk({"tool_calls": [{"index": i, **call, "function": start}]})
+                    more = {"arguments": json.dumps(arguments)}
+                    yield chunk({"tool_calls": [{"index": i, "function": more}]})
+                else:
+                    start = {"type": "tool_use", "id": f"toolu_fake{i + 1}", "name": name}
+                    yield from block(
+                        i,
+                        {**start, "input": {}},
+                        [{"type": "input_json_delta", "partial_json": json.dumps(arguments)}],
+                    )
+        else:
+            if not openai:
                 yield event(
-                    "content_block_delta",
+                    "content_block_start",
                     {
-                        "type": "content_block_delta",
+                        "type": "content_block_start",
                         "index": 0,
-                        "delta": {"type": "text_delta", "text": piece},
+                        "content_block": {"type": "text", "text": ""},
                     },
                 )
-        if self.stream_cut:
-            return
-        if self.stream_error:
-            error = {"type": self.stream_error, "message": "the fake model API is overloaded"}
-            yield event("error", {"error": error} if openai else {"type": "error", "error": error})
-            return
+            pieces = self.pieces if self.pieces and text == self.text else [text]
+            for i, piece in enumerate(pieces):
+                if i > 0 and self.paced and not self._released.acquire(timeout=TIMEOUT):
+                    return  # the test gave up: end the stream cut short
+                if openai:
+                    yield chunk({"content": piece})
+                else:
+                    yield event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+            if self.stream_cut:
+                return
+            if self.stream_error:
+                error = {"type": self.stream_error, "message": "the fake model API is overloaded"}
+                yield event(
+                    "error", {"error": error} if openai else {"type": "error", "error": error}
+                )
+                return
+            if not openai:
+                yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
         if openai:
-            yield chunk({}, "stop")
+            yield chunk({}, "tool_calls" if calls else "stop")
+            if (body.get("stream_options") or {}).get("include_usage"):
+                usage = {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}
+                yield chunk(None, usage=usage)
             yield event("", "[DONE]")
             return
-        yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
         yield event(
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "delta": {
+                    "stop_reason": "tool_use" if calls else "end_turn",
+                    "stop_sequence": None,
+                },
                 "usage": {"output_tokens": 17},
             },
         )
@@ -310,16 +385,24 @@ class Run:
         self.stderr_reader = threading.Thread(target=self._drain, daemon=True)
         self.stderr_reader.start()
 
+    # The readers end at EOF, or when kill() closes the pipe under them (ValueError, OSError):
+    # the test is over then.
     def _pump(self) -> None:
         assert self.proc.stdout is not None
-        for line in iter(self.proc.stdout.readline, b""):
-            self.lines.put(line)
+        try:
+            for line in iter(self.proc.stdout.readline, b""):
+                self.lines.put(line)
+        except (OSError, ValueError):
+            pass
         self.lines.put(None)
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
-        for line in iter(self.proc.stderr.readline, b""):
-            self.stderr.append(line)
+        try:
+            for line in iter(self.proc.stderr.readline, b""):
+                self.stderr.append(line)
+        except (OSError, ValueError):
+            pass
 
     def send(self, message: dict[str, Any] | str) -> None:
         assert self.proc.stdin is not None
@@ -386,9 +469,6 @@ class SessionCase(unittest.TestCase):
     model_text = ""
     """What the fake model API answers."""
 
-    extra_pythonpath: tuple[Path, ...] = ()
-    """Directories put before src/ on PYTHONPATH (stand-ins of a framework, say)."""
-
     def setUp(self) -> None:
         self.api = FakeModelAPI(self.model_text)
         self.addCleanup(self.api.close)
@@ -406,9 +486,8 @@ class SessionCase(unittest.TestCase):
             "HOME": str(self.state_dir),
             "LANG": "C.UTF-8",
             "TMPDIR": str(self.state_dir),
-            "PYTHONPATH": os.pathsep.join(str(p) for p in (*self.extra_pythonpath, SRC)),
+            "PYTHONPATH": str(SRC),
             "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
             "ANTHROPIC_BASE_URL": self.api.anthropic_url,
             "ANTHROPIC_API_KEY": SESSION_KEY,
             "OPENAI_BASE_URL": self.api.openai_url,

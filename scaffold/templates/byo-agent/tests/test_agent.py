@@ -1,6 +1,6 @@
 """agent.py, run as a node runs it: the harness over a pipe, with a fake model API that answers
-the ticket the way legacy.triage() expects. And adapters.py, driven by stand-ins of a LangGraph
-graph and a CrewAI crew.
+the ticket the way legacy.triage() expects. And adapters.asked(), called as a framework calls a
+tool.
 
 Standard library only: `uv run pytest` and `python3 -m unittest discover -s tests -v` both run it.
 """
@@ -73,41 +73,34 @@ class AgentTest(SessionCase):
         self.assertEqual(events[-1]["type"], "result")
 
 
-# The adapters, driven by stand-ins with the shape of a compiled LangGraph graph and a CrewAI
-# crew (no framework is installed to test them): each calls its tool, made with asked(), once.
+# asked(), called as a framework calls a tool: with named arguments it has already validated,
+# so an argument typed with a dataclass (or a pydantic model) arrives as an instance. The
+# adapters' run_langgraph() and run_crew() are tested on the real frameworks by oz0's own tests.
 ADAPTER_SCRIPT = """
+from dataclasses import dataclass
+
 from PKG.harness import main
-from PKG.adapters import asked, run_crew, run_langgraph
+from PKG.adapters import asked
+
+@dataclass
+class Order:
+    order_id: str
+    detail: bool = False
 
 def lookup_order(order_id: str, detail: bool = False) -> str:
     "Look an order up."
     return "order " + order_id + " ships tomorrow"
 
-class Graph:
-    def __init__(self, tool):
-        self.tool = tool
-
-    def invoke(self, state, config=None):
-        text = state["messages"][0]["content"]
-        seen = self.tool(order_id="A-1")
-        answer = dict(role="assistant", content=[dict(type="text", text=seen)])
-        return dict(messages=[dict(role="user", content=text), answer])
-
-class Output:
-    def __init__(self, raw):
-        self.raw = raw
-
-class Crew:
-    def __init__(self, tool):
-        self.tool = tool
-
-    def kickoff(self, inputs):
-        return Output(inputs["input"] + " / " + self.tool("A-2"))
+def show_order(order: Order) -> str:
+    "Show an order."
+    assert isinstance(order, Order), repr(order)
+    return "order " + order.order_id + (" in detail" if order.detail else "")
 
 def run(session):
-    tool = asked(session, "lookup_order", lookup_order)
-    assert tool.__name__ == "lookup_order" and tool.__doc__ == "Look an order up."
-    return dict(graph=run_langgraph(session, Graph(tool)), crew=run_crew(session, Crew(tool)))
+    lookup = asked(session, "lookup_order", lookup_order)
+    assert lookup.__name__ == "lookup_order" and lookup.__doc__ == "Look an order up."
+    show = asked(session, "show_order", show_order)
+    return [lookup(order_id="A-1"), lookup("A-2", detail=True), show(order=Order("A-3"))]
 
 main(run)
 """
@@ -116,7 +109,7 @@ main(run)
 class AdaptersTest(SessionCase):
     def run_adapters(self, answer: Any) -> tuple[list[dict[str, Any]], int, Run]:
         script = ADAPTER_SCRIPT.replace("PKG", PACKAGE)
-        request = self.request(text="Where is my order?", tools=["lookup_order"])
+        request = self.request(text="Where is my order?", tools=["lookup_order", "show_order"])
         return self.session(answer, request=request, argv=[sys.executable, "-c", script])
 
     def test_asked_tools_run_when_allowed(self) -> None:
@@ -124,31 +117,48 @@ class AdaptersTest(SessionCase):
         self.assertEqual(code, 0, run.log())
         asks = [e for e in events if e["type"] == "permission_request"]
         self.assertEqual(
-            [a["arguments"] for a in asks],
-            [{"order_id": "A-1", "detail": False}, {"order_id": "A-2", "detail": False}],
+            [(a["tool"], a["arguments"]) for a in asks],
+            [
+                ("lookup_order", {"order_id": "A-1", "detail": False}),
+                ("lookup_order", {"order_id": "A-2", "detail": True}),
+                ("show_order", {"order": {"order_id": "A-3", "detail": False}}),
+            ],
         )
         self.assertEqual(
             events[-1],
             {
                 "type": "result",
-                "output": {
-                    "graph": "order A-1 ships tomorrow",
-                    "crew": "Where is my order? / order A-2 ships tomorrow",
-                },
+                "output": [
+                    "order A-1 ships tomorrow",
+                    "order A-2 ships tomorrow",
+                    "order A-3",
+                ],
             },
         )
+
+    def test_changed_arguments_take_the_parameters_type(self) -> None:
+        def answer(run: Run, event: dict[str, Any]) -> None:
+            arguments = event["arguments"]
+            if event["tool"] == "show_order":
+                arguments = {"order": {"order_id": "B-7", "detail": True}}
+            run.send(
+                {
+                    "type": "permission",
+                    "id": event["id"],
+                    "decision": "allow",
+                    "arguments": arguments,
+                }
+            )
+
+        events, code, run = self.run_adapters(answer)
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual(events[-1]["output"][2], "order B-7 in detail")
 
     def test_a_refused_call_is_the_tools_answer(self) -> None:
         events, code, run = self.run_adapters(self.deny("orders are private"))
         self.assertEqual(code, 0, run.log())
         self.assertFalse([e for e in events if e["type"] == "tool_result"])
-        self.assertEqual(
-            events[-1]["output"],
-            {
-                "graph": "refused: orders are private",
-                "crew": "Where is my order? / refused: orders are private",
-            },
-        )
+        self.assertEqual(events[-1]["output"], ["refused: orders are private"] * 3)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ agent as ADK agents are written.
 """
 
 from google.adk.agents import LlmAgent
+from google.adk.agents.llm_agent import ToolUnion
 
 from .harness import Session
 from .wiring import on_the_gateway, run_agent
@@ -17,9 +18,11 @@ def notify_team(team: str, summary: str) -> str:
     return f"told the {team} team: {summary}"
 
 
-TOOLS = [notify_team]  # list each under harness.tools in the agent definition too
+# Functions, FunctionTool(...)s and toolsets (an MCP server's: McpToolset, see README.md). List
+# each tool's name under harness.tools in the agent definition too.
+TOOLS: list[ToolUnion] = [notify_team]
 
 
 def run(session: Session) -> str:
-    agent = LlmAgent(name="triage", tools=TOOLS, **on_the_gateway(session, TOOLS))
+    agent = LlmAgent(name="triage", tools=TOOLS, **on_the_gateway(session))
     return run_agent(session, agent)

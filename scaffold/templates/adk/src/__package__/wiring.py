@@ -6,11 +6,15 @@ and run_agent(), which runs it.
   refuses a call past a limit with 429). Never a model name string: ADK resolves claude-* to its
   Vertex class and anthropic/* to LiteLLM.
 - instruction: the agent's instructions (prompts/<name>.md), given as a function so that ADK does
-  not fill {placeholders} in them from its session state, and set as the whole system prompt
-  (ADK adds a line of its own otherwise).
-- before_tool_callback: every tool call is asked first and runs with the arguments the job
-  allowed; a refusal is returned as the tool's answer, "refused: <why>", which the model reads and
-  goes on.
+  not fill {placeholders} in them from its session state. ADK adds to them what its features need
+  (sub-agent transfer, output schemas, planners); before_model_callback takes out only the line
+  naming the agent ('You are an agent. Your internal name is ...').
+- before_tool_callback: every tool call is asked first (functions, FunctionTool instances, MCP and
+  other toolsets' tools alike); the arguments the job allowed replace the model's, and ADK runs
+  the tool as it always does. A refusal is the tool's answer, "refused: <why>", which the model
+  reads and goes on. after_tool_callback and on_tool_error_callback tell the job how it went.
+- ADK runs the tool calls of one model turn concurrently: the job is asked about each at once,
+  and each runs as soon as it is allowed.
 - run_agent(): streams the model's text to session.say() as it comes (server-sent events) and
   returns the final answer.
 """
@@ -19,30 +23,44 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+import re
 from typing import Any
 
 from anthropic import AsyncAnthropic
 from google.adk.agents import LlmAgent
-from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.run_config import (
+    RunConfig,
+    StreamingMode,  # pyright: ignore[reportPrivateImportUsage]  (ADK's documented import)
+)
 from google.adk.models.anthropic_llm import AnthropicLlm
+from google.adk.models.llm_request import LlmRequest
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from .harness import Refused, Session
+from .harness import Refused, Session, ToolCall
 
 MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
 
+NOT_ASKED = frozenset({"transfer_to_agent", "set_model_response"})
+"""ADK's own tools for handing over to a sub-agent and giving a structured answer: they run
+nothing outside the agent, so there is nothing for the job to decide."""
 
-def on_the_gateway(session: Session, tools: list[Callable[..., Any]]) -> dict[str, Any]:
+
+def on_the_gateway(session: Session) -> dict[str, Any]:
     """The LlmAgent(...) arguments that run an ADK agent as the session's."""
+    asking = AskTheJob(session)
     return {
         "model": model(session),
         "instruction": lambda context: session.instructions,
-        "before_model_callback": exact_instructions(session),
-        "before_tool_callback": ask_the_job(session, tools),
+        "before_model_callback": without_the_name_line,
+        "before_tool_callback": asking.before_tool,
+        "after_tool_callback": asking.after_tool,
+        "on_tool_error_callback": asking.on_tool_error,
     }
 
 
@@ -57,36 +75,82 @@ def model(session: Session) -> AnthropicLlm:
     return AnthropicLlm(model=session.model_name, max_tokens=MAX_TOKENS, client=client)
 
 
-def exact_instructions(session: Session) -> Callable[..., None]:
-    """A before_model_callback that makes the system prompt the agent's instructions alone."""
+def without_the_name_line(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
+    """A before_model_callback that takes out of the system prompt the line ADK adds to name the
+    agent, and only that: what ADK adds for its features stays."""
+    config = llm_request.config
+    if config is None or not isinstance(config.system_instruction, str):
+        return None
+    name = re.escape(callback_context.agent_name)
+    # ADK appends it after the instructions, a blank line between (llm_request.append_instructions).
+    line = (
+        rf'(?:\n\n)?You are an agent\. Your internal name is "{name}"\.'
+        r'(?: The description about you is ".*?"\.)?(?=\n|$)'
+    )
+    config.system_instruction = re.sub(line, "", config.system_instruction, count=1, flags=re.S)
+    return None
 
-    def before_model_callback(callback_context: Any, llm_request: Any) -> None:
-        llm_request.config.system_instruction = session.instructions
 
-    return before_model_callback
+class AskTheJob:
+    """The tool callbacks: each call asked before ADK runs it, its outcome told after."""
 
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.calls: dict[str, ToolCall] = {}  # by ADK's function call id, while the tool runs
 
-def ask_the_job(session: Session, tools: list[Callable[..., Any]]) -> Callable[..., Any]:
-    """A before_tool_callback that asks the job before each tool call and runs it with the
-    arguments the job allowed; its answer is the tool's, so ADK does not run it again."""
-    functions = {fn.__name__: fn for fn in tools}
-
-    async def before_tool_callback(
-        tool: Any, args: dict[str, Any], tool_context: Any
-    ) -> dict[str, Any]:
-        fn = functions.get(tool.name)
-        if fn is None:
-            return {"result": f"refused: {tool.name} is not one of this agent's tools"}
+    async def before_tool(
+        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        if tool.name in NOT_ASKED:
+            return None
         try:
             # Asking waits for the job (a person, maybe): off the event loop.
-            result = await asyncio.to_thread(session.call_tool, tool.name, dict(args), fn)
+            call = await asyncio.to_thread(self.session.ask, tool.name, dict(args))
         except Refused as why:
-            return {"result": f"refused: {why}"}
-        except Exception as err:  # the tool failed: the model reads why (the job shows it too)
-            return {"error": f"{type(err).__name__}: {err}"}
-        return {"result": result}
+            return {"result": f"refused: {why}"}  # the tool's answer: ADK does not run it
+        # ADK runs the tool with this very dict: the job's arguments replace the model's.
+        args.clear()
+        args.update(call.arguments)
+        if tool_context.function_call_id:
+            self.calls[tool_context.function_call_id] = call
+        return None
 
-    return before_tool_callback
+    async def after_tool(
+        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, tool_response: Any
+    ) -> None:
+        call = self.calls.pop(tool_context.function_call_id or "", None)
+        if call is None:  # refused, or not asked
+            return None
+        failure = _failure(tool_response)
+        if failure is not None:
+            call.failed(failure)
+        elif isinstance(tool_response, dict) and tool_response.keys() == {"result"}:
+            call.done(tool_response["result"])  # ADK's wrapper of a value that is not a dict
+        else:
+            call.done(tool_response)
+        return None
+
+    async def on_tool_error(
+        self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, error: Exception
+    ) -> None:
+        call = self.calls.pop(tool_context.function_call_id or "", None)
+        if call is not None:
+            call.failed(error)
+        return None  # ADK goes on as it does without the callback: the error ends the run
+
+
+def _failure(response: Any) -> str | None:
+    """Why a tool's answer is a failure, or None: ADK answers {"error": why} when it could not
+    call a function (a missing argument, say), and an MCP tool's result says isError."""
+    if not isinstance(response, dict):
+        return None
+    if response.keys() == {"error"}:
+        return str(response["error"])
+    if response.get("isError") is True:
+        content = response.get("content")
+        texts = [str(c.get("text", "")) for c in content or [] if isinstance(c, dict)]
+        return "\n".join(texts) or "the MCP tool failed"
+    return None
 
 
 def run_agent(session: Session, agent: LlmAgent) -> str:
@@ -114,7 +178,15 @@ async def _run(session: Session, agent: LlmAgent) -> str:
             elif event.is_final_response() and text:
                 answer = text
     finally:
-        await runner.close()
-        if isinstance(agent.model, AnthropicLlm) and agent.model.client is not None:
-            await agent.model.client.close()
+        await runner.close()  # closes the agent's toolsets too (an MCP server's process)
+        await _close_clients(agent)
     return answer
+
+
+async def _close_clients(agent: Any) -> None:
+    """Closes the Anthropic clients of the agent and its sub-agents."""
+    model = getattr(agent, "model", None)
+    if isinstance(model, AnthropicLlm) and model.client is not None:
+        await model.client.close()
+    for sub in getattr(agent, "sub_agents", None) or []:
+        await _close_clients(sub)

@@ -7,19 +7,22 @@ Agent(...), and run_agent(), which runs it.
   with no retries (the gateway refuses a call past a limit with 429).
 - middleware: every tool call is asked first and runs with the arguments the job allowed; a
   refusal is set as the tool's result, "refused: <why>", without running it, and the model reads
-  it and goes on.
+  it and goes on. Middleware of your own goes in on_the_gateway(session, middleware=[...]): the
+  framework sorts it (agent, chat, function) and runs each kind in the list's order, the job's
+  ask last of the function middleware, so the job is asked what the tool will run with. MCP
+  tools (MCPStdioTool and the others) are functions like the agent's own: asked the same way.
 - run_agent(): streams the model's text to session.say() as it comes and returns the final
-  answer.
+  answer; the agent's MCP servers run while it does, and stop before it returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware
+from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware, MiddlewareTypes
 from agent_framework.openai import OpenAIChatCompletionClient
 from openai import AsyncOpenAI
 
@@ -29,11 +32,12 @@ MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
 
 
-def on_the_gateway(session: Session) -> dict[str, Any]:
-    """The Agent(...) arguments that run an Agent Framework agent as the session's."""
+def on_the_gateway(session: Session, middleware: Sequence[MiddlewareTypes] = ()) -> dict[str, Any]:
+    """The Agent(...) arguments that run an Agent Framework agent as the session's; middleware
+    is yours, which runs before the job is asked."""
     return {
         "client": client(session),
-        "middleware": [AskTheJob(session)],
+        "middleware": [*middleware, AskTheJob(session)],
         "default_options": {"max_tokens": MAX_TOKENS},
     }
 
@@ -90,11 +94,13 @@ def run_agent(session: Session, agent: Agent) -> str:
 
 async def _run(session: Session, agent: Agent) -> str:
     try:
-        stream = agent.run(session.text, stream=True)
-        async for update in stream:
-            if update.text:
-                session.say(update.text)
-        final = await stream.get_final_response()
+        # The agent's MCP tools connect for the run and close on this loop when it ends.
+        async with agent:
+            stream = agent.run(session.text, stream=True)
+            async for update in stream:
+                if update.text:
+                    session.say(update.text)
+            final = await stream.get_final_response()
     finally:
         # The OpenAI client is closed on the loop it ran on (not at exit, in noise on stderr).
         openai = getattr(getattr(agent, "client", None), "client", None)

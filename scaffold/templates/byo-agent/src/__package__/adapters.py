@@ -16,12 +16,20 @@ ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (or the OPENAI_ pair), which the node s
         return run_langgraph(session, graph)
 
 List each tool (lookup_order) under harness.tools in the agent definition.
+
+CrewAI's LLM(model=session.model) uses its native Anthropic client only for a model name it knows
+as Claude's (claude-...); any other name falls back to LiteLLM, which is not installed, and fails.
+For such a model (oz0 dev's built-in fake model is "fake-model") write
+LLM(model=session.model_name, provider="anthropic").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import importlib
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -36,6 +44,11 @@ def asked(session: Session, name: str, fn: F) -> F:
     The returned function has fn's name, docstring and signature, so a framework's tool
     decorator describes it to the model as it would fn. A refused call returns
     "refused: <why>" as the tool's answer, so the model reads why and goes on.
+
+    Frameworks validate a tool's arguments before the call: an argument typed with a pydantic
+    model or a dataclass arrives as an instance. The job is asked with its JSON form, and fn gets
+    the instance back; an argument a hook changed is made into the parameter's type again
+    (with pydantic when it is installed, as LangChain and CrewAI install it).
     """
     signature = inspect.signature(fn)
 
@@ -43,22 +56,67 @@ def asked(session: Session, name: str, fn: F) -> F:
     def tool(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        arguments: dict[str, Any] = {}
+        values: dict[str, Any] = {}
         for param, value in bound.arguments.items():
             kind = signature.parameters[param].kind
             if kind is inspect.Parameter.VAR_KEYWORD:
-                arguments.update(value)
+                values.update(value)
             elif kind is inspect.Parameter.VAR_POSITIONAL:
                 if value:
                     raise TypeError(f"{name}: a tool takes named arguments, not *{param}")
             else:
-                arguments[param] = value
+                values[param] = value
+        arguments = {key: _jsonable(value) for key, value in values.items()}
+
+        def run(**allowed: Any) -> Any:
+            return fn(
+                **{key: _typed(fn, key, value, values, arguments) for key, value in allowed.items()}
+            )
+
         try:
-            return session.call_tool(name, arguments, fn)
+            return session.call_tool(name, arguments, run)
         except Refused as why:
             return f"refused: {why}"
 
     return tool  # type: ignore[return-value]
+
+
+def _jsonable(value: Any) -> Any:
+    """value as JSON can hold it: a pydantic model or a dataclass as its fields, recursively."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _typed(
+    fn: Callable[..., Any], key: str, value: Any, values: dict[str, Any], asked: dict[str, Any]
+) -> Any:
+    """The value fn gets for an allowed argument: the framework's own when the job allowed it as
+    asked; else the changed JSON, made into the parameter's type where there is one to make."""
+    if key in values and value == asked[key]:
+        return values[key]
+    try:
+        hint = typing.get_type_hints(fn).get(key)
+    except Exception:  # an annotation that does not resolve: pass the JSON as it is
+        return value
+    if hint is None:
+        return value
+    try:
+        pydantic = importlib.import_module("pydantic")
+    except ImportError:
+        pydantic = None
+    if pydantic is not None:
+        return pydantic.TypeAdapter(hint).validate_python(value)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and isinstance(value, Mapping):
+        return hint(**value)
+    return value
 
 
 def run_langgraph(session: Session, graph: Any, *, config: Mapping[str, Any] | None = None) -> str:

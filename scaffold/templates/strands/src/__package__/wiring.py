@@ -53,7 +53,9 @@ def model(session: Session) -> Any:
                 "max_retries": 0,
             },
             model_id=session.model_name,
-            params={"max_tokens": MAX_TOKENS},
+            # Copied into the request as it is: max_tokens, which OpenAI refuses for its
+            # reasoning models, is max_completion_tokens on Chat Completions.
+            params={"max_completion_tokens": MAX_TOKENS},
         )
     from strands.models.anthropic import AnthropicModel
 

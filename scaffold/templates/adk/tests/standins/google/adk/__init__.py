@@ -1,2 +1,0 @@
-"""Stand-in of Google ADK (google-adk), with the interfaces the template uses: see
-tests/standins/standin_model.py."""

@@ -1,3 +1,0 @@
-from . import types
-
-__all__ = ["types"]
