@@ -112,6 +112,8 @@ var uvPassThrough = []string{
 // fixed resolution date. (No UV_COMPILE_BYTECODE: compiling a whole .venv costs more than the
 // modules the few sessions of a script import; measured on crewai, 30 s of CPU against 3.5 s a session.)
 func setupUV(env *testscript.Env, p uvPaths, binDir string) {
+	// A script that shows what a machine without uv gets sets PATH to this.
+	env.Setenv("PATH_WITHOUT_UV", env.Getenv("PATH"))
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	// How this machine reaches the package index (its CA bundle, a proxy, a mirror) carries over
 	// into the scripts' otherwise bare environment, as it does for `go test` itself.
