@@ -216,10 +216,10 @@ var Rules = []Rule{
 	},
 	{
 		ID: "agent-tool-unknown", Severity: Warning,
-		Short:   "An agent lists a tool its harness does not.",
-		Help:    "An agent's harness.tools may only name tools its harness has: the tools of the harness in oz0-plugin.yaml. A tool the harness does not list is never called (a typo, most often), so the agent works without it and oz0 plugin test says that no tool_result came. The warning names the closest tool the harness has.",
+		Short:   "An agent lists a tool that is a near miss of one its harness has.",
+		Help:    "The tools of a harness in oz0-plugin.yaml are what a session may call when its agent lists none; an agent's harness.tools may name others (a tool its own code adds, as the guide's LangGraph example does). A name its harness does not list but that is a near miss of one it does is most often a typo: the harness never calls it, so the agent works without it and oz0 plugin test says that no tool_result came. The warning names the tool the harness has.",
 		Example: "harness.tools lists `notify_tem`, which harness `acme-triage` does not (its tools: notify_team); did you mean `notify_team`?",
-		Fix:     "Correct the name, or add the tool to the harness's tools in oz0-plugin.yaml (and to its code).",
+		Fix:     "Correct the name; a tool of the agent's own that is meant to differ is best named apart from the harness's.",
 	},
 	{
 		ID: "approval-unlisted-tool", Severity: Error,
