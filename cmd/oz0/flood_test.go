@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,7 +56,9 @@ func TestFloodBounded(t *testing.T) {
 	if code := exitCode(err); code != 1 {
 		t.Errorf("oz0 run exited %d, want 1 (a failed job); stderr:\n%s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "failed: the harness wrote events past its limits.max_event_bytes") {
+	// Which of the two budgets ends it depends on the machine's speed: a quiet one writes past
+	// 16 MiB a second before 64 MiB in all, a loaded one does not.
+	if !floodFailure.MatchString(stderr.String()) {
 		t.Errorf("oz0 run does not say the job failed for its events' limit; stderr:\n%s", stderr.String())
 	}
 	t.Logf("oz0 run printed %d MiB; stderr: %s", len(out)>>20, stderr.String())
@@ -148,3 +151,6 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// floodFailure is how oz0 run says a job ended for either of its event budgets.
+var floodFailure = regexp.MustCompile(`failed: the harness wrote events (past|faster than) its limits\.max_event_bytes(_per_second)? `)
