@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,7 +26,11 @@ import (
 
 // Client calls the dev server's control API.
 type Client struct {
-	ctx           apiv1.Context
+	mu  sync.Mutex
+	ctx apiv1.Context
+	// dir is the plugin whose discovery file named the server (empty when OZ0_CONTEXT did): a
+	// live stream that breaks reads it again, as a restarted oz0 dev may listen elsewhere.
+	dir           string
 	http          *http.Client
 	answerTimeout time.Duration
 }
@@ -74,18 +79,40 @@ func Find(getenv func(string) string, dir string) (*Client, error) {
 	if getenv(apiv1.ContextEnv) != "" {
 		return FromEnv(getenv)
 	}
-	ctx, _, err := discovery.Find(dir)
+	ctx, pluginDir, err := discovery.Find(dir)
 	if errors.Is(err, discovery.ErrNone) {
 		return nil, ErrNoServer
 	}
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx), nil
+	c := New(ctx)
+	c.dir = pluginDir
+	return c, nil
+}
+
+// context is the server's address and token, which a rediscovery may change.
+func (c *Client) context() apiv1.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctx
+}
+
+// rediscover reads the discovery file again when the server was found through it: an oz0 dev
+// started again while its port was taken listens on another one (and says so in the file).
+func (c *Client) rediscover() {
+	if c.dir == "" {
+		return
+	}
+	if ctx, _, err := discovery.Find(c.dir); err == nil {
+		c.mu.Lock()
+		c.ctx = ctx
+		c.mu.Unlock()
+	}
 }
 
 // URL is the server's base URL.
-func (c *Client) URL() string { return c.ctx.URL }
+func (c *Client) URL() string { return c.context().URL }
 
 // APIError is an error answer of the control API: its HTTP status, and the apiv1.Error it gave.
 type APIError struct {
@@ -133,14 +160,14 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.ctx.URL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.context().URL+path, rd)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Authorization", "Bearer "+c.ctx.Token)
+	req.Header.Set("Authorization", "Bearer "+c.context().Token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -158,7 +185,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		if json.Unmarshal(b, &body) != nil || body.Error.Message == "" || resp.Header.Get(apiv1.ServerHeader) == "" {
 			if resp.StatusCode == http.StatusRequestEntityTooLarge || resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge {
 				// Go's HTTP server refuses these before the API sees them.
-				return nil, &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("the dev server at %s refused a request this large (%s); give shorter values", c.ctx.URL, resp.Status)}
+				return nil, &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("the dev server at %s refused a request this large (%s); give shorter values", c.context().URL, resp.Status)}
 			}
 			// Every answer of the control API carries apiv1.ServerHeader, and an error an
 			// apiv1.ErrorBody: this is another server.
@@ -166,7 +193,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		}
 		apiErr := &APIError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
 		if resp.StatusCode == http.StatusUnauthorized {
-			apiErr.Message = fmt.Sprintf("the dev server at %s refused the token in %s (%s); export the line the running `oz0 dev` printed", c.ctx.URL, apiv1.ContextEnv, apiErr.Message)
+			apiErr.Message = fmt.Sprintf("the dev server at %s refused the token in %s (%s); export the line the running `oz0 dev` printed", c.context().URL, apiv1.ContextEnv, apiErr.Message)
 		}
 		return nil, apiErr
 	}
@@ -180,20 +207,20 @@ func (c *Client) unreachable(err error) error {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("no dev server at %s (connection refused); %s", c.ctx.URL, mend)
+		return fmt.Errorf("no dev server at %s (connection refused); %s", c.context().URL, mend)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.ctx.URL, c.answerTimeout)
+		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.context().URL, c.answerTimeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return c.notDevServer("closed the connection without an answer")
 	case strings.Contains(err.Error(), "server closed idle connection"):
 		// net/http's words (its error is unexported) for a connection the server closed before
 		// the request was written: a kept-alive one the dev server let go at that moment, or a
 		// server that closes every connection at once. Which, one more try tells.
-		return fmt.Errorf("the dev server at %s closed the connection before the request reached it; run the command again, and if this repeats, check that %s names a running oz0 dev", c.ctx.URL, apiv1.ContextEnv)
+		return fmt.Errorf("the dev server at %s closed the connection before the request reached it; run the command again, and if this repeats, check that %s names a running oz0 dev", c.context().URL, apiv1.ContextEnv)
 	case strings.Contains(err.Error(), "malformed HTTP"):
 		return c.notDevServer("does not speak HTTP")
 	}
-	return fmt.Errorf("cannot reach the dev server at %s (%s); %s", c.ctx.URL, cause(err), mend)
+	return fmt.Errorf("cannot reach the dev server at %s (%s); %s", c.context().URL, cause(err), mend)
 }
 
 // readError is an answer that broke off while it was read.
@@ -201,13 +228,13 @@ func (c *Client) readError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("the answer of the dev server at %s broke off (%s); run the command again, and if it fails again, look at the terminal of `oz0 dev`", c.ctx.URL, cause(err))
+	return fmt.Errorf("the answer of the dev server at %s broke off (%s); run the command again, and if it fails again, look at the terminal of `oz0 dev`", c.context().URL, cause(err))
 }
 
 // notDevServer is the error for something at the context's address that does not answer as oz0
 // dev does.
 func (c *Client) notDevServer(what string) error {
-	return fmt.Errorf("what listens at %s %s: it is not an oz0 dev server; start `oz0 dev` and export the %s line it prints", c.ctx.URL, what, apiv1.ContextEnv)
+	return fmt.Errorf("what listens at %s %s: it is not an oz0 dev server; start `oz0 dev` and export the %s line it prints", c.context().URL, what, apiv1.ContextEnv)
 }
 
 // cause is the innermost error of a transport's chain, as the system says it
@@ -235,7 +262,7 @@ func (c *Client) UILogin(ctx context.Context) (string, error) {
 }
 
 // JobPage is the address of a job's page in the dev UI.
-func (c *Client) JobPage(job string) string { return c.ctx.URL + apiv1.UIJobPath(job) }
+func (c *Client) JobPage(job string) string { return c.context().URL + apiv1.UIJobPath(job) }
 
 // CreateJob starts a job.
 func (c *Client) CreateJob(ctx context.Context, r apiv1.JobRequest) (apiv1.Job, error) {
@@ -406,8 +433,9 @@ func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func
 		if since.IsZero() {
 			since = time.Now()
 		}
-		// A restarted oz0 dev is back at the same address with the same token (it keeps both in
-		// its state directory): the stream resumes after the last event seen.
+		// A restarted oz0 dev is back with the same token, at the same address unless its port
+		// was taken meanwhile (it keeps both in its state directory; rediscover reads where it
+		// went): the stream resumes after the last event seen.
 		if time.Since(since) > ResumeFor {
 			return fmt.Errorf("lost the live stream of %s: %w", job, err)
 		}
@@ -419,6 +447,7 @@ func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func
 			return ctx.Err()
 		case <-time.After(time.Duration(min(failures, 10)) * 100 * time.Millisecond):
 		}
+		c.rediscover()
 	}
 }
 
