@@ -23,7 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 	"github.com/orchestrator-zero/oz0/supervisor"
@@ -809,4 +809,4 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func clip(s string, n int) string { return diag.Squash(s, n) }
+func clip(s string, n int) string { return textclip.Squash(s, n) }

@@ -14,8 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 // Severity is how bad a diagnostic is. Errors make a command fail; warnings are reported and do
@@ -152,36 +150,3 @@ func plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
-
-// MaxArg is the most runes of a value from a file quoted in a message (Clip): a hostile file
-// cannot make megabyte-long messages.
-const MaxArg = 80
-
-// Clip shortens s to MaxArg runes, marking the cut with an ellipsis.
-func Clip(s string) string { return ClipN(s, MaxArg) }
-
-// ClipN shortens s to n runes, marking the cut with an ellipsis.
-func ClipN(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
-// Squash makes s one line for a message or a table cell: runs of white space (newlines included)
-// become one space; then it is clipped to n runes (n <= 0: not clipped).
-func Squash(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if n > 0 {
-		s = ClipN(s, n)
-	}
-	return s
-}
-
-// OneLine escapes control characters (newlines included) so that a message or a path from a file
-// stays on its line and cannot move a terminal's cursor.
-func OneLine(s string) string { return termtext.OneLine(s) }

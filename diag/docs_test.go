@@ -10,13 +10,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/lint-rules.md from the rule table")
 
-const docsFile = "../../docs/lint-rules.md"
+const docsFile = "../docs/lint-rules.md"
 
 const docsIntro = `# Lint rules
 
-<!-- Generated from the rule table in lint/diag/rules.go by
-     go test ./lint/diag -run TestDocs -update
-     Edit the table (or the intro in lint/diag/docs_test.go), not this file. -->
+<!-- Generated from the rule table in diag/rules.go by
+     go test ./diag -run TestDocs -update
+     Edit the table (or the intro in diag/docs_test.go), not this file. -->
 
 ` + "`oz0 plugin lint [DIR]`" + ` checks the plugin in DIR (default: the current directory):
 
@@ -129,10 +129,10 @@ func TestDocs(t *testing.T) {
 	}
 	got, err := os.ReadFile(docsFile)
 	if err != nil {
-		t.Fatalf("%v; run go test ./lint/diag -run TestDocs -update", err)
+		t.Fatalf("%v; run go test ./diag -run TestDocs -update", err)
 	}
 	if string(got) != want {
-		t.Errorf("%s is out of date; run go test ./lint/diag -run TestDocs -update", docsFile)
+		t.Errorf("%s is out of date; run go test ./diag -run TestDocs -update", docsFile)
 	}
 	for _, r := range Rules {
 		if !strings.Contains(string(got), "\n## "+r.ID+"\n") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 // The output formats of Write.
@@ -81,9 +82,9 @@ func writeText(w io.Writer, rep *Report) error {
 // textLine is one diagnostic of the text format, without its newline.
 func textLine(rep *Report, d Diagnostic) string {
 	if d.Line > 0 {
-		return fmt.Sprintf("%s:%d:%d: %s %s %s", OneLine(rep.Path(d)), d.Line, max(d.Col, 1), d.Severity, d.Rule, OneLine(d.Message))
+		return fmt.Sprintf("%s:%d:%d: %s %s %s", termtext.OneLine(rep.Path(d)), d.Line, max(d.Col, 1), d.Severity, d.Rule, termtext.OneLine(d.Message))
 	}
-	return fmt.Sprintf("%s: %s %s %s", OneLine(rep.Path(d)), d.Severity, d.Rule, OneLine(d.Message))
+	return fmt.Sprintf("%s: %s %s %s", termtext.OneLine(rep.Path(d)), d.Severity, d.Rule, termtext.OneLine(d.Message))
 }
 
 func writeJSON(w io.Writer, rep *Report) error {
