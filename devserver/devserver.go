@@ -22,8 +22,9 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
@@ -33,7 +34,6 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/diag"
-	"github.com/orchestrator-zero/oz0/internal/discovery"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"

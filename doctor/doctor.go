@@ -20,9 +20,9 @@ import (
 
 	"github.com/orchestrator-zero/oz0/plugin"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/diag"
-	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/supervisor/pyimports"

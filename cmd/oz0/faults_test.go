@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/scaffold"

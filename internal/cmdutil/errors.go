@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/diag"
-	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/internal/textclip"

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 func TestPorts(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
-	"github.com/orchestrator-zero/oz0/internal/discovery"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/discovery"
 )
 
 // Client calls the dev server's control API.

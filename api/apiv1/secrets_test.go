@@ -1,4 +1,4 @@
-package secrets
+package apiv1
 
 import (
 	"regexp"
@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// ValidName is checked by hand; it must agree with the pattern it documents.
+// ValidSecretName is checked by hand; it must agree with the pattern it documents.
 func TestValidNameAgreesWithItsPattern(t *testing.T) {
 	re := regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 	names := []string{"", "A", "a", "_A", "0A", "ANTHROPIC_API_KEY", "A1_", "A-B", "A B", "AÉ", "Ab",
 		"A" + strings.Repeat("B", 127), "A" + strings.Repeat("B", 128), strings.Repeat("_", 5), "Z9", "A\n"}
 	for _, n := range names {
-		if got, want := ValidName(n), re.MatchString(n); got != want {
-			t.Errorf("ValidName(%q) = %v, the pattern says %v", n, got, want)
+		if got, want := ValidSecretName(n), re.MatchString(n); got != want {
+			t.Errorf("ValidSecretName(%q) = %v, the pattern says %v", n, got, want)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // A live stream as the dev server sends it: each event's seq and type in the id and event fields

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 func ev(typ, data string) apiv1.Event { return apiv1.Event{Type: typ, Data: json.RawMessage(data)} }

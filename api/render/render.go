@@ -16,7 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
