@@ -7,7 +7,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/node"
-	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
 // HookVerdict is what the tenant's hooks made of a call.
@@ -21,7 +21,7 @@ type HookVerdict struct {
 
 // Hooks evaluates the tenant's hooks for a call of a listed tool.
 type Hooks interface {
-	Evaluate(ctx context.Context, job *node.Job, ask *harnesskit.Ask) HookVerdict
+	Evaluate(ctx context.Context, job *node.Job, ask *supervisor.Ask) HookVerdict
 }
 
 // decider is the dev server's permission policy for the calls of listed tools (the node has
@@ -33,7 +33,7 @@ type decider struct {
 	inbox *approvals.Inbox
 }
 
-func (d *decider) Decide(ctx context.Context, job *node.Job, ask *harnesskit.Ask) (harnesskit.Decision, string) {
+func (d *decider) Decide(ctx context.Context, job *node.Job, ask *supervisor.Ask) (supervisor.Decision, string) {
 	args, changed := ask.Arguments, false
 	by, why := "policy", ""
 	if d.hooks != nil {
@@ -43,7 +43,7 @@ func (d *decider) Decide(ctx context.Context, job *node.Job, ask *harnesskit.Ask
 		}
 		switch v.Decision {
 		case "deny":
-			return harnesskit.Deny(v.Reason), v.By
+			return supervisor.Deny(v.Reason), v.By
 		case "ask":
 			why = v.By + " asks"
 			if v.Reason != "" {
@@ -66,15 +66,15 @@ func (d *decider) Decide(ctx context.Context, job *node.Job, ask *harnesskit.Ask
 			Arguments: args, Why: why, Hold: ask.Hold,
 		})
 		if err != nil {
-			return harnesskit.Deny("the approvals inbox failed: " + err.Error()), "node"
+			return supervisor.Deny("the approvals inbox failed: " + err.Error()), "node"
 		}
 		if !ans.Allow {
-			return harnesskit.Deny(ans.Reason), ans.By
+			return supervisor.Deny(ans.Reason), ans.By
 		}
 		by = ans.By
 	}
 	if changed {
-		return harnesskit.Allow(args), by
+		return supervisor.Allow(args), by
 	}
-	return harnesskit.Allow(nil), by
+	return supervisor.Allow(nil), by
 }

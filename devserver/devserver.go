@@ -22,8 +22,9 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
@@ -32,14 +33,13 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
-	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
-	"github.com/orchestrator-zero/oz0/internal/discovery"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/lint/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // Config says what to serve.
@@ -116,7 +116,7 @@ type Server struct {
 	plugins     atomic.Pointer[[]*plugin.Plugin]
 	records     *records
 	interrupted []string             // jobs marked interrupted at start-up, for the banner
-	leftovers   harnesskit.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
+	leftovers   supervisor.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
 	madeState   string               // the outermost directory openState made, removed if Start fails
 	kept        discovery.Kept       // the port and token of the last run on this state directory
 	portNote    string               // why the port is not the default one, for the banner
@@ -238,7 +238,7 @@ type resolvedTier struct {
 // that crashed left behind (processes, directories).
 func (s *Server) resolveSandbox() error {
 	var err error
-	if s.leftovers, err = harnesskit.ReapStale(""); err != nil {
+	if s.leftovers, err = supervisor.ReapStale(""); err != nil {
 		s.log.Warn("cannot look for the sessions a crashed oz0 left", "err", err)
 	}
 	r := <-s.tierCh
@@ -263,7 +263,7 @@ func (s *Server) resolveSandbox() error {
 func (s *Server) askAhead(ps []*plugin.Plugin) {
 	for _, p := range ps {
 		for _, h := range p.Manifest.Harnesses {
-			harnesskit.AskAhead(harnesskit.Spec{Command: h.Command, PluginDir: p.Dir, Sandbox: harnesskit.Sandbox{Tier: s.tier}})
+			supervisor.AskAhead(supervisor.Spec{Command: h.Command, PluginDir: p.Dir, Sandbox: supervisor.Sandbox{Tier: s.tier}})
 		}
 	}
 }
@@ -512,7 +512,7 @@ func (s *Server) startNode() error {
 		MaxSessions: s.cfg.MaxSessions,
 		// The node's state (the store, secrets, provider records) and the files that hold the
 		// token may sit in the plugin, which sessions see: they must not see them.
-		Sandbox: harnesskit.Sandbox{Tier: s.tier, Hide: append([]string{s.StateDir}, s.cfg.TokenFiles...), Gateway: gatewayOnly},
+		Sandbox: supervisor.Sandbox{Tier: s.tier, Hide: append([]string{s.StateDir}, s.cfg.TokenFiles...), Gateway: gatewayOnly},
 	})
 	return nil
 }

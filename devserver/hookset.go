@@ -7,7 +7,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/hooks"
 	"github.com/orchestrator-zero/oz0/devserver/node"
-	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
 // liveHooks are the tenant's hooks as the hooks file is now: a good edit replaces them, and the
@@ -49,7 +49,7 @@ func (l *liveHooks) Close() error {
 }
 
 // Evaluate puts the tenant's hooks behind the dev server's policy.
-func (l *liveHooks) Evaluate(ctx context.Context, job *node.Job, ask *harnesskit.Ask) HookVerdict {
+func (l *liveHooks) Evaluate(ctx context.Context, job *node.Job, ask *supervisor.Ask) HookVerdict {
 	g := l.current.Load()
 	g.mu.RLock()
 	defer g.mu.RUnlock()

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // liveness bounds a wait for something that must happen, so that a broken server fails a test

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/api"
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 )
 
 // Everything the port serves, as oz0 dev mounts it, refuses a caller without its credentials: every

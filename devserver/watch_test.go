@@ -3,7 +3,7 @@ package devserver
 import (
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 )
 
 // The reload notes count in words: "1 agent", "2 agents"; "1 error; fix it", "2 errors; fix them".

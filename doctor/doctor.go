@@ -20,13 +20,13 @@ import (
 
 	"github.com/orchestrator-zero/oz0/plugin"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
-	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // Level is how a check came out.

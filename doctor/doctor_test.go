@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 func noEnv(string) string { return "" }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/pyimports"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
 )
 
 // checkImports imports the modules of the plugin's Python harnesses as a session would run them:

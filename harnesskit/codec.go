@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // MaxLine is the longest line the protocol allows: 8 MiB, the "\n" included.
@@ -33,20 +34,10 @@ type LineTooLongError struct {
 }
 
 func (e *LineTooLongError) Error() string {
-	return fmt.Sprintf("a line of %d bytes is over the protocol's limit of %s (%d bytes)", e.Size, sizeName(e.Limit), e.Limit)
+	return fmt.Sprintf("a line of %d bytes is over the protocol's limit of %s (%d bytes)", e.Size, textclip.SizeName(int64(e.Limit)), e.Limit)
 }
 
 func (e *LineTooLongError) Unwrap() error { return ErrLineTooLong }
-
-func sizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
 
 // Reader reads the protocol's lines. Unlike bufio.Scanner it takes lines of any length up to its
 // limit, and it refuses a longer line in bounded memory: it discards the rest of that line and

@@ -3,7 +3,6 @@ package harnesskit
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -126,40 +125,3 @@ func (e End) Err() error {
 type EndError struct{ End End }
 
 func (e *EndError) Error() string { return e.End.String() }
-
-// clip returns s cut to n bytes on a rune boundary, and whether it cut.
-func clip(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	cut := n
-	for cut > 0 && cut > n-4 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut], true
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// lastLines returns at most n lines and max bytes of the end of s, trimmed.
-func lastLines(s string, n, maxBytes int) string {
-	s = strings.TrimRight(s, "\n")
-	if len(s) > maxBytes {
-		s = s[len(s)-maxBytes:]
-		for i := 0; i < 4 && i < len(s) && !isRuneStart(s[0]); i++ {
-			s = s[1:]
-		}
-		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
-			s = s[i+1:]
-		}
-	}
-	for i, count := len(s)-1, 0; i >= 0; i-- {
-		if s[i] == '\n' {
-			count++
-			if count == n {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
-}

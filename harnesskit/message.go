@@ -408,7 +408,7 @@ func DecodeHarnessMessage(line []byte) (Message, error) {
 		if env.Tool == nil || *env.Tool == "" {
 			return invalid("no tool")
 		}
-		if !isObject(env.Arguments) {
+		if !jsonutil.IsObject(env.Arguments) {
 			return invalid("arguments is not a JSON object")
 		}
 		return PermissionRequest{ID: *env.ID, Tool: *env.Tool, Arguments: env.Arguments}, nil
@@ -507,7 +507,7 @@ func DecodeNodeMessage(line []byte) (Message, error) {
 		switch {
 		case env.Decision != nil && *env.Decision == DecisionAllow:
 			m.Allow = true
-			if env.Arguments != nil && !isObject(env.Arguments) {
+			if env.Arguments != nil && !jsonutil.IsObject(env.Arguments) {
 				return nil, &DecodeError{Err: ErrInvalidMessage, Type: typ, Detail: "arguments is not a JSON object"}
 			}
 			m.Arguments = env.Arguments
@@ -550,11 +550,6 @@ func decodeEnvelope(line []byte) (env *envelope, typ string, err error) {
 		return nil, typ, &DecodeError{Err: ErrInvalidMessage, Type: typ, Detail: typeErrorDetail(uerr)}
 	}
 	return env, typ, nil
-}
-
-func isObject(r json.RawMessage) bool {
-	r = bytes.TrimLeft(r, " \t\r\n")
-	return len(r) > 0 && r[0] == '{'
 }
 
 // typeErrorDetail explains a json.Unmarshal error about a field's type.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,62 +11,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 const protocolDoc = "../docs/protocol.md"
-
-// docBlock is a ```json block of docs/protocol.md.
-type docBlock struct {
-	line    int    // the line of the opening fence
-	section string // the ## heading it is under
-	lines   []string
-}
-
-func docBlocks(t testing.TB) []docBlock {
-	t.Helper()
-	data, err := os.ReadFile(protocolDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []docBlock
-	var cur *docBlock
-	section := ""
-	for i, l := range strings.Split(string(data), "\n") {
-		switch {
-		case cur != nil && strings.HasPrefix(l, "```"):
-			blocks = append(blocks, *cur)
-			cur = nil
-		case cur != nil:
-			if strings.TrimSpace(l) != "" {
-				cur.lines = append(cur.lines, l)
-			}
-		case strings.HasPrefix(l, "```json"):
-			cur = &docBlock{line: i + 1, section: section}
-		case strings.HasPrefix(l, "## "):
-			section = strings.TrimPrefix(l, "## ")
-		}
-	}
-	if cur != nil {
-		t.Fatalf("%s:%d: a ```json block is not closed", protocolDoc, cur.line)
-	}
-	return blocks
-}
-
-// docTranscript is the worked transcript's lines, in order.
-func docTranscript(t testing.TB) []string {
-	t.Helper()
-	var lines []string
-	for _, b := range docBlocks(t) {
-		if strings.HasPrefix(b.section, "A worked transcript") {
-			lines = append(lines, b.lines...)
-		}
-	}
-	if len(lines) != 6 {
-		t.Fatalf("the transcript in %s has %d lines, want 6", protocolDoc, len(lines))
-	}
-	return lines
-}
 
 func validate(t testing.TB, schema string, v any) error {
 	t.Helper()
@@ -90,14 +38,14 @@ func unmarshal(t testing.TB, data []byte) any {
 // Every example in docs/protocol.md is one line, a message valid against its schema and the
 // harness's or node's union schema, which harnesskit decodes and encodes back the same.
 func TestDocExamplesValidate(t *testing.T) {
-	blocks := docBlocks(t)
+	blocks := testbin.ProtocolBlocks(t, protocolDoc)
 	seen := map[string]int{}
 	for _, b := range blocks {
-		if len(b.lines) == 0 {
-			t.Errorf("%s:%d: an empty ```json block", protocolDoc, b.line)
+		if len(b.Lines) == 0 {
+			t.Errorf("%s:%d: an empty ```json block", protocolDoc, b.Line)
 		}
-		for _, line := range b.lines {
-			where := fmt.Sprintf("%s:%d (%s)", protocolDoc, b.line, b.section)
+		for _, line := range b.Lines {
+			where := fmt.Sprintf("%s:%d (%s)", protocolDoc, b.Line, b.Section)
 			var probe struct{ Type string }
 			if err := json.Unmarshal([]byte(line), &probe); err != nil {
 				t.Errorf("%s: not a JSON object on one line: %v\n%s", where, err, line)

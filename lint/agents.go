@@ -18,8 +18,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -82,7 +83,7 @@ func (l *linter) lintAgent(file string) {
 			h = l.harnesses[hn]
 			if h == nil {
 				_, n := schemas.Locate(root, "runtime")
-				msg := fmt.Sprintf("runtime names harness `%s`, which %s does not declare", diag.Clip(hn), ManifestFile)
+				msg := fmt.Sprintf("runtime names harness `%s`, which %s does not declare", textclip.Clip(hn), ManifestFile)
 				if s, ok := schemas.Closest(hn, l.harnessNames); ok {
 					msg += fmt.Sprintf("; did you mean `%s`?", s)
 				} else if len(l.harnessNames) > 0 {
@@ -365,7 +366,7 @@ func (p pluginLoader) Load(url string) (any, error) {
 	return jsonschema.UnmarshalJSON(io.LimitReader(f, MaxFileSize))
 }
 
-func oneLine(s string) string { return diag.Squash(s, 300) }
+func oneLine(s string) string { return textclip.Squash(s, 300) }
 
 // readListedDir reads a directory the manifest lists under key (agents, skills). A missing one is
 // a finding of rule, unless missingOK (it then holds nothing); one that is not a directory is a

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -30,6 +30,6 @@ func (l *linter) decode(file string, value any, v any) {
 		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
-		l.add(file, 1, 1, "invalid-value", "%s", composed(diag.Clip(err.Error())))
+		l.add(file, 1, 1, "invalid-value", "%s", composed(textclip.Clip(err.Error())))
 	}
 }

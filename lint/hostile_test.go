@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 func billionLaughs() string {
@@ -161,7 +161,7 @@ func TestLongValuesAreClipped(t *testing.T) {
 	})
 	if len(rep.Diagnostics) < 4 {
 		for _, f := range rep.Diagnostics {
-			t.Log(f.File, f.Line, f.Rule, diag.Clip(f.Message))
+			t.Log(f.File, f.Line, f.Rule, textclip.Clip(f.Message))
 		}
 		t.Errorf("findings: %d", len(rep.Diagnostics))
 	}

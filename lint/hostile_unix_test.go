@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 )
 
 // A pipe where a file belongs is reported, not read (reading would block); a link to a device

@@ -20,7 +20,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 

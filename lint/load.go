@@ -13,7 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -66,7 +68,7 @@ func (l *linter) add(file string, line, col int, rule, format string, args ...an
 	for i, a := range args {
 		switch a := a.(type) {
 		case string:
-			args[i] = diag.ClipN(a, maxArg)
+			args[i] = textclip.ClipN(a, maxArg)
 		case composed:
 			args[i] = string(a)
 		}
@@ -74,7 +76,7 @@ func (l *linter) add(file string, line, col int, rule, format string, args ...an
 	l.findings = append(l.findings, diag.Diagnostic{
 		File: file, Line: line, Col: col,
 		Severity: r.Severity, Rule: rule,
-		Message: diag.OneLine(fmt.Sprintf(format, args...)),
+		Message: termtext.OneLine(fmt.Sprintf(format, args...)),
 	})
 }
 
@@ -170,10 +172,10 @@ func (l *linter) unreadable(name string, err error, report func(rule, msg string
 	case notExist(err):
 		return fileMissing
 	case errors.Is(err, syscall.ELOOP):
-		report("symlink-loop", fmt.Sprintf("%s is a symbolic link that loops (or a chain of them too long to follow)", diag.Clip(name)))
+		report("symlink-loop", fmt.Sprintf("%s is a symbolic link that loops (or a chain of them too long to follow)", textclip.Clip(name)))
 		return fileBad
 	case l.leadsOut(name):
-		report("path-escape", fmt.Sprintf("%s is a symbolic link that leads outside the plugin; a plugin's files must be inside its directory", diag.Clip(name)))
+		report("path-escape", fmt.Sprintf("%s is a symbolic link that leads outside the plugin; a plugin's files must be inside its directory", textclip.Clip(name)))
 		return fileBad
 	}
 	l.setFatal(err)

@@ -11,9 +11,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/schemas"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // Formats that a harness may list: the model APIs the gateway serves.
@@ -180,7 +181,7 @@ func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, la
 	if !ok {
 		return
 	}
-	mod, at := harnesskit.PythonModule(argv)
+	mod, at := supervisor.PythonModule(argv)
 	if at < 0 {
 		return
 	}
@@ -233,12 +234,12 @@ func (l *linter) checkCommand(root *yaml.Node, hp []string, hm map[string]any, l
 		if !sandbox.InSystemDir(prog) {
 			l.addAt(ManifestFile, at(0), 0, "command-outside-plugin", "%s runs `%s`, a program outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only; put it in the plugin and name it relative to it (./bin/…), or use a program on the PATH", label, prog)
 		}
-	case !harnesskit.IsPython(prog) && l.abs != "":
+	case !supervisor.IsPython(prog) && l.abs != "":
 		if _, err := exec.LookPath(prog); err != nil {
 			l.addAt(ManifestFile, at(0), 0, "program-not-found", "%s runs `%s`, which is not on this machine's PATH", label, prog)
 		}
 	}
-	if i := harnesskit.ScriptArg(argv); i > 0 {
+	if i := supervisor.ScriptArg(argv); i > 0 {
 		file := argv[i]
 		rel, ok := relPath(file)
 		switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
 // PackageJSONFile is the Node project file whose dependencies are checked.
@@ -42,7 +43,7 @@ func isJS(name string) bool { return slices.Contains(jsExtensions, path.Ext(name
 // scriptDir is the directory of the JavaScript or TypeScript file a harness's command runs (node
 // src/main.mjs: src), "" for none. Its code, below it, is what lint reads for model clients.
 func (l *linter) scriptDir(argv []string) string {
-	i := harnesskit.ScriptArg(argv)
+	i := supervisor.ScriptArg(argv)
 	if i < 0 || !isJS(argv[i]) {
 		return ""
 	}

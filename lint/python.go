@@ -12,6 +12,7 @@ import (
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/schemas"
+	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
 // The model clients a Python harness's code may build, by the model API they speak: the
@@ -87,7 +88,7 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 // pythonPackageDir is the directory of the package a harness runs with python -m, "" for none
 // (a single-file module, or none: module-missing says so).
 func (l *linter) pythonPackageDir(argv []string) string {
-	mod, at := harnesskit.PythonModule(argv)
+	mod, at := supervisor.PythonModule(argv)
 	if at < 0 || !pythonModule().MatchString(mod) {
 		return ""
 	}

@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // MaxNameLen is the longest plugin name: it must fit a DNS label, as names end up in hosts.
@@ -22,10 +22,10 @@ func ValidateName(name string) error {
 		return fmt.Errorf("plugin name is empty; give one like acme-triage (lowercase letters, digits and hyphens)")
 	}
 	if !utf8.ValidString(name) {
-		return fmt.Errorf("plugin name %q is not UTF-8 text; use only lowercase letters, digits and hyphens", diag.ClipN(name, MaxNameLen+1))
+		return fmt.Errorf("plugin name %q is not UTF-8 text; use only lowercase letters, digits and hyphens", textclip.ClipN(name, MaxNameLen+1))
 	}
 	if n := utf8.RuneCountInString(name); n > MaxNameLen {
-		return fmt.Errorf("plugin name %q is %d characters; use at most %d", diag.ClipN(name, MaxNameLen+1), n, MaxNameLen)
+		return fmt.Errorf("plugin name %q is %d characters; use at most %d", textclip.ClipN(name, MaxNameLen+1), n, MaxNameLen)
 	}
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return fmt.Errorf("plugin name %q is a path; give a bare name and choose the parent directory with --dir", name)

@@ -11,7 +11,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // ValidateYAML converts the YAML tree under root (a document node or any
@@ -239,7 +240,7 @@ func (m *mapper) leaf(e *jsonschema.ValidationError) {
 			if kn == nil {
 				kn = m.node(loc)
 			}
-			msg := fmt.Sprintf("unknown key `%s`", diag.Clip(p))
+			msg := fmt.Sprintf("unknown key `%s`", textclip.Clip(p))
 			if len(loc) > 0 {
 				msg += " in " + describe(loc)
 			}
@@ -293,7 +294,7 @@ func (m *mapper) message(e *jsonschema.ValidationError) string {
 			return fmt.Sprintf("%s %s, not %s", what, em, gotName(k.Got))
 		}
 		if len(k.Want) == 1 && k.Want[0] == "string" && (k.Got == "number" || k.Got == "integer" || k.Got == "boolean") && n != nil && n.Kind == yaml.ScalarNode {
-			msg += fmt.Sprintf("; quote it: \"%s\"", diag.Clip(n.Value))
+			msg += fmt.Sprintf("; quote it: \"%s\"", textclip.Clip(n.Value))
 		}
 		return msg
 	case *kind.Const:
@@ -356,7 +357,7 @@ func (m *mapper) message(e *jsonschema.ValidationError) string {
 	case *kind.FalseSchema:
 		return fmt.Sprintf("%s is not allowed here", what)
 	case *kind.PropertyNames:
-		return fmt.Sprintf("key `%s` is not allowed in %s", diag.Clip(k.Property), what)
+		return fmt.Sprintf("key `%s` is not allowed in %s", textclip.Clip(k.Property), what)
 	case *kind.InvalidJsonValue:
 		return fmt.Sprintf("%s holds a value that cannot be validated", what)
 	}
@@ -382,7 +383,7 @@ func describe(loc []string) string {
 	if j < 0 {
 		start = 0
 	} else {
-		b.WriteString(diag.Clip(loc[j]))
+		b.WriteString(textclip.Clip(loc[j]))
 		start = j + 1
 	}
 	for _, t := range loc[start:] {
@@ -440,7 +441,7 @@ func gotName(t string) string {
 func display(v any) string {
 	switch v := v.(type) {
 	case string:
-		return "`" + diag.Clip(v) + "`"
+		return "`" + textclip.Clip(v) + "`"
 	case nil:
 		return "empty"
 	case map[string]any:
@@ -448,7 +449,7 @@ func display(v any) string {
 	case []any:
 		return "a list"
 	}
-	return "`" + diag.Clip(prettyJSON(v)) + "`"
+	return "`" + textclip.Clip(prettyJSON(v)) + "`"
 }
 
 // plain shows an allowed value in a list of them.
@@ -467,7 +468,7 @@ func scalarText(n *yaml.Node) string {
 	if n.ShortTag() == "!!null" {
 		return "empty"
 	}
-	return "`" + diag.Clip(n.Value) + "`"
+	return "`" + textclip.Clip(n.Value) + "`"
 }
 
 func orValue(s, def string) string {

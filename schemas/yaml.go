@@ -13,8 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // The rules schema validation reports, as rule IDs of package diag.
@@ -352,7 +353,7 @@ func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any
 			continue
 		}
 		if first, dup := seen[key]; dup {
-			c.problem(k, KindYAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", diag.Clip(key), first.Line))
+			c.problem(k, KindYAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", textclip.Clip(key), first.Line))
 			continue
 		}
 		seen[key] = k
@@ -399,7 +400,7 @@ func (c *converter) key(k *yaml.Node, depth int, path string) (string, bool) {
 		return "", false
 	}
 	if tag := kn.ShortTag(); tag != "!!str" {
-		c.problem(k, KindInvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), diag.Clip(kn.Value)))
+		c.problem(k, KindInvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), textclip.Clip(kn.Value)))
 		return "", false
 	}
 	return kn.Value, true
@@ -468,7 +469,7 @@ func (c *converter) scalar(n *yaml.Node, path string) any {
 
 func (c *converter) float(n *yaml.Node, f float64, path string) any {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		c.problem(n, KindInvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), diag.Clip(n.Value)))
+		c.problem(n, KindInvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), textclip.Clip(n.Value)))
 		if c.dropped == nil {
 			c.dropped = map[string]bool{}
 		}

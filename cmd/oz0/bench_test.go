@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/scaffold"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // These benchmarks time whole oz0 processes, as a user or CI meets them: start-up included.

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // crashRounds is how many times the crash loop kills `oz0 dev`.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/procstart"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 type devOptions struct {

@@ -18,10 +18,10 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/internal/client"
-	"github.com/orchestrator-zero/oz0/internal/discovery"
 )
 
 // Commands for the dev server's scripts (testdata/scripts/dev_*.txtar). Each that waits polls

@@ -21,11 +21,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/scaffold"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // The fault matrix (docs/reliability.md): a harness, a model upstream, a hook and a person

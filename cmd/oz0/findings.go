@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 )
 
 // reportFindings prints the findings an error carries (a *diag.ReportError: a plugin's lint

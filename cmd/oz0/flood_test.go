@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 

@@ -15,11 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/api/render"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
-	"github.com/orchestrator-zero/oz0/internal/render"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 

@@ -10,14 +10,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 )
 
 func init() { scriptCmds["sarifcheck"] = cmdSARIFCheck }
 
 // sarifSchema is the official SARIF 2.1.0 JSON Schema, compiled once.
 var sarifSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	f, err := os.Open("../../lint/diag/testdata/sarif-schema-2.1.0.json")
+	f, err := os.Open("../../diag/testdata/sarif-schema-2.1.0.json")
 	if err != nil {
 		return nil, err
 	}

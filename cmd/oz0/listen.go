@@ -6,7 +6,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/atomicfile"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )

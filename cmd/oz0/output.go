@@ -7,10 +7,10 @@ import (
 	"github.com/cli/go-gh/v2/pkg/tableprinter"
 	"github.com/cli/go-gh/v2/pkg/text"
 
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // clientOptions is what every command that talks to the dev server has: its streams, and the
@@ -84,4 +84,4 @@ func (t *table) time(at time.Time) string {
 }
 
 // clipLine fits a value into a line: one line, at most n runes.
-func clipLine(s string, n int) string { return diag.Squash(s, n) }
+func clipLine(s string, n int) string { return textclip.Squash(s, n) }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/hooks"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/lint/diag"
 )
 
 type pluginLintOptions struct {

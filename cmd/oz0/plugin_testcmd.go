@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
-	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 type pluginTestOptions struct {
@@ -67,7 +67,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 				return cmdutil.Usagef("--timeout must be longer than 0, e.g. --timeout %s", conformance.DefaultTimeout)
 			}
 			if opts.Grace <= 0 {
-				return cmdutil.Usagef("--grace must be longer than 0, e.g. --grace %s", harnesskit.DefaultGrace)
+				return cmdutil.Usagef("--grace must be longer than 0, e.g. --grace %s", supervisor.DefaultGrace)
 			}
 			tier, err := sandbox.ParseTier(sandboxFlag)
 			if err != nil {
@@ -85,7 +85,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	cmd.Flags().StringVar(&opts.Script, "script", "", "the fake model's script (default: the built-in one, which answers the byo-agent triage prompt)")
 	cmd.Flags().StringVar(&opts.Input, "input", conformance.DefaultInput, "the job input of every scenario (default: the --script's input, if it has one, else the guide's ticket)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
-	cmd.Flags().DurationVar(&opts.Grace, "grace", harnesskit.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
+	cmd.Flags().DurationVar(&opts.Grace, "grace", supervisor.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
 	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
 	_ = cmd.RegisterFlagCompletionFunc("harness", completeHarnesses)
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))

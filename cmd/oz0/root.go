@@ -11,9 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // newCmdRoot builds the whole command tree.
@@ -91,7 +92,7 @@ func execute(f *cmdutil.Factory, args []string) int {
 }
 
 // oneLine keeps a table's cell to one line, its control characters escaped.
-func oneLine(s string) string { return diag.OneLine(diag.Squash(s, 0)) }
+func oneLine(s string) string { return termtext.OneLine(textclip.Squash(s, 0)) }
 
 // flagError makes cobra's flag errors usage errors that point at the help: an unknown flag with
 // the flags it may have meant, a bad value with what the flag takes (not strconv's words).

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/orchestrator-zero/oz0/devserver/secrets"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )
 
@@ -82,7 +82,7 @@ func readSecret(opts *secretSetOptions) (string, error) {
 		b, err = term.ReadPassword(int(file.Fd()))
 		fmt.Fprintln(ios.ErrOut)
 	} else {
-		b, err = io.ReadAll(io.LimitReader(ios.In, secrets.MaxValue+2))
+		b, err = io.ReadAll(io.LimitReader(ios.In, apiv1.MaxSecretValue+2))
 	}
 	if err != nil {
 		return "", fmt.Errorf("cannot read the value: %w", err)
@@ -92,8 +92,8 @@ func readSecret(opts *secretSetOptions) (string, error) {
 	if len(b) == 0 {
 		return "", cmdutil.Usagef("the value of %s is empty; pipe it in: printf %%s \"$VALUE\" | oz0 secret set %s", name, name)
 	}
-	if len(b) > secrets.MaxValue {
-		return "", cmdutil.Usagef("the value of %s is over %d KiB, the most a secret holds; check what was piped in", name, secrets.MaxValue>>10)
+	if len(b) > apiv1.MaxSecretValue {
+		return "", cmdutil.Usagef("the value of %s is over %d KiB, the most a secret holds; check what was piped in", name, apiv1.MaxSecretValue>>10)
 	}
 	if err := checkUTF8("the value of "+name, string(b), "a secret is text: check what was piped in"); err != nil {
 		return "", err
@@ -106,7 +106,7 @@ func secretName(cmd *cobra.Command, args []string) error {
 	if err := argsBetween(1, 1, "one NAME")(cmd, args); err != nil {
 		return err
 	}
-	if !secrets.ValidName(args[0]) {
+	if !apiv1.ValidSecretName(args[0]) {
 		return cmdutil.Usagef("secret name %s is not valid; use capitals, digits and _, starting with a capital, like ANTHROPIC_API_KEY", cmdutil.Quote(args[0]))
 	}
 	return nil

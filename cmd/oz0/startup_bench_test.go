@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/scaffold"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // BenchmarkStartup measures start-up against the floor of starting any Go binary on the machine:

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
@@ -90,8 +90,8 @@ type SecretStore interface {
 const (
 	// A job's input is at most store.MaxData as JSON; the request around it adds a little.
 	maxJobBody = store.MaxData + 1<<20
-	// A secret's value (at most secrets.MaxValue), escaped as JSON.
-	maxSecretBody = 2*secrets.MaxValue + 4<<10
+	// A secret's value (at most apiv1.MaxSecretValue), escaped as JSON.
+	maxSecretBody = 2*apiv1.MaxSecretValue + 4<<10
 	// Answers to approvals and replay requests: a few fields.
 	maxSmallBody = 1 << 20
 )

@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/internal/client"
 )
 
 // fakeNode makes jobs in the real store, as the node does, without running them: a test moves
@@ -110,7 +110,7 @@ type fakeSecrets struct {
 }
 
 func (f *fakeSecrets) Set(name, value, baseURL string) error {
-	if !secrets.ValidName(name) {
+	if !apiv1.ValidSecretName(name) {
 		return fmt.Errorf("%w: secret name %q is not valid", secrets.ErrInvalid, name)
 	}
 	f.mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // Request bodies. A call that takes a body reads it whole, up to a limit of its own: a larger one

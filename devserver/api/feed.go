@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/render"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
-	"github.com/orchestrator-zero/oz0/internal/render"
 )
 
 // feed is GET /api/v1/feed (see apiv1.FeedSnapshot): the store's change feed and, with ?job=, the

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // Every answer of the API carries apiv1.ServerHeader, its refusals included: a client tells the

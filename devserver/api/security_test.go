@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // routeRequest is a request for route rt (its pattern's wildcards filled in) with body.

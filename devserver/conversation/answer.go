@@ -3,7 +3,7 @@ package conversation
 import (
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 )
 

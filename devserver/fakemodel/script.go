@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 

@@ -35,7 +35,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/orchestrator-zero/oz0/devserver/secrets"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // Defaults of Config.
@@ -329,7 +329,7 @@ type call struct {
 
 	tenantKey string
 	// maskKey is tenantKey where the gateway masks it (in answers, headers, errors and
-	// recordings); "" when it is shorter than secrets.MinMaskLen, as a dummy key for a fake model
+	// recordings); "" when it is shorter than apiv1.SecretMinMaskLen, as a dummy key for a fake model
 	// may be, because masking it would mask half of every answer. keyBytes is maskKey's bytes.
 	maskKey  string
 	keyBytes []byte
@@ -503,7 +503,7 @@ func (c *call) serve() {
 			return
 		}
 		c.tenantKey = v
-		if utf8.RuneCountInString(v) >= secrets.MinMaskLen {
+		if utf8.RuneCountInString(v) >= apiv1.SecretMinMaskLen {
 			c.maskKey, c.keyBytes = v, []byte(v)
 		}
 	}

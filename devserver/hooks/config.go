@@ -17,9 +17,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -252,7 +253,7 @@ func (p *parser) hooks(doc map[string]any) []*hookDef {
 			h.name = name
 			if first, dup := names[name]; dup {
 				p.problem(KindDuplicateName, append(slices.Clone(path), "name"),
-					fmt.Sprintf("hook name `%s` is used twice (first on line %d); names must be unique", diag.Clip(name), first))
+					fmt.Sprintf("hook name `%s` is used twice (first on line %d); names must be unique", textclip.Clip(name), first))
 			} else {
 				line, _ := p.at(append(slices.Clone(path), "name"))
 				names[name] = line
@@ -302,11 +303,11 @@ func (p *parser) match(path []string, v any) []*regexp.Regexp {
 		}
 		re, err := compileGlob(g)
 		if err != nil {
-			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` is not a valid glob: %s", diag.Clip(g), err))
+			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` is not a valid glob: %s", textclip.Clip(g), err))
 			continue
 		}
 		if neverQualified(g) {
-			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` never matches: hooks see calls as <harness>.<tool>; did you mean `*.%s`?", diag.Clip(g), diag.Clip(g)))
+			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` never matches: hooks see calls as <harness>.<tool>; did you mean `*.%s`?", textclip.Clip(g), textclip.Clip(g)))
 			continue
 		}
 		out = append(out, re)
@@ -357,7 +358,7 @@ func (p *parser) regex(path []string, v any) *regexp.Regexp {
 	re, err := regexp.Compile(s)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
-		p.problem(KindBadRegex, path, fmt.Sprintf("`%s` is not a valid regular expression (Go RE2 syntax): %s", diag.Clip(s), msg))
+		p.problem(KindBadRegex, path, fmt.Sprintf("`%s` is not a valid regular expression (Go RE2 syntax): %s", textclip.Clip(s), msg))
 		return nil
 	}
 	return re
@@ -382,13 +383,13 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		st, err := os.Stat(exe)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` does not exist (looked for %s; a relative path is relative to the hooks file)", diag.Clip(m["plugin"].(string)), exe))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` does not exist (looked for %s; a relative path is relative to the hooks file)", textclip.Clip(m["plugin"].(string)), exe))
 		case err != nil:
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s`: %v", diag.Clip(m["plugin"].(string)), err))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s`: %v", textclip.Clip(m["plugin"].(string)), err))
 		case st.IsDir():
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is a directory, not an executable", diag.Clip(m["plugin"].(string))))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is a directory, not an executable", textclip.Clip(m["plugin"].(string))))
 		case st.Mode()&0o111 == 0:
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is not executable; chmod +x it", diag.Clip(m["plugin"].(string))))
+			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is not executable; chmod +x it", textclip.Clip(m["plugin"].(string))))
 		}
 	}
 	if args, ok := m["args"].([]any); ok {
@@ -408,7 +409,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 			kat := append(slices.Clone(path), "env", k)
 			switch {
 			case !envName().MatchString(k):
-				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", diag.Clip(k)))
+				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", textclip.Clip(k)))
 			case reservedEnv(k):
 				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is set by oz0 for the plugin's handshake; choose another name", k))
 			default:
@@ -431,7 +432,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be a duration such as 500ms, 2s or 1m, not `%s`", diag.Clip(s)))
+			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be a duration such as 500ms, 2s or 1m, not `%s`", textclip.Clip(s)))
 		case d < time.Millisecond:
 			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be at least 1ms, not %s", s))
 		case d > MaxTimeout:

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // pluginHook runs one plugin hook's process: started on the first call the hook sees, reused by
@@ -343,7 +343,7 @@ func (ph *pluginHook) explain(cctx, ctx context.Context, callerFirst bool, in *i
 	return "the plugin failed: " + clipText(st.Message()), false
 }
 
-func clipText(s string) string { return diag.Squash(s, 300) }
+func clipText(s string) string { return textclip.Squash(s, 300) }
 
 // baseEnv is the environment every plugin gets: no more of the dev server's (no secrets).
 var baseEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ"}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 )
 
 // Plugins gives the plugins as they are now: new jobs take the current ones, running jobs keep
@@ -35,15 +35,15 @@ type Records interface {
 // Decider decides a job's permission requests for tools its agent lists. Who says who decided
 // (e.g. "hook:NAME", "person", "policy"), for the trace.
 type Decider interface {
-	Decide(ctx context.Context, job *Job, ask *harnesskit.Ask) (d harnesskit.Decision, who string)
+	Decide(ctx context.Context, job *Job, ask *supervisor.Ask) (d supervisor.Decision, who string)
 }
 
 // AllowListed allows every call of a listed tool: the dev server's policy until hooks decide.
 type AllowListed struct{}
 
 // Decide allows.
-func (AllowListed) Decide(context.Context, *Job, *harnesskit.Ask) (harnesskit.Decision, string) {
-	return harnesskit.Allow(nil), "policy"
+func (AllowListed) Decide(context.Context, *Job, *supervisor.Ask) (supervisor.Decision, string) {
+	return supervisor.Allow(nil), "policy"
 }
 
 // Config wires a Node.
@@ -64,11 +64,11 @@ type Config struct {
 	SayStream func() TextStream
 	// TempDir holds the sessions' directories; "" is os.TempDir().
 	TempDir string
-	// Grace is the sessions' grace period; 0 is harnesskit.DefaultGrace.
+	// Grace is the sessions' grace period; 0 is supervisor.DefaultGrace.
 	Grace time.Duration
 	// Sandbox is the sessions' sandbox: its tier, what it hides (the node's state directory),
 	// and the gateway's handler for the strict tier. Each session also hides the other plugins.
-	Sandbox harnesskit.Sandbox
+	Sandbox supervisor.Sandbox
 	Logger  *slog.Logger
 	// BeforeEnd is called when a session has ended, before the job's end is recorded: the dev
 	// server waits there for the job's model calls still being metered.
@@ -145,7 +145,7 @@ type Job struct {
 
 	spec     jobspec.Job // what its session is built from
 	mu       sync.Mutex
-	session  *harnesskit.Session
+	session  *supervisor.Session
 	cancel   bool // cancelled before its session started
 	asked    map[string]json.RawMessage
 	tools    map[string]string

@@ -12,7 +12,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
 const ticket = "I was charged twice for my order"
@@ -244,7 +244,7 @@ type statusDecider struct {
 	missing []string
 }
 
-func (d *statusDecider) Decide(_ context.Context, job *node.Job, ask *harnesskit.Ask) (harnesskit.Decision, string) {
+func (d *statusDecider) Decide(_ context.Context, job *node.Job, ask *supervisor.Ask) (supervisor.Decision, string) {
 	evs, err := d.st.Events(job.ID, 0, 0)
 	committed := false
 	for _, e := range evs {
@@ -262,7 +262,7 @@ func (d *statusDecider) Decide(_ context.Context, job *node.Job, ask *harnesskit
 	// Concurrent requests of one job: the status may be set already; that is refused, harmlessly.
 	_ = d.st.SetStatus(job.ID, store.StatusWaitingForApproval, ask.Tool+" waits for a person")
 	_ = d.st.SetStatus(job.ID, store.StatusRunning, "")
-	return harnesskit.Allow(nil), "person"
+	return supervisor.Allow(nil), "person"
 }
 
 // The trace records what happened in order: a permission request is in the record before its

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 )
 
 // run runs job's session to its end and records it.
@@ -58,12 +59,12 @@ func (n *Node) run(job *Job) {
 	}
 	spec := job.spec.Spec(n.cfg.GatewayURL, key, sandbox)
 	spec.Limits.Grace = n.cfg.Grace
-	spec.Decider = harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision { return n.decide(ctx, job, ask) })
+	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
 	spec.TempDir = n.cfg.TempDir
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
 	job.says = n.cfg.SayStream()
-	sess, err := harnesskit.Start(context.Background(), spec)
+	sess, err := supervisor.Start(context.Background(), spec)
 	if err != nil {
 		job.rec.close()
 		n.append(job.ID, store.EventError, map[string]any{"message": err.Error()})
@@ -92,7 +93,7 @@ func (n *Node) run(job *Job) {
 // decide asks the node's Decider and remembers who decided, for the trace. The request is
 // committed first: a decider writes to the job's record directly (the approvals inbox sets the
 // job waiting for approval), and the trace must have the request before what it led to.
-func (n *Node) decide(ctx context.Context, job *Job, ask *harnesskit.Ask) harnesskit.Decision {
+func (n *Node) decide(ctx context.Context, job *Job, ask *supervisor.Ask) supervisor.Decision {
 	job.rec.flush()
 	d, who := n.cfg.Decider.Decide(ctx, job, ask)
 	job.mu.Lock()
@@ -232,7 +233,7 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 		}
 		reason := StoppedOnRequest
 		if end.Killed {
-			reason += fmt.Sprintf("; the harness did not exit within %s of SIGTERM, so its processes were killed", cmp.Or(n.cfg.Grace, harnesskit.DefaultGrace))
+			reason += fmt.Sprintf("; the harness did not exit within %s of SIGTERM, so its processes were killed", cmp.Or(n.cfg.Grace, supervisor.DefaultGrace))
 		}
 		n.finish(job.ID, store.StatusCancelled, reason, nil)
 	case harnesskit.TimedOut:
@@ -247,12 +248,12 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 			// A module the harness imports is not installed: the failure says how to install
 			// it, as oz0 plugin test and oz0 doctor do.
 			lines := strings.Split(strings.TrimSpace(end.StderrTail), "\n")
-			missing := cmp.Or(harnesskit.MissingModule(end.Message), harnesskit.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
+			missing := cmp.Or(supervisor.MissingModule(end.Message), supervisor.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
 			if missing != "" {
 				if !strings.Contains(reason, missing) {
 					reason += ": " + missing
 				}
-				reason += "; a module the harness imports is not installed in the plugin's environment: " + harnesskit.InstallMend(job.Plugin.Dir, harnesskit.IsPythonMissing(missing))
+				reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(job.Plugin.Dir, supervisor.IsPythonMissing(missing))
 			}
 		}
 		n.append(job.ID, store.EventError, map[string]any{"message": reason})

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // The diff of a replayed request against the recorded one, for people: each place that differs
@@ -88,8 +88,8 @@ func (d *differ) value(path string, a, b any) {
 		return
 	}
 	d.add("  %s:", name(path))
-	d.add("    - %s", diag.ClipN(string(compact(a)), maxValue))
-	d.add("    + %s", diag.ClipN(string(compact(b)), maxValue))
+	d.add("    - %s", textclip.ClipN(string(compact(a)), maxValue))
+	d.add("    + %s", textclip.ClipN(string(compact(b)), maxValue))
 }
 
 func (d *differ) object(path string, a, b map[string]any) {
@@ -114,9 +114,9 @@ func (d *differ) object(path string, a, b map[string]any) {
 		bv, inB := b[k]
 		switch {
 		case !inB:
-			d.add("  %s: - %s (not sent now)", p, diag.ClipN(string(compact(av)), maxValue))
+			d.add("  %s: - %s (not sent now)", p, textclip.ClipN(string(compact(av)), maxValue))
 		case !inA:
-			d.add("  %s: + %s (not in the recording)", p, diag.ClipN(string(compact(bv)), maxValue))
+			d.add("  %s: + %s (not in the recording)", p, textclip.ClipN(string(compact(bv)), maxValue))
 		default:
 			d.value(p, av, bv)
 		}
@@ -128,10 +128,10 @@ func (d *differ) array(path string, a, b []any) {
 		d.value(path+"["+strconv.Itoa(i)+"]", a[i], b[i])
 	}
 	for i := len(b); i < len(a); i++ {
-		d.add("  %s[%d]: - %s (not sent now)", name(path), i, diag.ClipN(string(compact(a[i])), maxValue))
+		d.add("  %s[%d]: - %s (not sent now)", name(path), i, textclip.ClipN(string(compact(a[i])), maxValue))
 	}
 	for i := len(a); i < len(b); i++ {
-		d.add("  %s[%d]: + %s (not in the recording)", name(path), i, diag.ClipN(string(compact(b[i])), maxValue))
+		d.add("  %s[%d]: + %s (not in the recording)", name(path), i, textclip.ClipN(string(compact(b[i])), maxValue))
 	}
 }
 
@@ -147,7 +147,7 @@ func (d *differ) lines(path, a, b string) {
 	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
 	d.add("  %s:", name(path))
 	for _, op := range lineDiff(la, lb) {
-		d.add("    %c %s", op.kind, diag.ClipN(op.text, maxValue))
+		d.add("    %c %s", op.kind, textclip.ClipN(op.text, maxValue))
 	}
 }
 

@@ -10,15 +10,12 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Mask is what replaces a secret value.
 const Mask = "***"
-
-// MinMaskLen is the shortest value that is masked, in characters: a shorter one would mask
-// half of everything.
-const MinMaskLen = 4
 
 // fewPatterns is the most patterns the matcher looks for one by one with bytes.Index (fast,
 // vectorised: ≈ 40 ns each on a 140-byte event); with more, one scan of the text with a filter
@@ -47,7 +44,7 @@ func newMatcher(values []string) *matcher {
 	seen := map[string]bool{}
 	var pats [][]byte
 	for _, v := range values {
-		if utf8.RuneCountInString(v) < MinMaskLen {
+		if utf8.RuneCountInString(v) < apiv1.SecretMinMaskLen {
 			continue
 		}
 		for _, f := range forms(v) {

@@ -37,13 +37,12 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // FileName is the secrets file in the state directory.
 const FileName = "secrets.json"
-
-// MaxValue is the largest secret value, in bytes.
-const MaxValue = 64 << 10
 
 // GetRecheck is how long Get trusts what it last read of the file before it looks again.
 const GetRecheck = 500 * time.Millisecond
@@ -54,21 +53,6 @@ var (
 	ErrInvalid  = errors.New("invalid secret")
 	ErrFile     = errors.New("unusable secrets file")
 )
-
-// ValidName reports whether name is a secret's name: like an environment variable, ^[A-Z][A-Z0-9_]{0,127}$.
-// (Checked by hand: that regexp's bounded repeat compiles to ~100 KB at package init, which every
-// oz0 command paid.)
-func ValidName(name string) bool {
-	if len(name) == 0 || len(name) > 128 || name[0] < 'A' || name[0] > 'Z' {
-		return false
-	}
-	for _, c := range []byte(name[1:]) {
-		if !('A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
 
 // Meta is what may be shown of a secret.
 type Meta struct {
@@ -193,14 +177,14 @@ func (s *Store) refresh() error {
 }
 
 func check(name, value string) error {
-	if !ValidName(name) {
+	if !apiv1.ValidSecretName(name) {
 		return fmt.Errorf("%w: name %q: want capitals, digits and _, starting with a capital, at most 128 (like an environment variable)", ErrInvalid, name)
 	}
 	if value == "" {
 		return fmt.Errorf("%w: %s: the value is empty", ErrInvalid, name)
 	}
-	if len(value) > MaxValue {
-		return fmt.Errorf("%w: %s: the value is %d bytes, over the limit of %d", ErrInvalid, name, len(value), MaxValue)
+	if len(value) > apiv1.MaxSecretValue {
+		return fmt.Errorf("%w: %s: the value is %d bytes, over the limit of %d", ErrInvalid, name, len(value), apiv1.MaxSecretValue)
 	}
 	if !utf8.ValidString(value) {
 		return fmt.Errorf("%w: %s: the value is not UTF-8 text", ErrInvalid, name)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 func open(t *testing.T, dir string) *Store {
@@ -92,12 +94,12 @@ func TestInvalid(t *testing.T) {
 	if err := s.Set(strings.Repeat("A", 128), "value"); err != nil {
 		t.Errorf("128 characters: %v", err)
 	}
-	for what, v := range map[string]string{"empty": "", "too long": strings.Repeat("x", MaxValue+1), "not UTF-8": "\xff\xfe"} {
+	for what, v := range map[string]string{"empty": "", "too long": strings.Repeat("x", apiv1.MaxSecretValue+1), "not UTF-8": "\xff\xfe"} {
 		if err := s.Set("K", v); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", what, err)
 		}
 	}
-	if err := s.Set("K", strings.Repeat("x", MaxValue)); err != nil {
+	if err := s.Set("K", strings.Repeat("x", apiv1.MaxSecretValue)); err != nil {
 		t.Errorf("64 KiB: %v", err)
 	}
 }

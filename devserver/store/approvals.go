@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // ApprovalStatus is where a request for a person's approval stands: the control API's statuses

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // Event types: the control API's (apiv1 documents each with its data). Type is a string so that

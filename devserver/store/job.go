@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
 
 // Status is a job's state. The store keeps the control API's statuses (apiv1 is their one

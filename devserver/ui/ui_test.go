@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/api"
-	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 )

@@ -23,11 +23,12 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // Check is the outcome of one scenario for one harness.
@@ -90,7 +91,7 @@ type Options struct {
 	// Timeout bounds each scenario; 0 is DefaultTimeout.
 	Timeout time.Duration
 	// Grace is how long a harness has to exit after its last line or after SIGTERM; 0 is
-	// harnesskit.DefaultGrace.
+	// supervisor.DefaultGrace.
 	Grace time.Duration
 	// Harnesses limits the run to these harnesses; empty runs all.
 	Harnesses []string
@@ -217,7 +218,7 @@ type env struct {
 	gwServer *httptest.Server
 	keys     *gateway.MemResolver
 	meter    *gateway.MemMeter
-	sandbox  harnesskit.Sandbox
+	sandbox  supervisor.Sandbox
 	gw       *gateway.Gateway
 	jobs     atomic.Int64
 }
@@ -255,7 +256,7 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	defer gw.Close()
 	e.gwServer = httptest.NewServer(gw)
 	defer e.gwServer.Close()
-	e.sandbox = harnesskit.Sandbox{Tier: tier, Gateway: gw}
+	e.sandbox = supervisor.Sandbox{Tier: tier, Gateway: gw}
 	e.gw = gw
 
 	var targets []*target
@@ -363,8 +364,8 @@ type session struct {
 type sessionSpec struct {
 	tools    []string // the request's tools; nil: the job's
 	maxSteps int      // the request's and the key's limits.max_steps; 0: the job's
-	decide   func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision
-	onEvent  func(*harnesskit.Session, harnesskit.Event)
+	decide   func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision
+	onEvent  func(*supervisor.Session, harnesskit.Event)
 	// spendSteps: steps the gateway counts as made before the session starts.
 	spendSteps int
 }
@@ -398,14 +399,14 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 
 	out := &session{results: map[string]harnesskit.ToolResult{}}
 	var mu sync.Mutex
-	var sess *harnesskit.Session
+	var sess *supervisor.Session
 	ready := make(chan struct{})
-	spec.Decider = harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision {
+	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision {
 		mu.Lock()
 		out.decided++
 		mu.Unlock()
 		if ss.decide == nil {
-			return harnesskit.Allow(nil)
+			return supervisor.Allow(nil)
 		}
 		return ss.decide(ctx, ask)
 	})
@@ -438,7 +439,7 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 			ss.onEvent(sess, ev)
 		}
 	}
-	s, err := harnesskit.Start(ctx, spec)
+	s, err := supervisor.Start(ctx, spec)
 	if err != nil {
 		close(ready)
 		out.startErr = err
@@ -518,15 +519,15 @@ func (s *session) missingModule() string {
 	return missingModule(strings.Join(lines[max(0, len(lines)-25):], "\n"))
 }
 
-// missingModule is harnesskit.MissingModule.
-func missingModule(text string) string { return harnesskit.MissingModule(text) }
+// missingModule is supervisor.MissingModule.
+func missingModule(text string) string { return supervisor.MissingModule(text) }
 
 // missingHint says how to install a plugin's dependencies, for the language of the error.
 func missingHint(missing, dir string) string {
 	if strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError") {
-		return "a module the harness imports is not installed in the plugin's environment: " + harnesskit.InstallMend(dir, true) + ", then test again"
+		return "a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(dir, true) + ", then test again"
 	}
-	return "a package the harness imports is not installed: " + harnesskit.InstallMend(dir, false) + ", then test again"
+	return "a package the harness imports is not installed: " + supervisor.InstallMend(dir, false) + ", then test again"
 }
 
 // spendStep makes a call through the gateway with key, so that it counts as a step.
@@ -648,10 +649,10 @@ func (e *env) permissionAllowed(ctx context.Context, t *target) outcome {
 func (e *env) changedArguments(ctx context.Context, t *target) outcome {
 	var mu sync.Mutex
 	originals := map[string][]string{} // request id → the string values asked
-	s := e.run(ctx, t, sessionSpec{decide: func(_ context.Context, ask *harnesskit.Ask) harnesskit.Decision {
+	s := e.run(ctx, t, sessionSpec{decide: func(_ context.Context, ask *supervisor.Ask) supervisor.Decision {
 		var args map[string]any
 		if json.Unmarshal(ask.Arguments, &args) != nil {
-			return harnesskit.Allow(nil)
+			return supervisor.Allow(nil)
 		}
 		var asked []string
 		for _, k := range slices.Sorted(maps.Keys(args)) {
@@ -664,7 +665,7 @@ func (e *env) changedArguments(ctx context.Context, t *target) outcome {
 		originals[ask.ID] = asked
 		mu.Unlock()
 		changed, _ := json.Marshal(args)
-		return harnesskit.Allow(changed)
+		return supervisor.Allow(changed)
 	}})
 	if got, ok := s.protocolOK(); !ok {
 		return failed(got)
@@ -692,8 +693,8 @@ func (e *env) changedArguments(ctx context.Context, t *target) outcome {
 }
 
 func (e *env) denied(ctx context.Context, t *target) outcome {
-	s := e.run(ctx, t, sessionSpec{decide: func(context.Context, *harnesskit.Ask) harnesskit.Decision {
-		return harnesskit.Deny(DenyReason)
+	s := e.run(ctx, t, sessionSpec{decide: func(context.Context, *supervisor.Ask) supervisor.Decision {
+		return supervisor.Deny(DenyReason)
 	}})
 	return s.checkRefused("denied", "denied")
 }
@@ -765,11 +766,11 @@ func (e *env) cancel(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{
 		// Hold every permission request until the session ends, so that the cancel lands while
 		// the harness is mid-session whatever it does first.
-		decide: func(ctx context.Context, _ *harnesskit.Ask) harnesskit.Decision {
+		decide: func(ctx context.Context, _ *supervisor.Ask) supervisor.Decision {
 			<-ctx.Done()
-			return harnesskit.Deny("cancelled")
+			return supervisor.Deny("cancelled")
 		},
-		onEvent: func(sess *harnesskit.Session, ev harnesskit.Event) {
+		onEvent: func(sess *supervisor.Session, ev harnesskit.Event) {
 			if ev.Raw == nil {
 				return
 			}
@@ -808,4 +809,4 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func clip(s string, n int) string { return diag.Squash(s, n) }
+func clip(s string, n int) string { return textclip.Squash(s, n) }

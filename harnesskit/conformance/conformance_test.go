@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
-	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
+	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 )
 
 // A plugin with one harness per way of behaving, each run on the test harness in one mode.

@@ -17,8 +17,8 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
-	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // The harness of these tests appends each session request it gets to RECORD, a file outside its

@@ -49,7 +49,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // Request is one tool call for a hook to decide.
@@ -231,4 +231,4 @@ type Func func(ctx context.Context, req Request) (Decision, error)
 // Decide calls f.
 func (f Func) Decide(ctx context.Context, req Request) (Decision, error) { return f(ctx, req) }
 
-func clip(s string) string { return diag.ClipN(s, 200) }
+func clip(s string) string { return textclip.ClipN(s, 200) }

@@ -10,9 +10,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // Exit codes, as the README states them.
@@ -99,5 +101,5 @@ func Message(err error) string {
 		}
 		msg = msg[:i] + plain + msg[i+len(full):]
 	}
-	return diag.OneLine(diag.Squash(msg, 0))
+	return termtext.OneLine(textclip.Squash(msg, 0))
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/internal/client"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/internal/prompt"
 )
 

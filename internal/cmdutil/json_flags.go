@@ -19,7 +19,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
-	"github.com/orchestrator-zero/oz0/lint/diag"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // JSONFlags are --json, --jq and --template, which every command that lists or shows something
@@ -115,7 +115,7 @@ func templateError(err error) string {
 }
 
 // Quote quotes a value the user gave for a message, clipped: a mistyped megabyte stays a line.
-func Quote(s string) string { return strconv.Quote(diag.Clip(s)) }
+func Quote(s string) string { return strconv.Quote(textclip.Clip(s)) }
 
 var templateHead = lazyre.New(`^template: [^:]*:(\d+):(?:\d+:)? (.*)$`)
 

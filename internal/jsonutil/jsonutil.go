@@ -24,3 +24,9 @@ func NewEncoder(w io.Writer) *json.Encoder {
 	enc.SetEscapeHTML(false)
 	return enc
 }
+
+// IsObject reports whether r, valid JSON, is an object.
+func IsObject(r json.RawMessage) bool {
+	r = bytes.TrimLeft(r, " \t\r\n")
+	return len(r) > 0 && r[0] == '{'
+}

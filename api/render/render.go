@@ -1,0 +1,214 @@
+// Package render turns a job's event stream into the text `oz0 run` shows, line for line as the
+// product guide prints it, every control character of what the harness, a model or a tool said
+// made visible (termtext.Visible):
+//
+//	acme-triage: Sorting the ticket.
+//	acme-triage → notify_team {"summary":"…","team":"billing"}
+//	acme-triage ← notify_team told the billing team: …
+//	billing: Sorry about the double charge; we have refunded the second one.
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
+)
+
+// Stream renders events for one agent's job. It is not safe for concurrent use.
+type Stream struct {
+	w     io.Writer
+	agent string
+
+	inSay   bool   // a say line is open: its prefix is written
+	pending string // trailing whitespace of the open say line, written only if more text follows
+	// said is the text said since the last line that was not a say: a result that repeats it
+	// (a framework that streams its answer, then returns it) is not shown twice.
+	said strings.Builder
+}
+
+// New returns a renderer writing to w for the named agent.
+func New(w io.Writer, agent string) *Stream { return &Stream{w: w, agent: agent} }
+
+// Event renders one event. Events the live view does not show (logs, stderr, model calls, status
+// changes) write nothing.
+func (s *Stream) Event(ev apiv1.Event) error {
+	switch ev.Type {
+	case apiv1.EventSay:
+		var d struct{ Text string }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.say(d.Text)
+	case apiv1.EventPermissionRequest:
+		var d struct {
+			Tool      string
+			Arguments json.RawMessage
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.line("%s → %s %s", s.agent, d.Tool, CompactJSON(d.Arguments))
+	case apiv1.EventPermissionDecision:
+		var d struct {
+			Tool, Decision, Reason, By string
+			Arguments                  json.RawMessage
+			Changed                    bool
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		switch {
+		case d.Decision == "deny":
+			who := by(d.By)
+			if name, ok := strings.CutPrefix(d.By, "hook:"); ok && strings.HasPrefix(d.Reason, "hook "+name+" ") {
+				who = "" // a failed hook's reason names it: "hook NAME failed: …"
+			}
+			return s.line("%s ✗ %s refused%s: %s", s.agent, d.Tool, who, d.Reason)
+		case d.Changed:
+			return s.line("%s → %s %s (arguments changed%s)", s.agent, d.Tool, CompactJSON(d.Arguments), by(d.By))
+		}
+		return nil
+	case apiv1.EventToolResult:
+		var d struct {
+			Tool   string
+			Result json.RawMessage
+			Error  string
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		if d.Error != "" {
+			return s.line("%s ← %s failed: %s", s.agent, d.Tool, d.Error)
+		}
+		return s.line("%s ← %s %s", s.agent, d.Tool, Text(d.Result))
+	case apiv1.EventStrayOutput:
+		var d struct{ Line, Note string }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		what := "not protocol JSON"
+		if strings.HasPrefix(d.Note, "not valid UTF-8") {
+			what = "not valid UTF-8" // it may well be JSON
+		}
+		return s.line("%s ! stray output (%s): %s", s.agent, what, d.Line)
+	case apiv1.EventResult:
+		var d struct{ Output json.RawMessage }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		out := Text(d.Output)
+		if said := strings.Fields(s.said.String()); len(said) > 0 && slices.Equal(said, strings.Fields(out)) {
+			return s.endSay() // streamed already, word for word
+		}
+		return s.line("%s", out)
+	}
+	return nil
+}
+
+// Close ends an open say line.
+func (s *Stream) Close() error { return s.endSay() }
+
+// by says who decided a call, from the trace's word for it: person, hook:NAME, node, policy.
+func by(who string) string {
+	switch {
+	case who == "":
+		return ""
+	case who == "person":
+		return " by a person"
+	case who == "node":
+		return " by the node"
+	case strings.HasPrefix(who, "hook:"):
+		return " by hook " + strings.TrimPrefix(who, "hook:")
+	}
+	return " by " + who
+}
+
+// say streams text under the agent's prefix, a prefix at the start of every line. Trailing
+// whitespace is held back until more text comes, so a line never ends in spaces, and blank
+// lines are dropped.
+func (s *Stream) say(text string) error {
+	s.said.WriteString(text)
+	text = termtext.Visible(text) // a say must not move the cursor, nor rewrite the lines above it
+	for text != "" {
+		line, rest, nl := strings.Cut(text, "\n")
+		body := strings.TrimRight(line, " \t")
+		if body != "" {
+			if !s.inSay {
+				if _, err := fmt.Fprintf(s.w, "%s: ", s.agent); err != nil {
+					return err
+				}
+				s.inSay = true
+			}
+			if _, err := io.WriteString(s.w, s.pending+body); err != nil {
+				return err
+			}
+			s.pending = ""
+		}
+		s.pending += line[len(body):]
+		if nl {
+			if err := s.endSay(); err != nil {
+				return err
+			}
+		}
+		text = rest
+	}
+	return nil
+}
+
+func (s *Stream) endSay() error {
+	s.pending = ""
+	if !s.inSay {
+		return nil
+	}
+	s.inSay = false
+	_, err := io.WriteString(s.w, "\n")
+	return err
+}
+
+// line writes one line (or several: a result may have newlines) with its controls made visible:
+// tool names, arguments, results, reasons and stray output come from the harness, a model or a
+// tool.
+func (s *Stream) line(format string, args ...any) error {
+	s.said.Reset()
+	if err := s.endSay(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(s.w, termtext.Visible(fmt.Sprintf(format, args...))+"\n")
+	return err
+}
+
+// Text shows a JSON value as a person reads it: a string as itself, anything else as compact
+// JSON with sorted keys.
+func Text(v json.RawMessage) string {
+	var str string
+	if err := json.Unmarshal(v, &str); err == nil {
+		return str
+	}
+	return CompactJSON(v)
+}
+
+// CompactJSON re-encodes a JSON value compactly with object keys sorted, as the guide shows tool
+// arguments; what is not JSON comes back as it was.
+func CompactJSON(v json.RawMessage) string {
+	if len(bytes.TrimSpace(v)) == 0 {
+		return "{}"
+	}
+	var x any
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&x); err != nil {
+		return string(v)
+	}
+	b, err := jsonutil.Marshal(x)
+	if err != nil {
+		return string(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,109 @@
+package render
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+)
+
+func ev(typ, data string) apiv1.Event { return apiv1.Event{Type: typ, Data: json.RawMessage(data)} }
+
+func TestGuideStream(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "acme-triage")
+	for _, e := range []apiv1.Event{
+		ev("status", `{"status":"running"}`),
+		ev("say", `{"text":"Sorting the ticket. "}`),
+		ev("model_call", `{"record":"fake"}`),
+		ev("permission_request", `{"id":"p1","tool":"notify_team","arguments":{"team":"billing","summary":"I was charged twice for my order"}}`),
+		ev("permission_decision", `{"id":"p1","tool":"notify_team","decision":"allow","arguments":{"team":"billing","summary":"I was charged twice for my order"}}`),
+		ev("tool_result", `{"id":"p1","tool":"notify_team","result":"told the billing team: I was charged twice for my order"}`),
+		ev("result", `{"output":"billing: Sorry about the double charge; we have refunded the second one."}`),
+	} {
+		if err := s.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	want := `acme-triage: Sorting the ticket.
+acme-triage → notify_team {"summary":"I was charged twice for my order","team":"billing"}
+acme-triage ← notify_team told the billing team: I was charged twice for my order
+billing: Sorry about the double charge; we have refunded the second one.
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestSayChunksAndNewlines(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "a")
+	for _, text := range []string{"Hel", "lo ", " world\nsecond", " line  ", "\n\n", "  "} {
+		if err := s.say(text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	want := "a: Hello  world\na: second line\n"
+	if b.String() != want {
+		t.Errorf("got %q want %q", b.String(), want)
+	}
+}
+
+func TestRefusalsChangesAndOddValues(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "a")
+	s.Event(ev("permission_decision", `{"tool":"t","decision":"deny","reason":"not today","by":"hook:policy"}`))
+	s.Event(ev("permission_decision", `{"tool":"t","decision":"deny","reason":"hook policy failed: the plugin exited","by":"hook:policy"}`))
+	s.Event(ev("permission_decision", `{"tool":"t","decision":"allow","changed":true,"arguments":{"b":1,"a":"<x>"},"by":"hook:redact"}`))
+	s.Event(ev("tool_result", `{"tool":"t","error":"boom"}`))
+	s.Event(ev("tool_result", `{"tool":"t","result":{"z":1,"a":[1,2]}}`))
+	s.Event(ev("stray_output", `{"line":"hello"}`))
+	s.Event(ev("stray_output", `{"line":"{\"type\":\"say\",\"text\":\"caf\ufffd\"}","note":"not valid UTF-8"}`))
+	s.Event(ev("result", `{"output":{"team":"billing"}}`))
+	want := `a ✗ t refused by hook policy: not today
+a ✗ t refused: hook policy failed: the plugin exited
+a → t {"a":"<x>","b":1} (arguments changed by hook redact)
+a ← t failed: boom
+a ← t {"a":[1,2],"z":1}
+a ! stray output (not protocol JSON): hello
+a ! stray output (not valid UTF-8): {"type":"say","text":"caf�"}
+{"team":"billing"}
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestCompactJSONKeepsBigNumbers(t *testing.T) {
+	if got := CompactJSON(json.RawMessage(`{"n": 12345678901234567890}`)); got != `{"n":12345678901234567890}` {
+		t.Errorf("got %s", got)
+	}
+}
+
+// A framework that streams its answer and then returns it as the result (strands-ts) shows it
+// once; a result that says something else after the says is shown.
+func TestStreamedAnswerIsNotRepeated(t *testing.T) {
+	render := func(evs ...apiv1.Event) string {
+		var b strings.Builder
+		s := New(&b, "a")
+		for _, e := range evs {
+			if err := s.Event(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		return b.String()
+	}
+	got := render(ev("tool_result", `{"tool":"t","result":"ok"}`), ev("say", `{"text":"The team "}`), ev("say", `{"text":"was told.\n"}`),
+		ev("result", `{"output":"The team was told."}`))
+	if want := "a ← t ok\na: The team was told.\n"; got != want {
+		t.Errorf("streamed, then returned:\n%q\nwant\n%q", got, want)
+	}
+	got = render(ev("say", `{"text":"Sorting."}`), ev("result", `{"output":"billing: sorted"}`))
+	if want := "a: Sorting.\nbilling: sorted\n"; got != want {
+		t.Errorf("a result after says:\n%q\nwant\n%q", got, want)
+	}
+}

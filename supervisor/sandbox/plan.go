@@ -1,0 +1,305 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox/internal/initproc"
+)
+
+// Config is one session's sandbox: what the harness runs and what it may see.
+type Config struct {
+	Tier Tier
+	// Argv, Env and Dir are the harness's command as the node resolved it: Argv[0] an absolute
+	// path on the host, Dir one of Writable.
+	Argv []string
+	Env  []string
+	Dir  string
+	// PluginDir is shown read-only, with the installation of the program that runs the harness
+	// (see InstallPaths).
+	PluginDir string
+	// ReadOnly are more paths to show read-only.
+	ReadOnly []string
+	// Writable are shown read-write: the session's working and state directories.
+	Writable []string
+	// Hide are paths the session must not see even where a directory it sees holds them: the
+	// node's state directory (it may sit in the plugin), other plugins.
+	Hide []string
+	// Root is an empty directory of the node's, not shown to the session, that the session's
+	// root is mounted on.
+	Root string
+	// Listen are the loopback host:ports where a Strict session reaches the gateway; the node
+	// serves them (Process.Listeners).
+	Listen []string
+	// UID and GID are the harness's ids inside the sandbox; the supervisor sets them from IDs.
+	UID, GID int
+}
+
+type op = initproc.Op
+
+const (
+	opSymlink = initproc.OpSymlink
+	opRO      = initproc.OpRO
+	opRW      = initproc.OpRW
+	opDevice  = initproc.OpDevice
+	opTmpfs   = initproc.OpTmpfs
+	opDevfs   = initproc.OpDevfs
+	opHide    = initproc.OpHide
+	opProc    = initproc.OpProc
+)
+
+// systemDirs are shown read-only when the host has them: the programs and libraries every
+// harness needs, and /etc's configuration. Each is a directory of the system, not of a user.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"}
+
+// devices are bound from the host's /dev: the ones programs open without asking. Not /dev/tty:
+// a session has no controlling terminal, and the host's /dev/tty is the terminal of whoever
+// opens it (a harness that had one could write on the user's terminal and feed it input).
+var devices = []string{"null", "zero", "full", "random", "urandom"}
+
+// plan lists the steps that build the session's root: the system's directories read-only, a
+// fresh /dev, /proc and /tmp, the plugin and the program's installation read-only, the session's
+// directories read-write, and what must be hidden covered.
+func (c *Config) plan() ([]op, error) {
+	var ops []op
+	var visible []string // host paths (resolved) the session sees, to tell what is already shown
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(d)
+			if err != nil {
+				continue
+			}
+			ops = append(ops, op{Kind: opSymlink, Src: target, Dst: d})
+		case fi.IsDir():
+			ops = append(ops, op{Kind: opRO, Src: d, Dst: d})
+			visible = append(visible, realPath(d))
+		}
+	}
+	ops = append(ops, op{Kind: opDevfs, Dst: "/dev"})
+	for _, d := range devices {
+		ops = append(ops, op{Kind: opDevice, Src: "/dev/" + d, Dst: "/dev/" + d, Optional: true})
+	}
+	for i, name := range []string{"stdin", "stdout", "stderr"} {
+		ops = append(ops, op{Kind: opSymlink, Src: fmt.Sprintf("/proc/self/fd/%d", i), Dst: "/dev/" + name})
+	}
+	ops = append(ops,
+		op{Kind: opSymlink, Src: "/proc/self/fd", Dst: "/dev/fd"},
+		op{Kind: opTmpfs, Dst: "/dev/shm"},
+		op{Kind: opProc, Dst: "/proc"},
+		op{Kind: opTmpfs, Dst: "/tmp"},
+	)
+	// /etc/resolv.conf is often a link into /run, which is not shown: show the file it names.
+	if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !under(target, visible) {
+		ops = append(ops, op{Kind: opRO, Src: target, Dst: target, Optional: true})
+	}
+
+	// The session's own paths, bound where the host has them so that every path the node gave
+	// the harness (its argv, its request's workdir and state_dir) means the same inside.
+	type bind struct {
+		path string
+		rw   bool
+	}
+	var binds []bind
+	need := map[string]bool{} // paths that must stay visible
+	addRO := func(p string) {
+		if p == "" {
+			return
+		}
+		p = filepath.Clean(p)
+		for _, q := range uniq(p, realPath(p)) {
+			if !under(q, visible) {
+				binds = append(binds, bind{path: q})
+			}
+			need[q] = true
+		}
+	}
+	if c.PluginDir != "" {
+		addRO(c.PluginDir)
+		for _, p := range DependencyPaths(c.PluginDir) {
+			addRO(p)
+		}
+	}
+	if len(c.Argv) > 0 {
+		for _, p := range InstallPaths(c.Argv[0]) {
+			addRO(p)
+		}
+	}
+	for _, p := range c.ReadOnly {
+		addRO(p)
+	}
+	for _, p := range c.Writable {
+		p = filepath.Clean(p)
+		binds = append(binds, bind{path: p, rw: true})
+		need[p] = true
+	}
+	slices.SortFunc(binds, func(a, b bind) int { return strings.Compare(a.path, b.path) })
+	binds = slices.CompactFunc(binds, func(a, b bind) bool { return a.path == b.path && a.rw == b.rw })
+	shown := slices.Clone(visible)
+	for _, b := range binds {
+		kind := opRO
+		if b.rw {
+			kind = opRW
+		}
+		ops = append(ops, op{Kind: kind, Src: b.path, Dst: b.path})
+		shown = append(shown, b.path)
+	}
+
+	// What must not be seen, where something shown holds it.
+	var hides []string
+	for _, h := range c.Hide {
+		if h == "" {
+			continue
+		}
+		h = filepath.Clean(h)
+		for _, q := range uniq(h, realPath(h)) {
+			for p := range need {
+				if p == q || strings.HasPrefix(p, q+"/") {
+					return nil, fmt.Errorf("the sandbox cannot hide %s: it holds %s, which the session needs", q, p)
+				}
+			}
+			if under(q, shown) {
+				if _, err := os.Lstat(q); err == nil {
+					hides = append(hides, q)
+				}
+			}
+		}
+	}
+	slices.Sort(hides)
+	for _, h := range slices.Compact(hides) {
+		ops = append(ops, op{Kind: opHide, Dst: h})
+	}
+	return ops, nil
+}
+
+// DependencyPaths are the directories of a plugin's dependencies that lie outside it: a .venv or
+// node_modules that is a link (uv's UV_PROJECT_ENVIRONMENT, a shared install), shown where it
+// points, and the node_modules of the plugin's parent directories, where Node looks for packages
+// after the plugin's own (an npm, pnpm or yarn workspace installs them at its root).
+func DependencyPaths(pluginDir string) []string {
+	var paths []string
+	for _, name := range []string{".venv", "node_modules"} {
+		if p := filepath.Join(pluginDir, name); isSymlink(p) && isDir(p) {
+			paths = append(paths, realPath(p))
+		}
+	}
+	abs, err := filepath.Abs(pluginDir)
+	if err != nil {
+		return paths
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		if p := filepath.Join(dir, "node_modules"); isDir(p) {
+			paths = append(paths, p)
+		}
+		if dir == filepath.Dir(dir) {
+			return paths
+		}
+	}
+}
+
+// InstallPaths are the directories a program needs besides itself: the directory its file
+// (links resolved) is in and, when that is a bin directory, its installation's lib and lib64
+// (where an interpreter keeps its library: pyenv's, uv's or nvm's installations). A program that
+// lies directly in a user's home, or in / , is shown alone, never the home.
+func InstallPaths(program string) []string {
+	real, err := filepath.EvalSymlinks(program)
+	if err != nil || !filepath.IsAbs(real) {
+		return nil
+	}
+	dir := filepath.Dir(real)
+	if dir == "/" {
+		return []string{real}
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		for _, h := range uniq(home, realPath(home)) {
+			if dir == h || strings.HasPrefix(h, dir+"/") {
+				return []string{real}
+			}
+		}
+	}
+	paths := []string{dir}
+	if filepath.Base(dir) == "bin" {
+		for _, lib := range []string{"lib", "lib64"} {
+			if p := filepath.Join(filepath.Dir(dir), lib); isDir(p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths
+}
+
+// ListenAddrs returns the loopback host:ports that base URLs name, for a Strict session: the
+// gateway's faces must be on loopback, which the session's network has.
+func ListenAddrs(baseURLs ...string) ([]string, error) {
+	var addrs []string
+	for _, u := range baseURLs {
+		if u == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(u, "http://")
+		if !ok {
+			return nil, fmt.Errorf("the gateway URL %s is not http:// on loopback, which a strict sandbox needs", u)
+		}
+		hostport, _, _ := strings.Cut(rest, "/")
+		host, port, err := net.SplitHostPort(hostport)
+		if err != nil {
+			host, port = hostport, "80"
+		}
+		switch {
+		case host == "localhost":
+			addrs = append(addrs, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port))
+		case net.ParseIP(host) != nil && net.ParseIP(host).IsLoopback():
+			addrs = append(addrs, net.JoinHostPort(host, port))
+		default:
+			return nil, fmt.Errorf("the gateway URL %s is not on loopback, which a strict sandbox needs", u)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, errors.New("a strict sandbox needs the gateway's URL")
+	}
+	slices.Sort(addrs)
+	return slices.Compact(addrs), nil
+}
+
+// under reports whether path p is one of dirs or inside one.
+func under(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") || d == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// realPath is p with its links resolved, or p when that fails.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func uniq(a, b string) []string {
+	if a == b {
+		return []string{a}
+	}
+	return []string{a, b}
+}
+
+func isSymlink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

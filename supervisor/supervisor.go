@@ -1,0 +1,1049 @@
+package supervisor
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
+	"github.com/orchestrator-zero/oz0/supervisor/internal/execerr"
+	"github.com/orchestrator-zero/oz0/supervisor/internal/fds"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+)
+
+// Spec says what session to run and how.
+type Spec struct {
+	// Command is the harness's argv, as the manifest's harness command. See Start for how its
+	// first word is resolved.
+	Command []string
+	// PluginDir is the plugin's directory: relative commands resolve against it, and a Python
+	// harness runs from its .venv or with its src/ on PYTHONPATH.
+	PluginDir string
+	// Request is the session request. The supervisor sets its Protocol (when 0, to Protocol),
+	// Workdir and StateDir (the session's own directories) and Limits.TimeoutS (from
+	// Limits.Timeout); everything else is sent as it is. Request.Tools is the list of tools the
+	// agent may call: a request for any other is denied by the supervisor (rule 1).
+	Request harnesskit.SessionRequest
+	// Env is the gateway's URLs and the session's key: see Env for the whole environment.
+	Env Env
+	// Limits bound the session's time.
+	Limits Limits
+	// Decider decides the permission requests of listed tools; nil denies them all.
+	Decider Decider
+	// Sink gets the session's events, one call at a time, in order, the last an EventEnd; all
+	// calls are made before Wait returns. A slow Sink slows the harness down (its writes block),
+	// it does not lose events. nil drops them.
+	Sink func(harnesskit.Event)
+	// TempDir is where the session's directories are made; "" is os.TempDir().
+	TempDir string
+	// Sandbox is how the session is isolated; the zero value is tier none.
+	Sandbox Sandbox
+}
+
+// Sandbox says how a session is isolated from the machine: docs/sandbox.md.
+type Sandbox struct {
+	// Tier is the sandbox's tier; "" is sandbox.None. A tier the machine cannot give fails Start
+	// (sandbox.Check says beforehand).
+	Tier sandbox.Tier
+	// Hide are paths a sandboxed session must not see even where a directory it sees holds them:
+	// the node's state directory, other plugins.
+	Hide []string
+	// Gateway serves the gateway in a Strict session's network, at the loopback address of Env's
+	// base URLs (the session reaches nothing else); required for Strict.
+	Gateway http.Handler
+}
+
+// Limits bound a session's time.
+type Limits struct {
+	// Timeout is the most active time the session may take (time a Decider holds while waiting
+	// for a person does not count); 0 is no limit.
+	Timeout time.Duration
+	// Grace is how long the process gets to exit after its last line (with stdin closed), or
+	// after SIGTERM, before its process group is killed. 0 is DefaultGrace.
+	Grace time.Duration
+	// EventBytes is the most bytes the harness may write on stdout in all (its lines: says,
+	// logs, tool results, stray output); past it the session fails. 0 is DefaultEventBytes.
+	EventBytes int64
+	// EventBytesPerSecond is the most bytes the harness may write on stdout a second, over any
+	// second (a second's worth may come at once); past it the session fails. 0 is
+	// DefaultEventBytesPerSecond.
+	EventBytesPerSecond int64
+}
+
+// The default budgets of a session's events: far above what an agent says, logs and gets from
+// its tools, low enough that a harness that floods cannot fill the node's memory or store.
+const (
+	DefaultEventBytes          = 64 << 20
+	DefaultEventBytesPerSecond = 16 << 20
+)
+
+// DefaultGrace is the grace period when Limits.Grace is 0. It is longer than the Python
+// template's 2 s for its exit handlers.
+const DefaultGrace = 5 * time.Second
+
+// MaxOpenPermissions is the most permission requests that may wait for a decision at once; one
+// more is a protocol violation.
+const MaxOpenPermissions = 256
+
+// Session is a running harness process and its session.
+type Session struct {
+	spec     Spec
+	req      harnesskit.SessionRequest
+	grace    time.Duration
+	cmd      *exec.Cmd
+	pid      int
+	root     string
+	workdir  string
+	stateDir string
+	start    time.Time
+
+	stdin  *stdinWriter
+	stdout *pipeReader
+	stderr *pipeReader
+	errlog *stderrLog
+	clock  *activeClock
+
+	sinkMu sync.Mutex
+	seq    int64
+
+	mu    sync.Mutex
+	last  bool // the end is decided: every later line is recorded and ignored
+	end   harnesskit.End
+	ended chan struct{} // closed when the end is decided
+	used  map[string]bool
+	open  int
+
+	dctx     context.Context // Decide's context, done when the end is decided (its cause an *EndError)
+	dcancel  context.CancelCauseFunc
+	deciders sync.WaitGroup
+
+	box     *sandbox.Process // the session's init, in a sandboxed tier
+	gateway *http.Server     // the gateway inside a Strict session's network
+
+	stdoutEOF chan struct{}
+	stderrEOF chan struct{}
+	done      chan struct{}
+	final     harnesskit.End
+}
+
+// Run runs a session to its end: Start, then Wait.
+func Run(ctx context.Context, spec Spec) (harnesskit.End, error) {
+	s, err := Start(ctx, spec)
+	if err != nil {
+		return harnesskit.End{}, err
+	}
+	return s.Wait(), nil
+}
+
+// Start starts a session: it makes the session's working directory and state directory (0700,
+// removed when the session ends, on every path), starts the harness in a process group of its
+// own with the environment of rule 6 (see Env), writes the session request to its stdin, and
+// supervises it until Wait says how it ended. When ctx is done the session is cancelled.
+//
+// The command's first word resolves as a plugin author expects: python or python3 is the
+// plugin's .venv/bin/python when there is one, else python3 on the session's PATH, with the
+// plugin's src/ on PYTHONPATH; a path with a slash is relative to PluginDir; a bare name is
+// looked up on the session's PATH.
+//
+// An error means that nothing was started and nothing is left behind. Its text is written for
+// the harness's author (a node shows it as the job's reason): what is wrong, and how to mend it.
+func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not starting the session: %w", err)
+	}
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return nil, errors.New("the harness has no command")
+	}
+	pluginDir, err := filepath.Abs(cmpOr(spec.PluginDir, "."))
+	if err != nil {
+		return nil, fmt.Errorf("plugin directory: %w", err)
+	}
+	s := &Session{
+		spec:      spec,
+		req:       spec.Request,
+		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
+		used:      map[string]bool{},
+		ended:     make(chan struct{}),
+		stdoutEOF: make(chan struct{}),
+		stderrEOF: make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	var closers []io.Closer
+	defer func() {
+		if err != nil {
+			for _, c := range closers {
+				c.Close()
+			}
+			if s.root != "" {
+				removeAll(s.root)
+			}
+		}
+	}()
+
+	s.root, err = os.MkdirTemp(spec.TempDir, sessionDirPattern())
+	if err != nil {
+		return nil, fmt.Errorf("cannot make the session's directories: %w", err)
+	}
+	s.workdir = filepath.Join(s.root, "work")
+	s.stateDir = filepath.Join(s.root, "state")
+	dirs := []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")}
+	for _, d := range dirs {
+		if err = os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("cannot make the session's directories: %w", err)
+		}
+	}
+
+	if s.req.Protocol == 0 {
+		s.req.Protocol = harnesskit.Protocol
+	}
+	s.req.Workdir, s.req.StateDir = s.workdir, s.stateDir
+	s.req.Limits.TimeoutS = spec.Limits.Timeout.Seconds()
+	s.req.Tools = slices.Clone(s.req.Tools)
+	first, err := encodeLine(s.req)
+	if err != nil {
+		return nil, fmt.Errorf("the session request: %w", err)
+	}
+
+	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
+	if err != nil {
+		return nil, err
+	}
+	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
+	if runsInterpreter(spec.Command) {
+		// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
+		// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
+		// Python starts: every tier runs the interpreter it runs, resolved once.
+		exe, err := sandbox.PythonInterpreter(argv[0], env, s.workdir)
+		switch {
+		case err == nil:
+			argv[0] = exe
+		case tier.Isolated():
+			return nil, err
+		}
+		// Tier none hides nothing: the wrapper itself runs, as it does in the user's shell.
+	}
+	if tier.Isolated() {
+		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
+			for _, d := range dirs {
+				if err = os.Chown(d, uid, gid); err != nil {
+					return nil, fmt.Errorf("cannot give the session's directories to its sandbox's user: %w", err)
+				}
+			}
+		}
+	}
+
+	// The supervisor owns the pipes (os.Pipe, passed to the child as files), so exec.Cmd copies
+	// nothing and Wait never waits for I/O: a grandchild that holds stdout cannot block Wait.
+	// After the process exits, the readers drain what is left with a bound (pipeReader.drain).
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
+	}
+	closers = append(closers, inR, inW)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
+	}
+	closers = append(closers, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
+	}
+	closers = append(closers, errR, errW)
+
+	s.cmd = &exec.Cmd{
+		Path:        argv[0],
+		Args:        argv,
+		Env:         env,
+		Dir:         s.workdir,
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: procAttr(),
+		// A guard only: with *os.File pipes exec starts no copying goroutines, so there is no
+		// I/O for Wait to wait on.
+		WaitDelay: s.grace,
+	}
+	if tier.Isolated() {
+		if err = s.sandbox(tier, pluginDir); err != nil {
+			return nil, err
+		}
+	}
+	// What this process inherited from whatever started it is not the harness's to have. (Where
+	// that cannot be done, a sandbox's init refuses to start the session; tier none promises no
+	// isolation.)
+	_ = fds.CloseOnExecFrom(3)
+	s.start = time.Now()
+	if s.box != nil {
+		if err = s.box.Start(); err != nil {
+			return nil, err
+		}
+		s.serveGateway()
+	} else if err = s.cmd.Start(); err != nil {
+		return nil, execerr.Explain(argv[0], "on this machine", err)
+	}
+	s.pid = s.cmd.Process.Pid
+	s.writeRecord(string(tier))
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	s.clock = newActiveClock(spec.Limits.Timeout)
+	s.dctx, s.dcancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.stdin = newStdinWriter(inW)
+	s.stdout = &pipeReader{f: outR}
+	s.stderr = &pipeReader{f: errR}
+	s.errlog = newStderrLog(s.emit)
+
+	s.stdin.sendLine(first)
+	go s.stdin.run()
+	go s.readStdout()
+	go s.readStderr()
+	go s.supervise(ctx)
+	return s, nil
+}
+
+// sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's.
+func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
+	box := filepath.Join(s.root, "sandbox")
+	if err := os.Mkdir(box, 0o700); err != nil {
+		return fmt.Errorf("cannot make the session's directories: %w", err)
+	}
+	cfg := sandbox.Config{
+		Tier: tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
+		Writable: []string{s.workdir, s.stateDir}, Hide: s.spec.Sandbox.Hide, Root: box,
+	}
+	if tier == sandbox.Strict {
+		if s.spec.Sandbox.Gateway == nil {
+			return errors.New("a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
+		}
+		var err error
+		if cfg.Listen, err = sandbox.ListenAddrs(s.spec.Env.AnthropicBaseURL, s.spec.Env.OpenAIBaseURL); err != nil {
+			return err
+		}
+	}
+	var err error
+	if s.box, err = sandbox.Prepare(s.cmd, cfg); err != nil {
+		return err
+	}
+	s.cmd = s.box.Cmd() // the init, started: Wait waits for every process of the session
+	return nil
+}
+
+// serveGateway serves the gateway on the sockets a Strict session's network listens on.
+func (s *Session) serveGateway() {
+	lns := s.box.Listeners()
+	if len(lns) == 0 {
+		return
+	}
+	s.gateway = &http.Server{Handler: s.spec.Sandbox.Gateway, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	for _, l := range lns {
+		go s.gateway.Serve(l)
+	}
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Wait waits for the session's end: the process has exited, its process group is gone, the
+// session's directories are removed, every event has been delivered and every Decide call has
+// returned.
+func (s *Session) Wait() harnesskit.End {
+	<-s.done
+	return s.final
+}
+
+// Done is closed when the session has ended (Wait would return).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Cancel cancels the session: its end is decided before Cancel returns, so any line the harness
+// writes that has not been read yet (a result too) comes after its last; then SIGTERM to its
+// process group, the grace period, and SIGKILL. It does nothing once the session's end is decided.
+// It may be called from the Sink.
+func (s *Session) Cancel() {
+	s.decideEnd(harnesskit.End{Status: harnesskit.Cancelled, Reason: "the session was cancelled"})
+}
+
+// Hold stops the session's timeout clock until release is called, like Ask.Hold.
+func (s *Session) Hold() (release func()) { return s.clock.hold() }
+
+// PID is the id of the process group the node signals: the harness's, or in a sandbox, its
+// init's (which passes signals on to every process of the session).
+func (s *Session) PID() int { return s.pid }
+
+// Workdir is the session's working directory (removed at the end).
+func (s *Session) Workdir() string { return s.workdir }
+
+// StateDir is the session's state directory, its HOME (removed at the end).
+func (s *Session) StateDir() string { return s.stateDir }
+
+// Request is the session request as it was sent.
+func (s *Session) Request() harnesskit.SessionRequest { return s.req }
+
+// StderrTail returns the last StderrTailSize bytes of the harness's stderr so far.
+func (s *Session) StderrTail() []byte {
+	tail, _ := s.errlog.tail()
+	return tail
+}
+
+// emit delivers an event to the sink, one at a time.
+func (s *Session) emit(ev harnesskit.Event) {
+	if s.spec.Sink == nil {
+		return
+	}
+	s.sinkMu.Lock()
+	defer s.sinkMu.Unlock()
+	s.seq++
+	ev.Seq = s.seq
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	s.spec.Sink(ev)
+}
+
+// decideEnd sets the session's end unless it is set; it reports whether it set it.
+func (s *Session) decideEnd(e harnesskit.End) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last {
+		return false
+	}
+	s.last, s.end = true, e
+	close(s.ended)
+	s.dcancel(&harnesskit.EndError{End: e})
+	return true
+}
+
+func (s *Session) isLast() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+func (s *Session) violate(rule, reason string) bool {
+	return s.decideEnd(harnesskit.End{Status: harnesskit.ProtocolViolation, Rule: rule, Reason: fmt.Sprintf("protocol violation (%s): %s", rule, reason)})
+}
+
+// ---- stdout -----------------------------------------------------------------------------------
+
+func (s *Session) readStdout() {
+	defer close(s.stdoutEOF)
+	r := harnesskit.NewReader(s.stdout)
+	budget := newEventBudget(s.spec.Limits)
+	for {
+		line, err := r.ReadLine()
+		n := r.Lines()
+		size := int64(len(line)) + 1
+		var tooLong *harnesskit.LineTooLongError
+		if errors.As(err, &tooLong) {
+			size = tooLong.Size
+		}
+		if err == nil || errors.Is(err, harnesskit.ErrInvalidUTF8) || tooLong != nil {
+			if over := budget.take(size, time.Now()); over != "" {
+				// The line is not decoded, nor anything after it: the rest of stdout is read
+				// and dropped, so the harness is not blocked on its writes while it is stopped.
+				if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: over}) {
+					s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("line %d and the rest of stdout were not read: %s", n, over)})
+				}
+				r.Discard()
+				return
+			}
+		}
+		switch {
+		case err == nil:
+			s.handleLine(n, line)
+		case errors.Is(err, harnesskit.ErrInvalidUTF8):
+			s.stray(n, line, "not valid UTF-8")
+		case errors.Is(err, harnesskit.ErrLineTooLong):
+			if !s.violate("rule 3", fmt.Sprintf("line %d of stdout: %v", n, err)) {
+				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", err)})
+			}
+		default:
+			if s.stdout.heldOpen.Load() {
+				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
+			}
+			return
+		}
+	}
+}
+
+// eventBudget counts the bytes of a session's stdout against its limits: in all, and a second (a
+// token bucket holding one second's worth, refilled as time passes).
+type eventBudget struct {
+	total, perSecond int64
+	used             int64
+	tokens           float64
+	last             time.Time
+}
+
+func newEventBudget(l Limits) *eventBudget {
+	b := &eventBudget{total: cmp.Or(l.EventBytes, DefaultEventBytes), perSecond: cmp.Or(l.EventBytesPerSecond, DefaultEventBytesPerSecond)}
+	b.tokens = float64(b.perSecond)
+	return b
+}
+
+// take counts n bytes read at now; past a budget it says which, as the session's failure.
+func (b *eventBudget) take(n int64, now time.Time) string {
+	b.used += n
+	if b.used > b.total {
+		return fmt.Sprintf("the harness wrote events past its limits.max_event_bytes of %s on stdout (%d bytes and more; set a larger limit in the agent's limits if it needs to)", textclip.SizeName(b.total), b.used)
+	}
+	if !b.last.IsZero() {
+		b.tokens = min(float64(b.perSecond), b.tokens+now.Sub(b.last).Seconds()*float64(b.perSecond))
+	}
+	b.last = now
+	b.tokens -= float64(n)
+	if b.tokens < 0 {
+		return fmt.Sprintf("the harness wrote events faster than its limits.max_event_bytes_per_second of %s a second on stdout (set a larger limit in the agent's limits if it needs to)", textclip.SizeName(b.perSecond))
+	}
+	return ""
+}
+
+// emitLine delivers an event from stdout line n. Its Raw is the reader's buffer, not a copy: a
+// line of megabytes is not held twice more for a Sink that does not look at it.
+func (s *Session) emitLine(n int64, line []byte, ev harnesskit.Event) {
+	ev.Line, ev.Raw = n, line
+	s.emit(ev)
+}
+
+func (s *Session) stray(n int64, line []byte, note string) {
+	text, cut := textclip.Bytes(strings.ToValidUTF8(string(line), "\uFFFD"), harnesskit.MaxEventText)
+	if cut {
+		note += fmt.Sprintf(" (%d bytes, cut)", len(line))
+	}
+	kind := harnesskit.EventStray
+	if s.isLast() {
+		kind, note = harnesskit.EventIgnored, "after the session's last line (rule 2); "+note
+	}
+	s.emitLine(n, line, harnesskit.Event{Kind: kind, Text: text, Note: note})
+}
+
+func (s *Session) ignored(n int64, line []byte, m harnesskit.Message, note string) {
+	text, _ := textclip.Bytes(string(line), harnesskit.MaxEventText)
+	s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventIgnored, Message: m, Text: text, Note: note})
+}
+
+const afterLast = "after the session's last line (rule 2)"
+
+func (s *Session) handleLine(n int64, line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return // blank lines are no message and no stray output
+	}
+	m, err := harnesskit.DecodeHarnessMessage(line)
+	if err != nil {
+		var de *harnesskit.DecodeError
+		errors.As(err, &de)
+		switch {
+		case de == nil || de.Err != harnesskit.ErrInvalidMessage:
+			s.stray(n, line, err.Error())
+		case s.isLast():
+			s.ignored(n, line, nil, afterLast+"; "+err.Error())
+		case de.Type == harnesskit.TypeSay || de.Type == harnesskit.TypeLog || de.Type == harnesskit.TypeToolResult:
+			s.ignored(n, line, nil, err.Error())
+		default: // permission_request, result, error: the session cannot go on without them
+			if !s.violate("messages", fmt.Sprintf("line %d of stdout is %v", n, err)) {
+				s.ignored(n, line, nil, afterLast+"; "+err.Error())
+			}
+		}
+		return
+	}
+	switch m := m.(type) {
+	case harnesskit.Result:
+		if s.decideEnd(harnesskit.End{Status: harnesskit.Completed, Output: m.Output}) {
+			s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventResult, Message: m})
+		} else {
+			s.ignored(n, line, m, afterLast)
+		}
+		return
+	case harnesskit.ErrorMessage:
+		if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Message: m.Message, Reason: "the harness failed: " + m.Message}) {
+			s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventError, Message: m})
+		} else {
+			s.ignored(n, line, m, afterLast)
+		}
+		return
+	case harnesskit.PermissionRequest:
+		s.permissionRequest(n, line, m)
+		return
+	}
+	if s.isLast() {
+		s.ignored(n, line, m, afterLast)
+		return
+	}
+	switch m := m.(type) {
+	case harnesskit.Say:
+		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventSay, Message: m})
+	case harnesskit.Log:
+		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventLog, Message: m})
+	case harnesskit.ToolResult:
+		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventToolResult, Message: m})
+	case harnesskit.Unknown:
+		note := fmt.Sprintf("unknown type %q (rule 3)", m.Type)
+		if m.Type == "" {
+			note = `an object without a string "type" (rule 3)`
+		}
+		s.ignored(n, line, nil, note)
+	}
+}
+
+// ---- permissions ------------------------------------------------------------------------------
+
+func (s *Session) permissionRequest(n int64, line []byte, m harnesskit.PermissionRequest) {
+	s.mu.Lock()
+	switch {
+	case s.last:
+		s.mu.Unlock()
+		s.ignored(n, line, m, afterLast)
+		return
+	case s.used[m.ID]:
+		s.mu.Unlock()
+		if !s.violate("ids", fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID)) {
+			s.ignored(n, line, m, afterLast)
+		}
+		return
+	}
+	listed := slices.Contains(s.req.Tools, m.Tool)
+	if listed && s.open >= MaxOpenPermissions {
+		s.mu.Unlock()
+		s.violate("messages", fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
+		return
+	}
+	s.used[m.ID] = true
+	if listed {
+		s.open++
+		s.deciders.Add(1)
+	}
+	s.mu.Unlock()
+
+	s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventPermissionRequest, Message: m})
+	if !listed {
+		allowed := "it lists no tools"
+		if len(s.req.Tools) > 0 {
+			allowed = "it lists " + strings.Join(s.req.Tools, ", ")
+		}
+		p := harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("tool `%s` is not in the agent's harness.tools (%s)", m.Tool, allowed)}
+		s.emit(harnesskit.Event{Kind: harnesskit.EventPermission, Message: p, By: harnesskit.BySupervisor, Note: "rule 1"})
+		s.stdin.send(p)
+		return
+	}
+	go s.ask(m)
+}
+
+func (s *Session) ask(m harnesskit.PermissionRequest) {
+	defer s.deciders.Done()
+	a := &Ask{
+		ID: m.ID, Tool: m.Tool, Arguments: m.Arguments,
+		Job: s.req.Job, Agent: s.req.Agent, Harness: s.req.Harness,
+		Time: time.Now(), clock: s.clock,
+	}
+	d, note := s.callDecider(a)
+	a.releaseAll()
+
+	p := harnesskit.Permission{ID: m.ID, Allow: d.Allow, Reason: d.Reason}
+	if d.Allow {
+		p.Arguments = d.Arguments
+		if p.Arguments == nil {
+			p.Arguments = m.Arguments
+		}
+		var buf bytes.Buffer
+		if !jsonutil.IsObject(p.Arguments) || json.Compact(&buf, p.Arguments) != nil {
+			p = harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: the allowed arguments are not a JSON object", m.Tool)}
+			note = "the decider allowed arguments that are not a JSON object"
+		} else {
+			p.Arguments = buf.Bytes()
+		}
+	} else if p.Reason == "" {
+		p.Reason = fmt.Sprintf("the job denied `%s`", m.Tool)
+	}
+	line, err := encodeLine(p)
+	if err != nil {
+		p = harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: %v", m.Tool, err)}
+		note = err.Error()
+		line, _ = encodeLine(p)
+	}
+
+	s.mu.Lock()
+	if s.last { // the session has ended: the answer is moot
+		s.mu.Unlock()
+		return
+	}
+	s.open--
+	s.mu.Unlock()
+	s.emit(harnesskit.Event{Kind: harnesskit.EventPermission, Message: p, By: harnesskit.ByDecider, Note: note})
+	s.stdin.sendLine(line)
+}
+
+// callDecider calls the Decider, turning a panic into a denial.
+func (s *Session) callDecider(a *Ask) (d Decision, note string) {
+	if s.spec.Decider == nil {
+		return Deny("this node has no decider: it allows no tool calls"), ""
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d = Deny(fmt.Sprintf("the node failed to decide on `%s`", a.Tool))
+			note = fmt.Sprintf("the decider panicked: %v", r)
+		}
+	}()
+	return s.spec.Decider.Decide(s.dctx, a), ""
+}
+
+// ---- stderr -----------------------------------------------------------------------------------
+
+func (s *Session) readStderr() {
+	defer close(s.stderrEOF)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.stderr.Read(buf)
+		if n > 0 {
+			s.errlog.write(buf[:n])
+		}
+		if err != nil {
+			s.errlog.finish()
+			return
+		}
+	}
+}
+
+// ---- the process ------------------------------------------------------------------------------
+
+// signal sends sig to the session's process group.
+func (s *Session) signal(sig syscall.Signal) { _ = syscall.Kill(-s.pid, sig) }
+
+func (s *Session) supervise(ctx context.Context) {
+	exited := make(chan struct{})
+	go func() {
+		_ = s.cmd.Wait() // the status is in s.cmd.ProcessState
+		close(exited)
+	}()
+
+	var (
+		ended     = s.ended
+		stdoutEOF = s.stdoutEOF
+		timeout   = s.clock.C()
+		ctxDone   = ctx.Done()
+		killC     <-chan time.Time
+		eofC      <-chan time.Time
+		timers    []*time.Timer
+		killed    bool
+		termed    bool
+	)
+	after := func(d time.Duration) <-chan time.Time {
+		t := time.NewTimer(d)
+		timers = append(timers, t)
+		return t.C
+	}
+	for running := true; running; {
+		select {
+		case <-exited:
+			running = false
+		case <-timeout:
+			timeout = nil
+			s.decideEnd(harnesskit.End{Status: harnesskit.TimedOut, Reason: fmt.Sprintf("the session ran for its limits.timeout of %s without an answer (time waiting for a person does not count)", s.spec.Limits.Timeout)})
+		case <-ctxDone:
+			ctxDone = nil
+			s.decideEnd(harnesskit.End{Status: harnesskit.Cancelled, Reason: fmt.Sprintf("the session was cancelled: %v", context.Cause(ctx))})
+		case <-stdoutEOF:
+			stdoutEOF = nil
+			if !s.isLast() {
+				eofC = after(s.grace)
+			}
+		case <-eofC:
+			eofC = nil
+			s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness closed its stdout without a result or an error (rule 2) and did not exit within %s", s.grace)})
+		case <-ended:
+			ended = nil
+			s.clock.stop()
+			s.stdin.close()
+			s.mu.Lock()
+			byHarness := s.end.Status == harnesskit.Completed || (s.end.Status == harnesskit.Failed && s.end.Message != "")
+			s.mu.Unlock()
+			if !byHarness { // cancel, timeout, violation: ask it to stop now
+				s.signal(syscall.SIGTERM)
+				termed = true
+			}
+			killC = after(s.grace)
+		case <-killC:
+			killC = nil
+			s.signal(syscall.SIGKILL)
+			killed = true
+		}
+	}
+	for _, t := range timers {
+		t.Stop()
+	}
+
+	// The process has exited. Whatever is left of its group goes now, and (without a sandbox,
+	// whose init has ended every process of the session) whatever else still holds its pipes;
+	// then the readers take what is left in them, for at most a bound, within limits.timeout.
+	bound, timeoutBound := 10*s.grace, false
+	if left, ok := s.clock.remaining(); ok && left < bound && !s.isLast() {
+		bound, timeoutBound = left, true
+	}
+	held := s.clock.stop()
+	s.signal(syscall.SIGKILL)
+	if s.gateway != nil {
+		s.gateway.Close()
+	}
+	if s.box == nil {
+		s.killPipeHolders()
+	}
+	s.stdout.drain(s.grace, bound)
+	s.stderr.drain(s.grace, bound)
+	<-s.stdoutEOF
+	<-s.stderrEOF
+	if timeoutBound && (s.stdout.bounded.Load() || s.stderr.bounded.Load()) {
+		s.decideEnd(harnesskit.End{Status: harnesskit.TimedOut, Reason: fmt.Sprintf("the session ran for its limits.timeout of %s without an answer (time waiting for a person does not count); the harness had exited, and a process that left its process group still wrote to its output", s.spec.Limits.Timeout)})
+	}
+
+	tail, total := s.errlog.tail()
+	exitCode, sig := exitStatus(s.cmd.ProcessState)
+	if s.box != nil {
+		if ws, ok := s.box.HarnessStatus(); ok {
+			exitCode, sig = waitStatus(ws)
+		}
+	}
+	if sig == "" {
+		s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness exited with status %d without a result or an error (rule 2)%s", exitCode, stderrSummary(tail))})
+	} else {
+		s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness was killed by %s without a result or an error (rule 2)%s", sig, stderrSummary(tail))})
+	}
+	s.dcancel(nil) // the end is decided by now: its cause stands
+	s.deciders.Wait()
+	s.stdin.close()
+	<-s.stdin.done
+	s.stdout.f.Close()
+	s.stderr.f.Close()
+	removeAll(s.root)
+
+	s.mu.Lock()
+	e := s.end
+	s.mu.Unlock()
+	e.ExitCode, e.Signal, e.Killed = exitCode, sig, killed
+	e.StderrTail = strings.ToValidUTF8(string(tail), "\uFFFD")
+	e.StderrBytes, e.StderrDropped = total, s.errlog.dropAll
+	e.Elapsed, e.Held = time.Since(s.start), held
+	if killed && e.Status != harnesskit.Completed {
+		if termed {
+			e.Reason += fmt.Sprintf("; it did not exit within %s of SIGTERM and its process group was killed", s.grace)
+		} else {
+			e.Reason += fmt.Sprintf("; it did not exit within %s of its last line and its process group was killed", s.grace)
+		}
+	}
+	s.final = e
+	s.emit(harnesskit.Event{Kind: harnesskit.EventEnd, End: &e})
+	close(s.done)
+}
+
+// killPipeHolders kills what still holds the session's stdout or stderr once its process group
+// is gone: descendants that left the group (setsid), which a node without a sandbox cannot
+// otherwise tell from its other processes. It looks only if the pipes do not close at once.
+func (s *Session) killPipeHolders() {
+	eof := time.NewTimer(50 * time.Millisecond)
+	defer eof.Stop()
+	for stdout, stderr := s.stdoutEOF, s.stderrEOF; stdout != nil || stderr != nil; {
+		select {
+		case <-stdout:
+			stdout = nil
+		case <-stderr:
+			stderr = nil
+		case <-eof.C:
+			for _, pid := range pipeHolders(s.stdout.f, s.stderr.f) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+	}
+}
+
+// stderrSummary is the end of stderr for a reason.
+func stderrSummary(tail []byte) string {
+	last := textclip.LastLines(strings.ToValidUTF8(string(tail), "\uFFFD"), 10, 2<<10)
+	if strings.TrimSpace(last) == "" {
+		return "; its stderr is empty"
+	}
+	return "; the end of its stderr:\n" + last
+}
+
+func exitStatus(ps *os.ProcessState) (code int, sig string) {
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, signalName(ws.Signal())
+	}
+	return ps.ExitCode(), ""
+}
+
+func waitStatus(ws syscall.WaitStatus) (code int, sig string) {
+	if ws.Signaled() {
+		return -1, signalName(ws.Signal())
+	}
+	return ws.ExitStatus(), ""
+}
+
+func signalName(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGSEGV: "SIGSEGV",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGBUS: "SIGBUS", syscall.SIGILL: "SIGILL",
+		syscall.SIGFPE: "SIGFPE", syscall.SIGQUIT: "SIGQUIT", syscall.SIGUSR1: "SIGUSR1",
+		syscall.SIGUSR2: "SIGUSR2", syscall.SIGXCPU: "SIGXCPU",
+	}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}
+
+// encodeLine is a message's line, "\n" included, within MaxLine.
+func encodeLine(m harnesskit.Message) ([]byte, error) {
+	b, err := jsonutil.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)+1 > harnesskit.MaxLine {
+		return nil, &harnesskit.LineTooLongError{Size: int64(len(b) + 1), Limit: harnesskit.MaxLine}
+	}
+	return append(b, '\n'), nil
+}
+
+// ---- pipes ------------------------------------------------------------------------------------
+
+// pipeReader reads the parent's end of a pipe. Once drain is called (the process has exited and
+// its group is killed) a read that waits longer than the idle time, or reading past the bound,
+// ends the stream: only a process that left the group can still hold the other end.
+type pipeReader struct {
+	f        *os.File
+	draining atomic.Bool
+	idle     time.Duration
+	until    time.Time
+	heldOpen atomic.Bool
+	bounded  atomic.Bool // the bound ended it, not idleness
+}
+
+func (p *pipeReader) drain(idle, bound time.Duration) {
+	p.idle = idle
+	p.until = time.Now().Add(bound)
+	p.draining.Store(true)
+	_ = p.f.SetReadDeadline(time.Now().Add(min(idle, bound)))
+}
+
+func (p *pipeReader) Read(b []byte) (int, error) {
+	if p.draining.Load() {
+		if time.Now().After(p.until) {
+			p.heldOpen.Store(true)
+			p.bounded.Store(true)
+			return 0, io.EOF
+		}
+		deadline := time.Now().Add(p.idle)
+		if p.until.Before(deadline) {
+			deadline = p.until
+		}
+		_ = p.f.SetReadDeadline(deadline)
+	}
+	n, err := p.f.Read(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		p.heldOpen.Store(true)
+		if !time.Now().Before(p.until) {
+			p.bounded.Store(true)
+		}
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// stdinWriter writes the node's lines to the harness's stdin from a goroutine of its own, so that
+// a harness that does not read its stdin blocks nothing but that goroutine.
+type stdinWriter struct {
+	f      *os.File
+	mu     sync.Mutex
+	queue  [][]byte
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func newStdinWriter(f *os.File) *stdinWriter {
+	return &stdinWriter{f: f, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (w *stdinWriter) send(m harnesskit.Message) {
+	if line, err := encodeLine(m); err == nil {
+		w.sendLine(line)
+	}
+}
+
+func (w *stdinWriter) sendLine(line []byte) {
+	w.mu.Lock()
+	if !w.closed {
+		w.queue = append(w.queue, line)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close closes stdin: a write in progress fails, queued lines are dropped.
+func (w *stdinWriter) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.queue = nil
+	w.mu.Unlock()
+	w.f.Close()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *stdinWriter) run() {
+	defer close(w.done)
+	broken := false
+	for range w.wake {
+		w.mu.Lock()
+		queue, closed := w.queue, w.closed
+		w.queue = nil
+		w.mu.Unlock()
+		if closed {
+			return
+		}
+		for _, line := range queue {
+			if !broken {
+				// A harness that has exited or closed its stdin cannot take answers: drop them.
+				_, err := w.f.Write(line)
+				broken = err != nil
+			}
+		}
+	}
+}
