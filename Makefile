@@ -35,7 +35,7 @@ test: test-deps lint cross check-release lint-workflows lint-templates
 # The packages whose goroutines share state, under the race detector. On linux -race needs cgo,
 # so this step alone sets CGO_ENABLED=1 (with a C compiler: test-deps installs gcc); the binary
 # and every other test stay CGO_ENABLED=0.
-RACE_PKGS := ./devserver/... ./harnesskit/... ./supervisor/... ./api/client/...
+RACE_PKGS := ./devserver/... ./gateway/... ./fakemodel/... ./harnesskit/... ./supervisor/... ./conformance/... ./api/client/...
 race: test-deps
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 
@@ -112,8 +112,8 @@ FUZZTIME ?= 20s
 # is kept as found, which is as good a regression test.
 FUZZMIN ?= 1s
 FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
-	./devserver/fakemodel:FuzzParseScript ./devserver/fakemodel:FuzzRequest \
-	./devserver/hooks:FuzzParse ./devserver/gateway:FuzzTopLevel ./devserver/gateway:FuzzRewriteRequest
+	./fakemodel:FuzzParseScript ./fakemodel:FuzzRequest \
+	./devserver/hooks:FuzzParse ./gateway:FuzzTopLevel ./gateway:FuzzRewriteRequest
 fuzz:
 	@for t in $(FUZZ); do \
 	  echo "go test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*}"; \

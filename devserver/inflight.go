@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 // inflight counts each job's model calls between the gateway resolving their key and metering

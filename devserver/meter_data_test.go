@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 // provider is a model provider whose record exists once its key is set as a secret.

@@ -7,11 +7,11 @@ import (
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/devserver/api"
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/recording"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/fakemodel"
+	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/schemas"
 )

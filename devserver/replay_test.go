@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 // What is kept of a job's calls is bounded: past MaxRecordingBytes its later calls are kept

@@ -84,15 +84,9 @@ type Message interface {
 // Model is the session request's model: the resolved record of the agent's model.
 type Model struct {
 	Name   string `json:"name"`   // the model name, as the model API takes it
-	Format string `json:"format"` // anthropic-messages or openai-chat
+	Format string `json:"format"` // plugin.FormatAnthropicMessages or plugin.FormatOpenAIChat
 	Record string `json:"record"` // the tenant's provider record that serves it
 }
-
-// The model API formats.
-const (
-	FormatAnthropicMessages = "anthropic-messages"
-	FormatOpenAIChat        = "openai-chat"
-)
 
 // RequestLimits is the session request's limits.
 type RequestLimits struct {

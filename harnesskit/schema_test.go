@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
+	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -102,10 +103,10 @@ func sameJSON(t testing.TB, a, b []byte) bool {
 func TestEncoderOutputValidates(t *testing.T) {
 	msgs := []harnesskit.Message{
 		harnesskit.SessionRequest{Protocol: 1, Job: "job_1", Agent: "a", Harness: "h", Workdir: "/w", StateDir: "/s",
-			Model: harnesskit.Model{Format: harnesskit.FormatOpenAIChat}},
+			Model: harnesskit.Model{Format: plugin.FormatOpenAIChat}},
 		harnesskit.SessionRequest{Protocol: 1, Job: "job_1", Agent: "a", Harness: "h", Text: "x", Input: json.RawMessage(`{"a":[1,2]}`),
 			Tools: []string{"t1", "t.2"}, Limits: harnesskit.RequestLimits{MaxSteps: 3, TimeoutS: 0.25}, Workdir: "/w", StateDir: "/s",
-			Options: json.RawMessage(`{"k":true}`), Model: harnesskit.Model{Name: "m", Format: harnesskit.FormatAnthropicMessages, Record: "r"}},
+			Options: json.RawMessage(`{"k":true}`), Model: harnesskit.Model{Name: "m", Format: plugin.FormatAnthropicMessages, Record: "r"}},
 		harnesskit.Permission{ID: "p1", Allow: true},
 		harnesskit.Permission{ID: "p1", Allow: true, Arguments: json.RawMessage(`{"a":"\u2028"}`)},
 		harnesskit.Permission{ID: "p2", Reason: "no"},

@@ -10,15 +10,15 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
 // Formats that a harness may list: the model APIs the gateway serves.
-var modelFormats = []string{harnesskit.FormatAnthropicMessages, harnesskit.FormatOpenAIChat}
+var modelFormats = []string{plugin.FormatAnthropicMessages, plugin.FormatOpenAIChat}
 
 func (l *linter) run() error {
 	data, st := l.read(ManifestFile)

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
@@ -31,8 +31,8 @@ var (
 
 var jsPatterns = []clientPattern{
 	{jsResponsesCalls, []string{".responses"}, "", true},
-	{jsAnthropicClients, []string{"Anthropic"}, harnesskit.FormatAnthropicMessages, false},
-	{jsOpenAIClients, []string{"OpenAI"}, harnesskit.FormatOpenAIChat, false},
+	{jsAnthropicClients, []string{"Anthropic"}, plugin.FormatAnthropicMessages, false},
+	{jsOpenAIClients, []string{"OpenAI"}, plugin.FormatOpenAIChat, false},
 }
 
 // jsExtensions are the files of JavaScript and TypeScript code.

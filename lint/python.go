@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
@@ -134,8 +134,8 @@ type clientPattern struct {
 
 var pythonPatterns = []clientPattern{
 	{responsesClients, []string{"OpenAI", ".responses."}, "", true},
-	{anthropicClients, []string{"Anthropic"}, harnesskit.FormatAnthropicMessages, false},
-	{openaiClients, []string{"OpenAI"}, harnesskit.FormatOpenAIChat, false},
+	{anthropicClients, []string{"Anthropic"}, plugin.FormatAnthropicMessages, false},
+	{openaiClients, []string{"OpenAI"}, plugin.FormatOpenAIChat, false},
 }
 
 // findClients lists where code (comments and strings blanked) names a model client.

@@ -30,6 +30,12 @@ type Manifest struct {
 	SkillDirs   []string  `json:"skills"`
 }
 
+// The model API formats a harness speaks (Harness.Formats) and a model record serves.
+const (
+	FormatAnthropicMessages = "anthropic-messages"
+	FormatOpenAIChat        = "openai-chat"
+)
+
 // Harness is one of the manifest's harnesses.
 type Harness struct {
 	Name        string   `json:"name"`

@@ -17,6 +17,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
+	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
@@ -40,7 +41,7 @@ func spec(t testing.TB, mode string, args ...string) supervisor.Spec {
 			Job: "job_test_1", Agent: "acme-triage", Harness: "acme-triage",
 			Text: ticket, Input: input,
 			Instructions: "You sort support tickets for a customer support desk.",
-			Model:        harnesskit.Model{Name: "claude-fake-1", Format: harnesskit.FormatAnthropicMessages, Record: "fake"},
+			Model:        harnesskit.Model{Name: "claude-fake-1", Format: plugin.FormatAnthropicMessages, Record: "fake"},
 			Tools:        []string{"notify_team"},
 			Limits:       harnesskit.RequestLimits{MaxSteps: 10},
 		},

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/internal/nodedeps"
 	"github.com/orchestrator-zero/oz0/scaffold"
 	"github.com/orchestrator-zero/oz0/supervisor"

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
+	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/scaffold"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
@@ -42,7 +43,7 @@ func templateSpec(t testing.TB, dir, modelURL string) supervisor.Spec {
 		Request: harnesskit.SessionRequest{
 			Job: "job_01J9Z3", Agent: "acme-triage", Harness: "acme-triage",
 			Text: ticket, Input: input, Instructions: string(instructions),
-			Model:  harnesskit.Model{Name: "fake-model", Format: harnesskit.FormatAnthropicMessages, Record: "fake"},
+			Model:  harnesskit.Model{Name: "fake-model", Format: plugin.FormatAnthropicMessages, Record: "fake"},
 			Tools:  []string{"notify_team"},
 			Limits: harnesskit.RequestLimits{MaxSteps: 10},
 		},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/render"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 )
 
 func newCmdApproval(f *cmdutil.Factory) *cobra.Command {

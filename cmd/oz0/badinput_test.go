@@ -20,9 +20,9 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/devserver"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
-	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/conformance"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 // The README lists every page of docs/.

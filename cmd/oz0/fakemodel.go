@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/fakemodel"
 )
 
 func newCmdFakeModel(f *cmdutil.Factory) *cobra.Command {

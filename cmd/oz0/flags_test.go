@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 )
 
 // parseFlags runs a command's flag parsing and checks with args, stdin as its input, and

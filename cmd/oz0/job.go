@@ -18,8 +18,8 @@ import (
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/api/render"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 

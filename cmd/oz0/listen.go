@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/internal/atomicfile"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
 )
 
 // loopbackAddr checks an --addr flag of a command that listens (oz0 dev, oz0 fake-model serve):

@@ -6,9 +6,9 @@ import (
 
 	// A session's sandbox re-executes oz0 as the session's init: that runs from this package's
 	// init function, before main and cobra, and never returns (see sandbox.Process).
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 	_ "github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 

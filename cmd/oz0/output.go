@@ -8,8 +8,8 @@ import (
 	"github.com/cli/go-gh/v2/pkg/text"
 
 	"github.com/orchestrator-zero/oz0/api/client"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 

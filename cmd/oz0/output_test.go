@@ -7,7 +7,7 @@ import (
 
 	"github.com/cli/go-gh/v2/pkg/text"
 
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
 )
 
 // Tables are gh's: on a terminal a header and columns fitted to its width; piped, tab-separated

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/scaffold"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 )
 
 // testPrompter answers as a person would and records what was asked: a form's fields by title

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 )
 
 func newCmdSecret(f *cmdutil.Factory) *cobra.Command {

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 // answer reads the exchange's answer: a body, or a stream's events assembled.

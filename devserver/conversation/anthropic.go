@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 func anthropicRequest(c *apiv1.Conversation, o object) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 func blocks(bs ...apiv1.Block) []apiv1.Block { return bs }

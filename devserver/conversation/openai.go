@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 func openaiRequest(c *apiv1.Conversation, o object) {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/fakemodel"
+	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/gateway"
 )
 
 // Decode reads a job's recorded calls as the store keeps them.

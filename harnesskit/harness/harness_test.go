@@ -12,9 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/harness"
+	"github.com/orchestrator-zero/oz0/plugin"
 )
 
 func request(t testing.TB, mod func(*harnesskit.SessionRequest)) string {
@@ -23,7 +24,7 @@ func request(t testing.TB, mod func(*harnesskit.SessionRequest)) string {
 		Protocol: 1, Job: "job_1", Agent: "acme-triage", Harness: "acme-triage",
 		Text: "I was charged twice for my order", Input: json.RawMessage(`"I was charged twice for my order"`),
 		Instructions: "You sort support tickets for a customer support desk.",
-		Model:        harnesskit.Model{Name: "fake-model", Format: harnesskit.FormatAnthropicMessages, Record: "fake"},
+		Model:        harnesskit.Model{Name: "fake-model", Format: plugin.FormatAnthropicMessages, Record: "fake"},
 		Tools:        []string{"notify_team"}, Limits: harnesskit.RequestLimits{MaxSteps: 2},
 		Workdir: "/tmp/w", StateDir: "/tmp/s",
 	}

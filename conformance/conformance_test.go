@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/conformance"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/api/client"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 )
 
 func TestExitCode(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/conformance"
 )
 
 // The complete Node harness docs/protocol.md shows passes every check, run as its manifest says:
@@ -15,7 +15,7 @@ func TestNodeHarnessOfTheDocsPassesEveryCheck(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed:", err)
 	}
-	doc, err := os.ReadFile("../../docs/protocol.md")
+	doc, err := os.ReadFile("../docs/protocol.md")
 	if err != nil {
 		t.Fatal(err)
 	}

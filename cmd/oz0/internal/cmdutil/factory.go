@@ -2,9 +2,9 @@ package cmdutil
 
 import (
 	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/buildinfo"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
 )
 
 // Factory hands commands their dependencies, so tests can replace any of them.

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/diag"
-	"github.com/orchestrator-zero/oz0/internal/prompt"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/fakemodel"
 )
 
 // tenantKey is the provider key the tests' tenant holds: it must reach the upstream and nothing

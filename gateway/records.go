@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/plugin"
 )
 
 // Format is a model API, as a harness lists it in its formats.
@@ -14,8 +14,8 @@ type Format string
 
 // The formats the gateway serves, named as the harness protocol names them.
 const (
-	AnthropicMessages Format = harnesskit.FormatAnthropicMessages // Anthropic's Messages API
-	OpenAIChat        Format = harnesskit.FormatOpenAIChat        // OpenAI's Chat Completions API
+	AnthropicMessages Format = plugin.FormatAnthropicMessages // Anthropic's Messages API
+	OpenAIChat        Format = plugin.FormatOpenAIChat        // OpenAI's Chat Completions API
 )
 
 // Formats lists every format the gateway serves.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
+	"github.com/orchestrator-zero/oz0/conformance"
 	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestrator-zero/oz0/devserver/fakemodel"
+	"github.com/orchestrator-zero/oz0/fakemodel"
 )
 
 // The benchmarks send the same request straight to the fake upstream and through the gateway, in

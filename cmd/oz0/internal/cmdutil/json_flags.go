@@ -14,8 +14,8 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 
-	"github.com/orchestrator-zero/oz0/internal/ghtemplate"
-	"github.com/orchestrator-zero/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/ghtemplate"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/internal/termtext"

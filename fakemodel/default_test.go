@@ -10,7 +10,7 @@ import (
 
 // The byo-agent template's instructions, the system prompt of its model calls.
 func templateInstructions(t *testing.T) string {
-	data, err := os.ReadFile("../../scaffold/templates/byo-agent/prompts/__name__.md")
+	data, err := os.ReadFile("../scaffold/templates/byo-agent/prompts/__name__.md")
 	if err != nil {
 		t.Fatal(err)
 	}
