@@ -766,7 +766,7 @@ func (s *Server) banner() {
 		state += " (ephemeral: removed when oz0 dev stops)"
 	}
 	s.say("  state   %s", state)
-	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
+	s.say("  sandbox %s: %s", s.tier, s.tier.Policy().Summary)
 	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
 	if s.cfg.Record {
 		s.say("  calls   kept: each model call's request and answer, masked (oz0 job show JOB --calls, the UI's job page; --no-record keeps none)")

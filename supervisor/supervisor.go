@@ -228,7 +228,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
+	pol := cmpOr(spec.Sandbox.Tier, sandbox.None).Policy()
 	if runsInterpreter(spec.Command) {
 		// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
 		// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
@@ -237,13 +237,13 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		switch {
 		case err == nil:
 			argv[0] = exe
-		case tier.Isolated():
+		case pol.Namespaces:
 			return nil, err
 		}
 		// Tier none hides nothing: the wrapper itself runs, as it does in the user's shell.
 	}
-	if tier.Isolated() {
-		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
+	if pol.Namespaces {
+		if uid, gid, chown := sandbox.HarnessOwner(pol.Tier); chown {
 			for _, d := range dirs {
 				if err = os.Chown(d, uid, gid); err != nil {
 					return nil, fmt.Errorf("cannot give the session's directories to its sandbox's user: %w", err)
@@ -284,8 +284,8 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		// I/O for Wait to wait on.
 		WaitDelay: s.grace,
 	}
-	if tier.Isolated() {
-		if err = s.sandbox(tier, pluginDir); err != nil {
+	if pol.Namespaces {
+		if err = s.sandbox(pol, pluginDir); err != nil {
 			return nil, err
 		}
 	}
@@ -303,7 +303,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		return nil, execerr.Explain(argv[0], "on this machine", err)
 	}
 	s.pid = s.cmd.Process.Pid
-	s.writeRecord(string(tier))
+	s.writeRecord(string(pol.Tier))
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -324,16 +324,16 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 }
 
 // sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's.
-func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
+func (s *Session) sandbox(pol sandbox.Policy, pluginDir string) error {
 	box := filepath.Join(s.root, "sandbox")
 	if err := os.Mkdir(box, 0o700); err != nil {
 		return fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	cfg := sandbox.Config{
-		Tier: tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
+		Tier: pol.Tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
 		Writable: []string{s.workdir, s.stateDir}, Hide: s.spec.Sandbox.Hide, Root: box,
 	}
-	if tier == sandbox.Strict {
+	if pol.OwnNetwork {
 		if s.spec.Sandbox.Gateway == nil {
 			return errors.New("a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
 		}
