@@ -32,7 +32,7 @@ var heavyInits = map[string]int{
 	"github.com/itchyny/gojq": 256 << 10,
 	// --template's color function (internal/ghtemplate): mgutz/ansi's table of colours.
 	"github.com/mgutz/ansi": 40 << 10,
-	// Hooks run as go-plugin plugins over gRPC (devserver/hooks): protobuf's descriptors, gRPC,
+	// Hooks run as go-plugin plugins over gRPC (devserver/tenanthooks): protobuf's descriptors, gRPC,
 	// x/net/trace (gRPC's), gob (go-plugin's net/rpc).
 	"google.golang.org/protobuf/reflect/protodesc":  200 << 10,
 	"google.golang.org/protobuf/types/descriptorpb": 64 << 10,
