@@ -113,7 +113,7 @@ FUZZTIME ?= 20s
 FUZZMIN ?= 1s
 FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
 	./fakemodel:FuzzParseScript ./fakemodel:FuzzRequest \
-	./devserver/hooks:FuzzParse ./gateway:FuzzTopLevel ./gateway:FuzzRewriteRequest
+	./devserver/tenanthooks:FuzzParse ./gateway:FuzzTopLevel ./gateway:FuzzRewriteRequest
 fuzz:
 	@for t in $(FUZZ); do \
 	  echo "go test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*}"; \

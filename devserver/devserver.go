@@ -26,10 +26,10 @@ import (
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
-	"github.com/orchestrator-zero/oz0/devserver/hooks"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/tenanthooks"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/fakemodel"
@@ -360,7 +360,7 @@ func firstMissing(dir string) string {
 func (s *Server) loadHooks() error {
 	s.hooksFile = s.cfg.HooksFile
 	if s.hooksFile == "" {
-		s.hooksFile = filepath.Join(s.StateDir, hooks.FileName)
+		s.hooksFile = filepath.Join(s.StateDir, tenanthooks.FileName)
 	} else if _, err := os.Stat(s.hooksFile); err != nil {
 		return fmt.Errorf("cannot read --hooks %s: %w", s.hooksFile, err)
 	}
@@ -374,8 +374,8 @@ func (s *Server) loadHooks() error {
 }
 
 // readHooks loads the hooks file, its plugins' log lines going to the dev server's log.
-func (s *Server) readHooks() (*hooks.Set, error) {
-	return hooks.Load(s.hooksFile, hooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
+func (s *Server) readHooks() (*tenanthooks.Set, error) {
+	return tenanthooks.Load(s.hooksFile, tenanthooks.WithLog(func(hook, line string) { s.log.Info("hook", "hook", hook, "line", line) }))
 }
 
 // listen takes the loopback port; everything is served on it.
@@ -766,7 +766,7 @@ func (s *Server) banner() {
 		state += " (ephemeral: removed when oz0 dev stops)"
 	}
 	s.say("  state   %s", state)
-	s.say("  sandbox %s: %s", s.tier, s.tier.Describe())
+	s.say("  sandbox %s: %s", s.tier, s.tier.Policy().Summary)
 	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
 	if s.cfg.Record {
 		s.say("  calls   kept: each model call's request and answer, masked (oz0 job show JOB --calls, the UI's job page; --no-record keeps none)")

@@ -311,7 +311,9 @@ func checkSandbox(env Env) Result {
 		check = sandbox.Check
 	}
 	r := Result{Check: "sandbox"}
-	standard, strict := check(sandbox.Standard), check(sandbox.Strict)
+	// The default tier, and the one that also has a network of its own.
+	def, netTier := sandbox.Default, sandbox.Strict
+	standard, strict := check(def), check(netTier)
 	mend := func(err error) string {
 		var u *sandbox.Unavailable
 		if errors.As(err, &u) {
@@ -321,9 +323,9 @@ func checkSandbox(env Env) Result {
 	}
 	switch {
 	case standard == nil && strict == nil:
-		r.Level, r.Detail = OK, "standard (oz0 dev's default) and strict work here"
+		r.Level, r.Detail = OK, fmt.Sprintf("%s (oz0 dev's default) and %s work here", def, netTier)
 	case standard == nil:
-		r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("standard (oz0 dev's default) works here; strict does not: %v", strict), mend(strict)
+		r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("%s (oz0 dev's default) works here; %s does not: %v", def, netTier, strict), mend(strict)
 	default:
 		r.Level, r.Detail, r.Mend = Warn, fmt.Sprintf("sessions run without a sandbox (tier none): %v", standard), mend(standard)
 	}

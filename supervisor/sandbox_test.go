@@ -236,7 +236,7 @@ func TestHarnessGetsNoInheritedDescriptor(t *testing.T) {
 	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
 		t.Run(string(tier), func(t *testing.T) {
 			sp := spec(t, "probe")
-			if tier.Isolated() {
+			if tier.Policy().Namespaces {
 				requireTier(t, tier)
 				sp = sandboxed(t, tier, "probe")
 			}

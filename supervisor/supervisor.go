@@ -178,7 +178,55 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin directory: %w", err)
 	}
-	s := &Session{
+	s := newSession(spec)
+	var p *pipes
+	defer func() {
+		if err != nil {
+			p.closeAll()
+			if s.root != "" {
+				removeAll(s.root)
+			}
+		}
+	}()
+
+	dirs, err := s.makeDirs()
+	if err != nil {
+		return nil, err
+	}
+	first, err := s.request()
+	if err != nil {
+		return nil, err
+	}
+	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
+	if err != nil {
+		return nil, err
+	}
+	pol := cmpOr(spec.Sandbox.Tier, sandbox.None).Policy()
+	if err = s.resolveInterpreter(argv, env, pol); err != nil {
+		return nil, err
+	}
+	if err = giveDirs(dirs, pol); err != nil {
+		return nil, err
+	}
+	if p, err = openPipes(); err != nil {
+		return nil, err
+	}
+	s.cmd = s.command(argv, env, p)
+	if pol.Namespaces {
+		if err = s.sandbox(pol, pluginDir); err != nil {
+			return nil, err
+		}
+	}
+	if err = s.launch(argv[0]); err != nil {
+		return nil, err
+	}
+	s.writeRecord(string(pol.Tier))
+	s.begin(ctx, p, first)
+	return s, nil
+}
+
+func newSession(spec Spec) *Session {
+	return &Session{
 		spec:      spec,
 		req:       spec.Request,
 		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
@@ -188,131 +236,159 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		stderrEOF: make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	var closers []io.Closer
-	defer func() {
-		if err != nil {
-			for _, c := range closers {
-				c.Close()
-			}
-			if s.root != "" {
-				removeAll(s.root)
-			}
-		}
-	}()
+}
 
-	s.root, err = os.MkdirTemp(spec.TempDir, sessionDirPattern())
+// makeDirs makes the session's directory (s.root, which Start removes if it fails) and the
+// working and state directories in it, and returns those that are the harness's.
+func (s *Session) makeDirs() (dirs []string, err error) {
+	s.root, err = os.MkdirTemp(s.spec.TempDir, sessionDirPattern())
 	if err != nil {
 		return nil, fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	s.workdir = filepath.Join(s.root, "work")
 	s.stateDir = filepath.Join(s.root, "state")
-	dirs := []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")}
+	dirs = []string{s.workdir, s.stateDir, filepath.Join(s.stateDir, "tmp")}
 	for _, d := range dirs {
 		if err = os.Mkdir(d, 0o700); err != nil {
 			return nil, fmt.Errorf("cannot make the session's directories: %w", err)
 		}
 	}
+	return dirs, nil
+}
 
+// request completes the session request with what the node decided (the protocol, the
+// directories, the timeout) and encodes it as the first line of the harness's stdin.
+func (s *Session) request() ([]byte, error) {
 	if s.req.Protocol == 0 {
 		s.req.Protocol = harnesskit.Protocol
 	}
 	s.req.Workdir, s.req.StateDir = s.workdir, s.stateDir
-	s.req.Limits.TimeoutS = spec.Limits.Timeout.Seconds()
+	s.req.Limits.TimeoutS = s.spec.Limits.Timeout.Seconds()
 	s.req.Tools = slices.Clone(s.req.Tools)
 	first, err := encodeLine(s.req)
 	if err != nil {
 		return nil, fmt.Errorf("the session request: %w", err)
 	}
+	return first, nil
+}
 
-	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
-	if err != nil {
-		return nil, err
+// resolveInterpreter makes argv[0] the interpreter that a Python command's program runs.
+func (s *Session) resolveInterpreter(argv, env []string, pol sandbox.Policy) error {
+	if !runsInterpreter(s.spec.Command) {
+		return nil
 	}
-	tier := cmpOr(spec.Sandbox.Tier, sandbox.None)
-	if runsInterpreter(spec.Command) {
-		// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
-		// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
-		// Python starts: every tier runs the interpreter it runs, resolved once.
-		exe, err := sandbox.PythonInterpreter(argv[0], env, s.workdir)
-		switch {
-		case err == nil:
-			argv[0] = exe
-		case tier.Isolated():
-			return nil, err
+	// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
+	// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
+	// Python starts: every tier runs the interpreter it runs, resolved once.
+	exe, err := sandbox.PythonInterpreter(argv[0], env, s.workdir)
+	switch {
+	case err == nil:
+		argv[0] = exe
+	case pol.Namespaces:
+		return err
+	}
+	// Tier none hides nothing: the wrapper itself runs, as it does in the user's shell.
+	return nil
+}
+
+// giveDirs gives the session's directories to the user its sandbox runs the harness as.
+func giveDirs(dirs []string, pol sandbox.Policy) error {
+	if !pol.Namespaces {
+		return nil
+	}
+	uid, gid, chown := sandbox.HarnessOwner(pol.Tier)
+	if !chown {
+		return nil
+	}
+	for _, d := range dirs {
+		if err := os.Chown(d, uid, gid); err != nil {
+			return fmt.Errorf("cannot give the session's directories to its sandbox's user: %w", err)
 		}
-		// Tier none hides nothing: the wrapper itself runs, as it does in the user's shell.
 	}
-	if tier.Isolated() {
-		if uid, gid, chown := sandbox.HarnessOwner(tier); chown {
-			for _, d := range dirs {
-				if err = os.Chown(d, uid, gid); err != nil {
-					return nil, fmt.Errorf("cannot give the session's directories to its sandbox's user: %w", err)
-				}
-			}
+	return nil
+}
+
+// pipes are the harness's stdin, stdout and stderr. The supervisor owns them (os.Pipe, passed
+// to the child as files), so exec.Cmd copies nothing and Wait never waits for I/O: a grandchild
+// that holds stdout cannot block Wait. After the process exits, the readers drain what is left
+// with a bound (pipeReader.drain).
+type pipes struct{ inR, inW, outR, outW, errR, errW *os.File }
+
+func openPipes() (*pipes, error) {
+	p := &pipes{}
+	for _, ends := range []struct{ r, w **os.File }{{&p.inR, &p.inW}, {&p.outR, &p.outW}, {&p.errR, &p.errW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.closeAll()
+			return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
+		}
+		*ends.r, *ends.w = r, w
+	}
+	return p, nil
+}
+
+// closeAll closes every end that is open; p may be nil.
+func (p *pipes) closeAll() {
+	if p == nil {
+		return
+	}
+	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
+		if f != nil {
+			f.Close()
 		}
 	}
+}
 
-	// The supervisor owns the pipes (os.Pipe, passed to the child as files), so exec.Cmd copies
-	// nothing and Wait never waits for I/O: a grandchild that holds stdout cannot block Wait.
-	// After the process exits, the readers drain what is left with a bound (pipeReader.drain).
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
-	}
-	closers = append(closers, inR, inW)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
-	}
-	closers = append(closers, outR, outW)
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("cannot make the harness's pipes: %w", err)
-	}
-	closers = append(closers, errR, errW)
-
-	s.cmd = &exec.Cmd{
+// command is the harness's command, as it runs without a sandbox: in a process group of its own
+// (procAttr), in the session's working directory, with the child's ends of the pipes.
+func (s *Session) command(argv, env []string, p *pipes) *exec.Cmd {
+	return &exec.Cmd{
 		Path:        argv[0],
 		Args:        argv,
 		Env:         env,
 		Dir:         s.workdir,
-		Stdin:       inR,
-		Stdout:      outW,
-		Stderr:      errW,
+		Stdin:       p.inR,
+		Stdout:      p.outW,
+		Stderr:      p.errW,
 		SysProcAttr: procAttr(),
 		// A guard only: with *os.File pipes exec starts no copying goroutines, so there is no
 		// I/O for Wait to wait on.
 		WaitDelay: s.grace,
 	}
-	if tier.Isolated() {
-		if err = s.sandbox(tier, pluginDir); err != nil {
-			return nil, err
-		}
-	}
+}
+
+// launch starts the harness: in its sandbox's init when it has one (and the gateway inside a
+// network of its own), else as s.cmd.
+func (s *Session) launch(program string) error {
 	// What this process inherited from whatever started it is not the harness's to have. (Where
 	// that cannot be done, a sandbox's init refuses to start the session; tier none promises no
 	// isolation.)
 	_ = fds.CloseOnExecFrom(3)
 	s.start = time.Now()
 	if s.box != nil {
-		if err = s.box.Start(); err != nil {
-			return nil, err
+		if err := s.box.Start(); err != nil {
+			return err
 		}
 		s.serveGateway()
-	} else if err = s.cmd.Start(); err != nil {
-		return nil, execerr.Explain(argv[0], "on this machine", err)
+	} else if err := s.cmd.Start(); err != nil {
+		return execerr.Explain(program, "on this machine", err)
 	}
 	s.pid = s.cmd.Process.Pid
-	s.writeRecord(string(tier))
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	return nil
+}
 
-	s.clock = newActiveClock(spec.Limits.Timeout)
+// begin hands the child's ends of the pipes to it alone, writes the session request, and starts
+// the goroutines that write stdin, read stdout and stderr, and supervise the session.
+func (s *Session) begin(ctx context.Context, p *pipes, first []byte) {
+	p.inR.Close()
+	p.outW.Close()
+	p.errW.Close()
+
+	s.clock = newActiveClock(s.spec.Limits.Timeout)
 	s.dctx, s.dcancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	s.stdin = newStdinWriter(inW)
-	s.stdout = &pipeReader{f: outR}
-	s.stderr = &pipeReader{f: errR}
+	s.stdin = newStdinWriter(p.inW)
+	s.stdout = &pipeReader{f: p.outR}
+	s.stderr = &pipeReader{f: p.errR}
 	s.errlog = newStderrLog(s.emit)
 
 	s.stdin.sendLine(first)
@@ -320,20 +396,19 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	go s.readStdout()
 	go s.readStderr()
 	go s.supervise(ctx)
-	return s, nil
 }
 
 // sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's.
-func (s *Session) sandbox(tier sandbox.Tier, pluginDir string) error {
+func (s *Session) sandbox(pol sandbox.Policy, pluginDir string) error {
 	box := filepath.Join(s.root, "sandbox")
 	if err := os.Mkdir(box, 0o700); err != nil {
 		return fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	cfg := sandbox.Config{
-		Tier: tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
+		Tier: pol.Tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
 		Writable: []string{s.workdir, s.stateDir}, Hide: s.spec.Sandbox.Hide, Root: box,
 	}
-	if tier == sandbox.Strict {
+	if pol.OwnNetwork {
 		if s.spec.Sandbox.Gateway == nil {
 			return errors.New("a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
 		}
@@ -740,7 +815,18 @@ func (s *Session) supervise(ctx context.Context) {
 		_ = s.cmd.Wait() // the status is in s.cmd.ProcessState
 		close(exited)
 	}()
+	killed, termed := s.await(ctx, exited)
+	held := s.afterExit()
+	exit := s.exitEnd()
+	s.release()
+	s.finish(exit, held, killed, termed)
+}
 
+// await decides the end on the first of the timeout, cancellation, stdout closed for the grace
+// period, or the harness's own last line, asks the harness to stop (SIGTERM, then SIGKILL after
+// the grace period), and returns when the process has exited: whether it was killed, and whether
+// it had been asked to stop with SIGTERM.
+func (s *Session) await(ctx context.Context, exited <-chan struct{}) (killed, termed bool) {
 	var (
 		ended     = s.ended
 		stdoutEOF = s.stdoutEOF
@@ -749,8 +835,6 @@ func (s *Session) supervise(ctx context.Context) {
 		killC     <-chan time.Time
 		eofC      <-chan time.Time
 		timers    []*time.Timer
-		killed    bool
-		termed    bool
 	)
 	after := func(d time.Duration) <-chan time.Time {
 		t := time.NewTimer(d)
@@ -796,15 +880,19 @@ func (s *Session) supervise(ctx context.Context) {
 	for _, t := range timers {
 		t.Stop()
 	}
+	return killed, termed
+}
 
-	// The process has exited. Whatever is left of its group goes now, and (without a sandbox,
-	// whose init has ended every process of the session) whatever else still holds its pipes;
-	// then the readers take what is left in them, for at most a bound, within limits.timeout.
+// afterExit runs once the process has exited. Whatever is left of its group goes now, and
+// (without a sandbox, whose init has ended every process of the session) whatever else still
+// holds its pipes; then the readers take what is left in them, for at most a bound, within
+// limits.timeout. It returns how long the session was held (time waiting for a person).
+func (s *Session) afterExit() (held time.Duration) {
 	bound, timeoutBound := 10*s.grace, false
 	if left, ok := s.clock.remaining(); ok && left < bound && !s.isLast() {
 		bound, timeoutBound = left, true
 	}
-	held := s.clock.stop()
+	held = s.clock.stop()
 	s.signal(syscall.SIGKILL)
 	if s.gateway != nil {
 		s.gateway.Close()
@@ -819,19 +907,39 @@ func (s *Session) supervise(ctx context.Context) {
 	if timeoutBound && (s.stdout.bounded.Load() || s.stderr.bounded.Load()) {
 		s.decideEnd(harnesskit.End{Status: harnesskit.TimedOut, Reason: fmt.Sprintf("the session ran for its limits.timeout of %s without an answer (time waiting for a person does not count); the harness had exited, and a process that left its process group still wrote to its output", s.spec.Limits.Timeout)})
 	}
+	return held
+}
 
-	tail, total := s.errlog.tail()
-	exitCode, sig := exitStatus(s.cmd.ProcessState)
+// exit is how the harness's process ended, and what it left on stderr.
+type exit struct {
+	code  int
+	sig   string
+	tail  []byte // stderr's tail
+	total int64  // stderr's bytes
+}
+
+// exitEnd reads how the harness exited (in a sandbox, as its init reports it) and decides the
+// end by it, if nothing decided it before: an exit without a result or an error fails.
+func (s *Session) exitEnd() exit {
+	var x exit
+	x.tail, x.total = s.errlog.tail()
+	x.code, x.sig = exitStatus(s.cmd.ProcessState)
 	if s.box != nil {
 		if ws, ok := s.box.HarnessStatus(); ok {
-			exitCode, sig = waitStatus(ws)
+			x.code, x.sig = waitStatus(ws)
 		}
 	}
-	if sig == "" {
-		s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness exited with status %d without a result or an error (rule 2)%s", exitCode, stderrSummary(tail))})
+	if x.sig == "" {
+		s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness exited with status %d without a result or an error (rule 2)%s", x.code, stderrSummary(x.tail))})
 	} else {
-		s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness was killed by %s without a result or an error (rule 2)%s", sig, stderrSummary(tail))})
+		s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: fmt.Sprintf("the harness was killed by %s without a result or an error (rule 2)%s", x.sig, stderrSummary(x.tail))})
 	}
+	return x
+}
+
+// release waits for every Decide call and the stdin writer, and gives back the session's pipes
+// and directories.
+func (s *Session) release() {
 	s.dcancel(nil) // the end is decided by now: its cause stands
 	s.deciders.Wait()
 	s.stdin.close()
@@ -839,13 +947,16 @@ func (s *Session) supervise(ctx context.Context) {
 	s.stdout.f.Close()
 	s.stderr.f.Close()
 	removeAll(s.root)
+}
 
+// finish completes the decided end with how the process exited and sends it, the last event.
+func (s *Session) finish(x exit, held time.Duration, killed, termed bool) {
 	s.mu.Lock()
 	e := s.end
 	s.mu.Unlock()
-	e.ExitCode, e.Signal, e.Killed = exitCode, sig, killed
-	e.StderrTail = strings.ToValidUTF8(string(tail), "\uFFFD")
-	e.StderrBytes, e.StderrDropped = total, s.errlog.dropAll
+	e.ExitCode, e.Signal, e.Killed = x.code, x.sig, killed
+	e.StderrTail = strings.ToValidUTF8(string(x.tail), "\uFFFD")
+	e.StderrBytes, e.StderrDropped = x.total, s.errlog.dropAll
 	e.Elapsed, e.Held = time.Since(s.start), held
 	if killed && e.Status != harnesskit.Completed {
 		if termed {

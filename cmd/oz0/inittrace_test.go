@@ -30,9 +30,9 @@ const maxTotalInitBytes = 1 << 20
 var heavyInits = map[string]int{
 	// --jq (go-gh's jq): gojq's builtin functions, a table built at init.
 	"github.com/itchyny/gojq": 256 << 10,
-	// --template's color function (internal/ghtemplate): mgutz/ansi's table of colours.
+	// --template's color function (cmd/oz0/internal/ghtemplate): mgutz/ansi's table of colours.
 	"github.com/mgutz/ansi": 40 << 10,
-	// Hooks run as go-plugin plugins over gRPC (devserver/hooks): protobuf's descriptors, gRPC,
+	// Hooks run as go-plugin plugins over gRPC (devserver/tenanthooks): protobuf's descriptors, gRPC,
 	// x/net/trace (gRPC's), gob (go-plugin's net/rpc).
 	"google.golang.org/protobuf/reflect/protodesc":  200 << 10,
 	"google.golang.org/protobuf/types/descriptorpb": 64 << 10,

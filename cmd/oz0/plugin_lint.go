@@ -13,7 +13,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
-	"github.com/orchestrator-zero/oz0/devserver/hooks"
+	"github.com/orchestrator-zero/oz0/devserver/tenanthooks"
 	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/lint"
@@ -95,7 +95,7 @@ func pluginLintRun(opts *pluginLintOptions) error {
 		}
 		for _, name := range opts.HooksFiles {
 			if err := addFileReport(rep, name, func() error {
-				set, err := hooks.Load(name)
+				set, err := tenanthooks.Load(name)
 				if err == nil {
 					set.Close()
 				}

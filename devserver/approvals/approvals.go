@@ -199,7 +199,7 @@ func (in *Inbox) EndJob(job string) {
 }
 
 // withdrawnBecause says why a request was withdrawn: how its session ended, when the context
-// says (the harnesskit supervisor's does).
+// says (the supervisor's does).
 func withdrawnBecause(ctx context.Context) string {
 	var ee *harnesskit.EndError
 	if !errors.As(context.Cause(ctx), &ee) {

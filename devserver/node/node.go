@@ -1,4 +1,4 @@
-// Package node runs the dev server's jobs: one harness session per job through harnesskit, its
+// Package node runs the dev server's jobs: one harness session per job through the supervisor, its
 // events written to the job store before anyone sees them, its model calls through the gateway
 // under a key of the job's own, and the job's end recorded with its reason. A session that fails
 // fails the job; it is not retried.

@@ -20,7 +20,7 @@
 //	    plugin: ./bin/after-hours
 //	    timeout: 2s
 //
-// The host (the dev server, package devserver/hooks) starts the binary on the first call the hook
+// The host (the dev server, package devserver/tenanthooks) starts the binary on the first call the hook
 // sees, keeps it running, calls Decide once per call (concurrently: Decide must be safe for
 // concurrent use) and kills it when the hooks are closed. A Decide that returns an error, panics,
 // takes longer than the hook's timeout or answers something invalid denies the call: hooks fail

@@ -22,7 +22,7 @@ import (
 const TestHarness = "github.com/orchestrator-zero/oz0/harnesskit/internal/testharness"
 
 // CrashHook is the import path of a plugin hook that dies in the middle of its first call.
-const CrashHook = "github.com/orchestrator-zero/oz0/internal/testbin/crashhook"
+const CrashHook = "github.com/orchestrator-zero/oz0/harnesskit/hook/internal/crashhook"
 
 // BareProxy is the import path of a bare httputil.ReverseProxy in a process of its own: the
 // floor the gateway's added latency is measured against.

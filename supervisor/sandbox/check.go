@@ -27,7 +27,7 @@ type checkResult struct {
 // sandbox once per process and tier (a few milliseconds), so that what it says is what the
 // kernel does, not what its settings suggest.
 func Check(t Tier) error {
-	if !t.Isolated() {
+	if !t.Policy().Namespaces {
 		return nil
 	}
 	v, _ := checks.LoadOrStore(t, &checkResult{})
@@ -40,7 +40,7 @@ func Check(t Tier) error {
 // already. Check does not: a caller that will run sessions calls it once it is ready, so that the
 // init's start does not share the CPU with the caller's own (oz0 dev's, before its API answers).
 func WarmUp(t Tier) {
-	if t.Isolated() {
+	if t.Policy().Namespaces {
 		go warmUp(t)
 	}
 }
@@ -53,16 +53,16 @@ func Resolve(requested Tier) (tier Tier, warning string, err error) {
 }
 
 func resolve(requested Tier, check func(Tier) error) (tier Tier, warning string, err error) {
-	switch requested {
-	case None:
-		return None, "", nil
-	case Standard, Strict:
+	switch _, known := policies[requested]; {
+	case known && !requested.Policy().Namespaces:
+		return requested, "", nil
+	case known:
 		if err := check(requested); err != nil {
 			return "", "", err
 		}
 		return requested, "", nil
-	case "":
-		if err := check(Standard); err != nil {
+	case requested == "":
+		if err := check(Default); err != nil {
 			u, _ := err.(*Unavailable)
 			w := fmt.Sprintf("sessions run without a sandbox (tier none): %v", err)
 			if u != nil && u.Mend != "" {
@@ -70,7 +70,7 @@ func resolve(requested Tier, check func(Tier) error) (tier Tier, warning string,
 			}
 			return None, w, nil
 		}
-		return Standard, "", nil
+		return Default, "", nil
 	}
 	return "", "", fmt.Errorf("unknown sandbox tier %q; use none, standard or strict", requested)
 }

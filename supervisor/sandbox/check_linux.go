@@ -42,7 +42,7 @@ func probe(t Tier) error {
 		return err
 	}
 	p.cfg.Probe = true
-	if t == Strict {
+	if t.Policy().OwnNetwork {
 		p.cfg.Listen = []string{"127.0.0.1:0"}
 	}
 	if err := p.Start(); err != nil {

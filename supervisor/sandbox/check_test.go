@@ -35,3 +35,28 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// Every tier has a policy, and the tiers are ordered by what they hide: each isolates at least
+// what the one before it does.
+func TestPolicies(t *testing.T) {
+	var prev Policy
+	for _, tier := range Tiers {
+		p := tier.Policy()
+		if p.Tier != tier || p.Summary == "" {
+			t.Errorf("tier %s has no policy of its own: %+v", tier, p)
+		}
+		if prev.Namespaces && !p.Namespaces || prev.OwnNetwork && !p.OwnNetwork {
+			t.Errorf("tier %s isolates less than %s", tier, prev.Tier)
+		}
+		if p.OwnNetwork && !p.Namespaces {
+			t.Errorf("tier %s has a network of its own without namespaces", tier)
+		}
+		prev = p
+	}
+	if !Default.Policy().Namespaces {
+		t.Errorf("the default tier %s isolates nothing", Default)
+	}
+	if p := Tier("bogus").Policy(); p.Namespaces || p.OwnNetwork {
+		t.Errorf("an unknown tier's policy isolates: %+v", p)
+	}
+}

@@ -1,6 +1,6 @@
 // Package sandbox is the sandbox of a node's tier (docs/sandbox.md): none, standard (user, mount,
 // PID, IPC and UTS namespaces) and strict (standard and a network namespace where only the gateway
-// is reachable). harnesskit's supervisor runs a session in it when its Spec asks; Check says
+// is reachable). The supervisor runs a session in it when its Spec asks; Check says
 // whether a tier works on this machine, and why not, and Resolve picks the default.
 //
 // Decisions a reader would otherwise reverse-engineer:

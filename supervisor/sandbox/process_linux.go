@@ -56,7 +56,8 @@ const setupTimeout = 30 * time.Second
 // started), as c says. Process.Start starts it; Process.Cmd is the init's command, whose Wait
 // waits for every process of the session.
 func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
-	if !c.Tier.Isolated() {
+	pol := c.Tier.Policy()
+	if !pol.Namespaces {
 		return nil, fmt.Errorf("sandbox: tier %q runs no sandbox", c.Tier)
 	}
 	ops, err := c.plan()
@@ -67,7 +68,7 @@ func Prepare(cmd *exec.Cmd, c Config) (*Process, error) {
 	if len(cmd.Args) > 0 {
 		cfg.Argv = append([]string{cmd.Path}, cmd.Args[1:]...)
 	}
-	if c.Tier == Strict {
+	if pol.OwnNetwork {
 		cfg.Net, cfg.Listen = true, c.Listen
 	}
 	if ids := idsOf(); ids.harnessUID >= 0 {
@@ -143,7 +144,7 @@ func spawnMarking(tier Tier, mark func(first int) error) (*Process, error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if tier == Strict {
+	if tier.Policy().OwnNetwork {
 		flags |= unix.CLONE_NEWNET
 	}
 	ids := idsOf()
@@ -370,7 +371,7 @@ const Nobody = 65534
 // HarnessOwner says whom the session's directories must belong to for the harness to write them:
 // chown is false when they are the node's own.
 func HarnessOwner(t Tier) (uid, gid int, chown bool) {
-	if !t.Isolated() {
+	if !t.Policy().Namespaces {
 		return 0, 0, false
 	}
 	i := idsOf()

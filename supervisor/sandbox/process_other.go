@@ -24,7 +24,7 @@ func Prepare(cmd *exec.Cmd, c Config) (*Process, error) { return nil, check(c.Ti
 func (p *Process) Cmd() *exec.Cmd { return nil }
 
 // Start is never reached.
-func (p *Process) Start() error { return check(Standard) }
+func (p *Process) Start() error { return check(Default) }
 
 // Listeners are none.
 func (p *Process) Listeners() []net.Listener { return nil }
@@ -42,7 +42,7 @@ func warmUp(Tier) {}
 const Nobody = 65534
 
 func check(t Tier) error {
-	if !t.Isolated() {
+	if !t.Policy().Namespaces {
 		return nil
 	}
 	name := runtime.GOOS

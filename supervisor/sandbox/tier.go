@@ -41,16 +41,42 @@ func ParseTier(s string) (Tier, error) {
 	return "", fmt.Errorf("unknown sandbox tier %q; use none, standard or strict", s)
 }
 
-// Isolated reports whether the tier runs sessions in namespaces.
-func (t Tier) Isolated() bool { return t == Standard || t == Strict }
+// Default is the tier sessions run in when none is asked for, where it works (Resolve).
+const Default = Standard
 
-// Describe says in a few words what a session of the tier sees, for banners.
-func (t Tier) Describe() string {
-	switch t {
-	case Standard:
-		return "user, mount, PID, IPC and UTS namespaces: the plugin read-only, a private /tmp, nothing left when a session ends"
-	case Strict:
-		return "standard, and a network namespace where only the gateway is reachable"
+// Policy is what a tier means. It is decided here, once per tier, and every place that acts on a
+// session's tier (the supervisor, the sandbox's set-up and checks, doctor, the banners) reads its
+// Policy rather than comparing tiers: a new tier, or a tier that hides more, is a change here and
+// in what the fields drive.
+type Policy struct {
+	Tier Tier
+	// Namespaces: the session runs in user, mount, PID, IPC and UTS namespaces under the sandbox's
+	// init, which the supervisor starts, waits for and signals; it sees the plugin read-only, its
+	// own directories and /tmp, and the system's programs, so what a wrapper on PATH needs (the
+	// user's home) is hidden, and the session's directories belong to the harness's user. Without
+	// namespaces the session is a process group of the node's user, and nothing is checked, built
+	// or warmed up ahead.
+	Namespaces bool
+	// OwnNetwork: the session has a network namespace of its own, where the supervisor serves the
+	// gateway on loopback listeners inside and nothing else is reachable.
+	OwnNetwork bool
+	// Summary says in a few words what a session of the tier sees, for banners.
+	Summary string
+}
+
+var policies = map[Tier]Policy{
+	None: {Tier: None,
+		Summary: "no isolation: sessions run as you, in a process group of their own"},
+	Standard: {Tier: Standard, Namespaces: true,
+		Summary: "user, mount, PID, IPC and UTS namespaces: the plugin read-only, a private /tmp, nothing left when a session ends"},
+	Strict: {Tier: Strict, Namespaces: true, OwnNetwork: true,
+		Summary: "standard, and a network namespace where only the gateway is reachable"},
+}
+
+// Policy returns what the tier means; an unknown tier's (ParseTier refuses one) isolates nothing.
+func (t Tier) Policy() Policy {
+	if p, ok := policies[t]; ok {
+		return p
 	}
-	return "no isolation: sessions run as you, in a process group of their own"
+	return Policy{Tier: t}
 }

@@ -1,12 +1,12 @@
-// Package hooks is the dev tenant's permission hooks: the rules and plugin hooks of hooks.yaml
+// Package tenanthooks is the dev tenant's permission hooks: the rules and plugin hooks of hooks.yaml
 // (schema schemas/hooks.schema.json, docs/hooks.md) that decide each tool call that passed the
 // default-deny check. Hooks see a call as <harness>.<tool>, e.g. acme-triage.notify_team, and
 // allow it, deny it, change its arguments or ask a person.
 //
-//	set, err := hooks.Load(filepath.Join(stateDir, hooks.FileName))
+//	set, err := hooks.Load(filepath.Join(stateDir, tenanthooks.FileName))
 //	if err != nil { ... }            // a *diag.ReportError: every problem at its line and column
 //	defer set.Close()                // kills the plugin processes
-//	res := set.Evaluate(ctx, hooks.Call{Job: job, Agent: agent, Harness: h, Tool: tool, Arguments: args})
+//	res := set.Evaluate(ctx, tenanthooks.Call{Job: job, Agent: agent, Harness: h, Tool: tool, Arguments: args})
 //	// res.Decision is allow, deny or ask; res.Arguments are the arguments to run with;
 //	// res.By and res.Trail say which hook decided and what each hook that saw the call did.
 //
@@ -16,7 +16,7 @@
 // allowed (by "default"), with the arguments as changed. A hook that fails (a change that cannot
 // apply, a plugin that crashes, hangs past its timeout or answers garbage) denies the call, with
 // a reason that names it: hooks fail closed.
-package hooks
+package tenanthooks
 
 import (
 	"bytes"
