@@ -30,6 +30,6 @@ func (l *linter) decode(file string, value any, v any) {
 		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
-		l.add(file, 1, 1, "invalid-value", "%s", composed(diag.Clip(err.Error())))
+		l.add(file, 1, 1, diag.InvalidValue, "%s", composed(diag.Clip(err.Error())))
 	}
 }
