@@ -118,16 +118,21 @@ skills: [skills/]
 `
 
 func TestValidDocuments(t *testing.T) {
-	for _, tc := range []struct{ schema, doc string }{
-		{Agent, goodAgent},
-		{Manifest, goodManifest},
-		{Skill, "name: oz0-plugin\ndescription: How to work on a plugin.\nlicense: MIT\nallowed-tools: Read Grep\nmetadata: {owner: acme}\n"},
-		{Skill, "name: x\ndescription: d\nallowed-tools: [Read, Grep]\n"},
-		{Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432, max_concurrent: 4}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
+	for _, tc := range []struct {
+		name        string
+		schema, doc string
+	}{
+		{"agent", Agent, goodAgent},
+		{"manifest", Manifest, goodManifest},
+		{"skill", Skill, "name: oz0-plugin\ndescription: How to work on a plugin.\nlicense: MIT\nallowed-tools: Read Grep\nmetadata: {owner: acme}\n"},
+		{"skill with a list of allowed tools", Skill, "name: x\ndescription: d\nallowed-tools: [Read, Grep]\n"},
+		{"agent with schemas and limits", Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432, max_concurrent: 4}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
 	} {
-		if ps := ValidateYAML(tc.schema, parse(t, tc.doc)); len(ps) > 0 {
-			t.Errorf("%s: unexpected problems %v in\n%s", tc.schema, ps, tc.doc)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if ps := ValidateYAML(tc.schema, parse(t, tc.doc)); len(ps) > 0 {
+				t.Errorf("%s: unexpected problems %v in\n%s", tc.schema, ps, tc.doc)
+			}
+		})
 	}
 }
 
@@ -423,10 +428,12 @@ func TestClosest(t *testing.T) {
 		{"zzz", []string{"tools", "options"}, ""},
 		{"x", []string{"y"}, "y"},
 	} {
-		got, ok := Closest(tc.word, tc.cand)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("Closest(%q) = %q, %v; want %q", tc.word, got, ok, tc.want)
-		}
+		t.Run(tc.word, func(t *testing.T) {
+			got, ok := Closest(tc.word, tc.cand)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("Closest(%q) = %q, %v; want %q", tc.word, got, ok, tc.want)
+			}
+		})
 	}
 }
 
