@@ -119,30 +119,33 @@ func TestTricklingBodiesCutOff(t *testing.T) {
 	s, keyFile := startLimited(t, portLimits{bodyTimeout: 200 * time.Millisecond})
 	k := startKeyJob(t, s, keyFile)
 	for _, tc := range []struct {
+		name   string
 		path   string
 		header map[string]string
 		status int // 0: any
 		says   string
 	}{
-		{"/gateway/anthropic/v1/messages", map[string]string{"x-api-key": k.AnthropicAPIKey, "anthropic-version": "2023-06-01"}, 408, "did not come within 200ms (9 of 1000000 bytes came)"},
-		{"/api/v1/jobs", map[string]string{"Authorization": "Bearer " + s.Token}, 408, "did not come within 200ms"},
-		{"/ui/api/v1/jobs", nil, 401, ""},
-		{"/fake/v1/messages", map[string]string{"x-api-key": "guess", "anthropic-version": "2023-06-01"}, 0, ""},
-		{"/elsewhere", nil, 401, ""},
+		{"gateway", "/gateway/anthropic/v1/messages", map[string]string{"x-api-key": k.AnthropicAPIKey, "anthropic-version": "2023-06-01"}, 408, "did not come within 200ms (9 of 1000000 bytes came)"},
+		{"api", "/api/v1/jobs", map[string]string{"Authorization": "Bearer " + s.Token}, 408, "did not come within 200ms"},
+		{"ui", "/ui/api/v1/jobs", nil, 401, ""},
+		{"fake model", "/fake/v1/messages", map[string]string{"x-api-key": "guess", "anthropic-version": "2023-06-01"}, 0, ""},
+		{"elsewhere", "/elsewhere", nil, 401, ""},
 	} {
-		_, br := trickle(t, s.URL, tc.path, tc.header)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Errorf("%s: no answer to a trickling body: %v", tc.path, err)
-			continue
-		}
-		body, _ := io.ReadAll(resp.Body)
-		if tc.status != 0 && resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
-			t.Errorf("%s: %d %s", tc.path, resp.StatusCode, body)
-		}
-		if _, err := br.ReadByte(); err == nil {
-			t.Errorf("%s: the connection was left open", tc.path)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, br := trickle(t, s.URL, tc.path, tc.header)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Errorf("%s: no answer to a trickling body: %v", tc.path, err)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if tc.status != 0 && resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
+				t.Errorf("%s: %d %s", tc.path, resp.StatusCode, body)
+			}
+			if _, err := br.ReadByte(); err == nil {
+				t.Errorf("%s: the connection was left open", tc.path)
+			}
+		})
 	}
 	// The session's key still works: the refusal cost the job nothing.
 	if got := sessionCall(t, k, `{"model":"fake-model","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`); got != 200 {

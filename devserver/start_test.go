@@ -31,18 +31,20 @@ func TestFailedStartLeavesNoStateDir(t *testing.T) {
 		{"a new --state-dir and a busy port", Config{PluginDirs: []string{plug}, StateDir: filepath.Join(newDir, "b", "c"), Addr: busy.Addr().String()}, newDir},
 		{"an existing --state-dir and a busy port", Config{PluginDirs: []string{plug}, StateDir: kept, Addr: busy.Addr().String()}, ""},
 	} {
-		c.cfg.Poll = -1
-		s, err := Start(c.cfg)
-		if err == nil {
-			s.Close()
-			t.Errorf("%s: started", c.what)
-			continue
-		}
-		if c.gone != "" {
-			if _, err := os.Stat(c.gone); !os.IsNotExist(err) {
-				t.Errorf("%s: %s is left (%v)", c.what, c.gone, err)
+		t.Run(c.what, func(t *testing.T) {
+			c.cfg.Poll = -1
+			s, err := Start(c.cfg)
+			if err == nil {
+				s.Close()
+				t.Errorf("%s: started", c.what)
+				return
 			}
-		}
+			if c.gone != "" {
+				if _, err := os.Stat(c.gone); !os.IsNotExist(err) {
+					t.Errorf("%s: %s is left (%v)", c.what, c.gone, err)
+				}
+			}
+		})
 	}
 	if data, err := os.ReadFile(filepath.Join(kept, "note")); err != nil || string(data) != "mine" {
 		t.Errorf("the existing state directory was touched: %q, %v", data, err)

@@ -31,8 +31,12 @@ func TestReloadWording(t *testing.T) {
 		{errs(diag.Error, diag.Error), "2 errors; fix them and save again"},
 		{errs(diag.Error, diag.Warning), "1 error, 1 warning; fix them and save again"},
 	} {
-		if got := problemsToFix(tc.rep); got != tc.want {
-			t.Errorf("got %q, want %q", got, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			t.Run(tc.want, func(t *testing.T) {
+				if got := problemsToFix(tc.rep); got != tc.want {
+					t.Errorf("got %q, want %q", got, tc.want)
+				}
+			})
+		})
 	}
 }

@@ -3,7 +3,8 @@
 // Every checker returns Diagnostics; the printers here (text, json, sarif, github) are the only
 // code that formats them, so whatever oz0 reads can be reported in a terminal and in CI alike.
 //
-// The rule IDs, with their documentation, are the catalogue Rules; docs/lint-rules.md is rendered
+// The rules are constants of type RuleID (a checker naming one that does not exist does not
+// compile), each with its documentation in the catalogue Rules; docs/lint-rules.md is rendered
 // from it.
 package diag
 
@@ -35,7 +36,7 @@ type Diagnostic struct {
 	EndLine  int      `json:"end_line,omitempty"`
 	EndCol   int      `json:"end_col,omitempty"`
 	Severity Severity `json:"severity"`
-	Rule     string   `json:"rule"`
+	Rule     RuleID   `json:"rule"`
 	Message  string   `json:"message"`
 	// Fix says how to mend it, when there is more to say than the rule's fix.
 	Fix string `json:"fix,omitempty"`
@@ -91,7 +92,7 @@ func Sort(ds []Diagnostic) []Diagnostic {
 			strings.Compare(a.File, b.File),
 			cmp.Compare(a.Line, b.Line),
 			cmp.Compare(a.Col, b.Col),
-			strings.Compare(a.Rule, b.Rule),
+			strings.Compare(a.Rule.String(), b.Rule.String()),
 			strings.Compare(a.Message, b.Message),
 		)
 	})

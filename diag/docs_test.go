@@ -1,6 +1,7 @@
 package diag
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -135,33 +136,65 @@ func TestDocs(t *testing.T) {
 		t.Errorf("%s is out of date; run go test ./diag -run TestDocs -update", docsFile)
 	}
 	for _, r := range Rules {
-		if !strings.Contains(string(got), "\n## "+r.ID+"\n") {
+		if !strings.Contains(string(got), "\n## "+r.ID.String()+"\n") {
 			t.Errorf("no section for %s", r.ID)
 		}
 	}
 }
 
-func TestRuleTable(t *testing.T) {
+// TestCatalogue checks that every rule constant has its entry, in the docs' order, under an ID
+// that is kebab-case and that reads back to the constant.
+func TestCatalogue(t *testing.T) {
+	if len(Rules) != int(numRules)-1 {
+		t.Fatalf("%d rules in Rules, want %d", len(Rules), numRules-1)
+	}
 	seen := map[string]bool{}
-	for _, r := range Rules {
-		if seen[r.ID] {
-			t.Errorf("duplicate rule %s", r.ID)
+	for i, r := range Rules {
+		id := r.ID.String()
+		if r.ID != RuleID(i+1) || id == "" {
+			t.Errorf("Rules[%d] is rule %d %q: a constant without an entry in the catalogue", i, r.ID, id)
+			continue
 		}
-		seen[r.ID] = true
-		if r.ID != strings.ToLower(r.ID) || strings.ContainsAny(r.ID, " _") {
-			t.Errorf("rule ID %q is not kebab-case", r.ID)
+		if seen[id] {
+			t.Errorf("duplicate rule %s", id)
+		}
+		seen[id] = true
+		if id != strings.ToLower(id) || strings.ContainsAny(id, " _") {
+			t.Errorf("rule ID %q is not kebab-case", id)
+		}
+		if back, ok := ParseRuleID(id); !ok || back != r.ID {
+			t.Errorf("ParseRuleID(%q) = %d, %v; want %d", id, back, ok, r.ID)
+		}
+		if r.ID.Rule() != r {
+			t.Errorf("%s: Rule() is not its entry of Rules", id)
 		}
 		if r.Severity != Error && r.Severity != Warning {
-			t.Errorf("%s: severity %q", r.ID, r.Severity)
+			t.Errorf("%s: severity %q", id, r.Severity)
 		}
 		if r.Short == "" || r.Help == "" || r.Example == "" || r.Fix == "" {
-			t.Errorf("%s: incomplete metadata", r.ID)
+			t.Errorf("%s: incomplete metadata", id)
 		}
 	}
-	// The schema problem kinds are rule IDs.
-	for _, k := range []string{"unknown-key", "missing-key", "invalid-value", "yaml-syntax", "yaml-limits", "not-text"} {
-		if !seen[k] {
-			t.Errorf("no rule for the schema problem kind %s", k)
-		}
+	if _, ok := ParseRuleID("no-such-rule"); ok {
+		t.Error("ParseRuleID accepted an unknown ID")
+	}
+}
+
+// TestRuleIDText checks that a diagnostic's rule is its ID in JSON, both ways, and that an
+// unknown ID is refused when read.
+func TestRuleIDText(t *testing.T) {
+	b, err := json.Marshal(Diagnostic{Rule: UnknownKey})
+	if err != nil || !strings.Contains(string(b), `"rule":"unknown-key"`) {
+		t.Fatalf("json.Marshal = %s, %v", b, err)
+	}
+	var d Diagnostic
+	if err := json.Unmarshal(b, &d); err != nil || d.Rule != UnknownKey {
+		t.Fatalf("json.Unmarshal = %v, %v", d.Rule, err)
+	}
+	if err := json.Unmarshal([]byte(`{"rule":"unknown-kee"}`), &d); err == nil {
+		t.Error("an unknown rule was read without an error")
+	}
+	if got := RuleID(numRules).String(); got != fmt.Sprintf("RuleID(%d)", numRules) {
+		t.Errorf("String of a number past the rules = %q", got)
 	}
 }

@@ -119,7 +119,7 @@ func writeGitHub(w io.Writer, rep *Report) error {
 				props = append(props, fmt.Sprintf("endLine=%d", d.EndLine), fmt.Sprintf("endColumn=%d", d.EndCol))
 			}
 		}
-		props = append(props, "title="+escapeProperty(d.Rule))
+		props = append(props, "title="+escapeProperty(d.Rule.String()))
 		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(d.Message)); err != nil {
 			return err
 		}
@@ -225,8 +225,8 @@ func writeSARIF(w io.Writer, rep *Report, tool Tool) error {
 	driver := sarifDriver{Name: "oz0", InformationURI: InformationURI, Version: version}
 	for _, r := range Rules {
 		driver.Rules = append(driver.Rules, sarifRule{
-			ID:                   r.ID,
-			Name:                 ruleName(r.ID),
+			ID:                   r.ID.String(),
+			Name:                 ruleName(r.ID.String()),
 			ShortDescription:     sarifText{Text: r.Short},
 			FullDescription:      sarifText{Text: r.Help},
 			Help:                 sarifText{Text: r.Help + " Fix: " + r.Fix, Markdown: fmt.Sprintf("%s\n\n**Fix:** %s\n\n[%s](%s)", r.Help, r.Fix, r.ID, r.HelpURL(tool.Ref))},
@@ -245,8 +245,8 @@ func writeSARIF(w io.Writer, rep *Report, tool Tool) error {
 			msg += " Fix: " + d.Fix
 		}
 		results = append(results, sarifResult{
-			RuleID:    d.Rule,
-			RuleIndex: ruleIndex[d.Rule],
+			RuleID:    d.Rule.String(),
+			RuleIndex: int(d.Rule) - 1, // Rules is in the constants' order; -1 is SARIF's "no rule"
 			Level:     sarifLevel(d.Severity),
 			Message:   sarifText{Text: msg},
 			Locations: []sarifLocation{{PhysicalLocation: phys}},

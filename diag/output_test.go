@@ -14,9 +14,9 @@ func sampleReport() *Report {
 	return &Report{
 		Dir: "acme-triage",
 		Diagnostics: []Diagnostic{
-			{File: "agents/acme-triage.yaml", Line: 14, Col: 3, Severity: Error, Rule: "unknown-key", Message: "unknown key `tool` in `harness`; did you mean `tools`?"},
-			{File: "agents/x.yml", Severity: Warning, Rule: "ignored-file", Message: "agents/x.yml is ignored: agent definitions end in .yaml"},
-			{File: "oz0-plugin.yaml", Line: 2, Col: 7, Severity: Error, Rule: "invalid-value", Message: "100% wrong,\r\nreally: yes"},
+			{File: "agents/acme-triage.yaml", Line: 14, Col: 3, Severity: Error, Rule: UnknownKey, Message: "unknown key `tool` in `harness`; did you mean `tools`?"},
+			{File: "agents/x.yml", Severity: Warning, Rule: IgnoredFile, Message: "agents/x.yml is ignored: agent definitions end in .yaml"},
+			{File: "oz0-plugin.yaml", Line: 2, Col: 7, Severity: Error, Rule: InvalidValue, Message: "100% wrong,\r\nreally: yes"},
 		},
 	}
 }
@@ -46,7 +46,7 @@ func TestWriteText(t *testing.T) {
 	if got := write(t, &Report{Dir: "."}, "text"); got != "no problems\n" {
 		t.Errorf("empty: %q", got)
 	}
-	if got := write(t, &Report{Diagnostics: []Diagnostic{{File: "a", Severity: Warning, Rule: "ignored-file"}}}, ""); !strings.HasSuffix(got, "\n1 warning\n") {
+	if got := write(t, &Report{Diagnostics: []Diagnostic{{File: "a", Severity: Warning, Rule: IgnoredFile}}}, ""); !strings.HasSuffix(got, "\n1 warning\n") {
 		t.Errorf("one warning: %q", got)
 	}
 }
@@ -148,7 +148,7 @@ func TestWriteSARIF(t *testing.T) {
 		t.Fatalf("%d rules, want %d", len(d.Rules), len(Rules))
 	}
 	for i, r := range d.Rules {
-		if r.ID != Rules[i].ID || r.ShortDescription.Text == "" || r.FullDescription.Text == "" ||
+		if r.ID != Rules[i].ID.String() || r.ShortDescription.Text == "" || r.FullDescription.Text == "" ||
 			r.HelpURI != "https://github.com/orchestrator-zero/oz0/blob/v1.2.3/docs/lint-rules.md#"+r.ID || (r.DefaultConfiguration.Level != "error" && r.DefaultConfiguration.Level != "warning") {
 			t.Errorf("rule %d: %+v", i, r)
 		}
@@ -159,7 +159,7 @@ func TestWriteSARIF(t *testing.T) {
 	}
 	for i, f := range sampleReport().Diagnostics {
 		r := res[i]
-		if r.RuleID != f.Rule || d.Rules[r.RuleIndex].ID != f.Rule || r.Level != string(f.Severity) || r.Message.Text != f.Message || len(r.Locations) != 1 {
+		if r.RuleID != f.Rule.String() || d.Rules[r.RuleIndex].ID != f.Rule.String() || r.Level != string(f.Severity) || r.Message.Text != f.Message || len(r.Locations) != 1 {
 			t.Errorf("result %d: %+v", i, r)
 			continue
 		}
@@ -230,7 +230,7 @@ func TestSARIFSchema(t *testing.T) {
 	}
 	withEnd := sampleReport()
 	withEnd.Diagnostics[0].EndLine, withEnd.Diagnostics[0].EndCol = 14, 7
-	withEnd.Diagnostics = append(withEnd.Diagnostics, Diagnostic{File: "/abs/hooks.yaml", Line: 1, Col: 1, Severity: Error, Rule: "yaml-syntax", Message: "not YAML"})
+	withEnd.Diagnostics = append(withEnd.Diagnostics, Diagnostic{File: "/abs/hooks.yaml", Line: 1, Col: 1, Severity: Error, Rule: YAMLSyntax, Message: "not YAML"})
 	for name, rep := range map[string]*Report{"findings": withEnd, "none": {}} {
 		out := write(t, rep, FormatSARIF)
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(out))

@@ -381,7 +381,7 @@ func checkPlugin(env Env, rep *diag.Report, err error) Result {
 	switch {
 	case err != nil:
 		r.Level, r.Detail, r.Mend = Warn, err.Error(), "run oz0 doctor in a plugin's directory, or pass --plugin DIR"
-	case hasRule(rep, "manifest-missing"):
+	case hasRule(rep, diag.ManifestMissing):
 		r.Level, r.Detail = Warn, "no oz0-plugin.yaml in "+env.PluginDir
 		r.Mend = "cd into a plugin, or make one: oz0 plugin new NAME --template byo-agent --description \"...\""
 	case rep.HasErrors():
@@ -392,7 +392,7 @@ func checkPlugin(env Env, rep *diag.Report, err error) Result {
 	return r
 }
 
-func hasRule(rep *diag.Report, rule string) bool {
+func hasRule(rep *diag.Report, rule diag.RuleID) bool {
 	for _, f := range rep.Diagnostics {
 		if f.Rule == rule {
 			return true

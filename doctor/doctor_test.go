@@ -136,23 +136,26 @@ func TestNodeVersion(t *testing.T) {
 	}
 	plugin := t.TempDir()
 	for _, tc := range []struct {
+		name             string
 		engines, version string
 		level            Level
 		says             string
 	}{
-		{"", "v22.11.0", OK, "node v22.11.0"},
-		{"", "v18.19.1", Fail, "the Node kit needs Node 20 or newer"},
-		{">=20", "v20.20.2", OK, "node v20.20.2"},
-		{">=22", "v20.20.2", Fail, "the plugin's package.json (engines.node) needs Node 22 or newer"},
-		{"^22 || ^24", "v20.20.2", OK, "node v20.20.2"}, // a constraint it does not read: the kit's floor only
-		{"", "not a version", Fail, "does not say a version"},
+		{"no engines, a recent node", "", "v22.11.0", OK, "node v22.11.0"},
+		{"no engines, an old node", "", "v18.19.1", Fail, "the Node kit needs Node 20 or newer"},
+		{"engines met", ">=20", "v20.20.2", OK, "node v20.20.2"},
+		{"engines not met", ">=22", "v20.20.2", Fail, "the plugin's package.json (engines.node) needs Node 22 or newer"},
+		{"a constraint it does not read", "^22 || ^24", "v20.20.2", OK, "node v20.20.2"}, // a constraint it does not read: the kit's floor only
+		{"not a version", "", "not a version", Fail, "does not say a version"},
 	} {
-		testbin.WriteFiles(t, plugin, map[string]string{"package.json": `{"engines":{"node":"` + tc.engines + `"}}`})
-		env := node(tc.version)
-		env.PluginDir = plugin
-		if r := checkNode(context.Background(), env); r.Level != tc.level || !strings.Contains(r.Detail, tc.says) {
-			t.Errorf("engines %q, %s: %+v", tc.engines, tc.version, r)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			testbin.WriteFiles(t, plugin, map[string]string{"package.json": `{"engines":{"node":"` + tc.engines + `"}}`})
+			env := node(tc.version)
+			env.PluginDir = plugin
+			if r := checkNode(context.Background(), env); r.Level != tc.level || !strings.Contains(r.Detail, tc.says) {
+				t.Errorf("engines %q, %s: %+v", tc.engines, tc.version, r)
+			}
+		})
 	}
 	r := checkNode(context.Background(), Env{PluginDir: plugin, LookPath: func(string) (string, error) { return "", errors.New("not found") }})
 	if r.Level != Fail || !strings.Contains(r.Mend, "install Node") {
@@ -194,12 +197,14 @@ func TestNodeModules(t *testing.T) {
 		{"a workspace member, not installed", map[string]string{"plug/package.json": deps, "package-lock.json": lock("2.0.0")}, Warn, "not installed", "(the workspace's root)"},
 		{"no lock", with(map[string]string{"plug/package.json": deps}, prefixed("plug/", installed)), OK, "installed", ""},
 	} {
-		root := t.TempDir()
-		testbin.WriteFiles(t, root, tc.files)
-		r := checkNodeModules(Env{PluginDir: filepath.Join(root, "plug")})
-		if r.Level != tc.level || !strings.Contains(r.Detail, tc.says) || !strings.Contains(r.Mend, tc.mend) {
-			t.Errorf("%s: %+v", tc.what, r)
-		}
+		t.Run(tc.what, func(t *testing.T) {
+			root := t.TempDir()
+			testbin.WriteFiles(t, root, tc.files)
+			r := checkNodeModules(Env{PluginDir: filepath.Join(root, "plug")})
+			if r.Level != tc.level || !strings.Contains(r.Detail, tc.says) || !strings.Contains(r.Mend, tc.mend) {
+				t.Errorf("%s: %+v", tc.what, r)
+			}
+		})
 	}
 }
 
@@ -214,16 +219,23 @@ func prefixed(dir string, files map[string]string) map[string]string {
 
 func TestAllows(t *testing.T) {
 	for _, tc := range []struct {
+		name string
 		list []string
 		here string
 		want bool
 	}{
-		{nil, "linux", true}, {[]string{"darwin"}, "linux", false}, {[]string{"linux", "darwin"}, "linux", true},
-		{[]string{"!win32"}, "linux", true}, {[]string{"!linux"}, "linux", false}, {[]string{"x64"}, nodeName("amd64"), true},
+		{"no list", nil, "linux", true},
+		{"not listed", []string{"darwin"}, "linux", false},
+		{"listed", []string{"linux", "darwin"}, "linux", true},
+		{"not excluded", []string{"!win32"}, "linux", true},
+		{"excluded", []string{"!linux"}, "linux", false},
+		{"node's name of the CPU", []string{"x64"}, nodeName("amd64"), true},
 	} {
-		if got := allows(tc.list, tc.here); got != tc.want {
-			t.Errorf("allows(%v, %s) = %v", tc.list, tc.here, got)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allows(tc.list, tc.here); got != tc.want {
+				t.Errorf("allows(%v, %s) = %v", tc.list, tc.here, got)
+			}
+		})
 	}
 }
 

@@ -180,22 +180,27 @@ func TestFakeModelAnthropicToolUse(t *testing.T) {
 
 func TestFakeModelAnthropicValidation(t *testing.T) {
 	_, ts := serve(t, textScript)
-	for _, tc := range []struct{ body, msg string }{
-		{`{"max_tokens":1,"messages":[{"role":"user","content":"x"}]}`, "model: Field required"},
-		{`{"model":"m","messages":[{"role":"user","content":"x"}]}`, "max_tokens: Field required"},
-		{`{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, "max_tokens: Input should be greater than or equal to 1"},
-		{`{"model":"m","max_tokens":1}`, "messages: Field required"},
-		{`{"model":"m","max_tokens":1,"messages":[]}`, "messages: at least one message is required"},
-		{`{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, "messages.0.role: Input should be 'user' or 'assistant'"},
-		{`{"model":"m","max_tokens":1,"messages":[{"role":"user"}]}`, "messages.0.content: Field required"},
-		{`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"stream":"yes"}`, "stream: Input should be a valid boolean"},
-		{`not json`, "There was an error parsing the body of your request"},
+	for _, tc := range []struct {
+		name      string
+		body, msg string
+	}{
+		{"no model", `{"max_tokens":1,"messages":[{"role":"user","content":"x"}]}`, "model: Field required"},
+		{"no max_tokens", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, "max_tokens: Field required"},
+		{"max_tokens zero", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, "max_tokens: Input should be greater than or equal to 1"},
+		{"no messages", `{"model":"m","max_tokens":1}`, "messages: Field required"},
+		{"empty messages", `{"model":"m","max_tokens":1,"messages":[]}`, "messages: at least one message is required"},
+		{"system role", `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, "messages.0.role: Input should be 'user' or 'assistant'"},
+		{"no content", `{"model":"m","max_tokens":1,"messages":[{"role":"user"}]}`, "messages.0.content: Field required"},
+		{"stream not a boolean", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"stream":"yes"}`, "stream: Input should be a valid boolean"},
+		{"not JSON", `not json`, "There was an error parsing the body of your request"},
 	} {
-		r := anthropic(t, ts, tc.body)
-		m := obj(t, r.body)
-		if r.status != 400 || get(m, "type") != "error" || get(m, "error", "type") != "invalid_request_error" || !strings.HasPrefix(get(m, "error", "message").(string), tc.msg) {
-			t.Errorf("%s: %d %s", tc.body, r.status, r.body)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := anthropic(t, ts, tc.body)
+			m := obj(t, r.body)
+			if r.status != 400 || get(m, "type") != "error" || get(m, "error", "type") != "invalid_request_error" || !strings.HasPrefix(get(m, "error", "message").(string), tc.msg) {
+				t.Errorf("%s: %d %s", tc.body, r.status, r.body)
+			}
+		})
 	}
 	r := do(t, "POST", ts.URL+"/v1/messages", map[string]string{"x-api-key": "k"}, anthBody)
 	if r.status != 400 || !strings.Contains(string(r.body), `"anthropic-version: header is required"`) {

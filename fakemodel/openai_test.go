@@ -178,17 +178,22 @@ func TestFakeModelOpenAIToolCalls(t *testing.T) {
 
 func TestFakeModelOpenAIValidation(t *testing.T) {
 	_, ts := serve(t, textScript)
-	for _, tc := range []struct{ body, want string }{
-		{`{"messages":[{"role":"user","content":"x"}]}`, `{"error":{"message":"you must provide a model parameter","type":"invalid_request_error","param":null,"code":null}}`},
-		{`{"model":"m"}`, `{"error":{"message":"Missing required parameter: 'messages'.","type":"invalid_request_error","param":"messages","code":"missing_required_parameter"}}`},
-		{`{"model":"m","messages":[]}`, `{"error":{"message":"Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.","type":"invalid_request_error","param":"messages","code":"empty_array"}}`},
-		{`{"model":"m","messages":[{"role":"robot","content":"x"}]}`, `{"error":{"message":"Invalid value: 'robot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.","type":"invalid_request_error","param":"messages.[0].role","code":"invalid_value"}}`},
-		{`{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`, `{"error":{"message":"The 'stream_options' parameter is only allowed when 'stream' is enabled.","type":"invalid_request_error","param":"stream_options","code":"invalid_value"}}`},
+	for _, tc := range []struct {
+		name       string
+		body, want string
+	}{
+		{"no model", `{"messages":[{"role":"user","content":"x"}]}`, `{"error":{"message":"you must provide a model parameter","type":"invalid_request_error","param":null,"code":null}}`},
+		{"no messages", `{"model":"m"}`, `{"error":{"message":"Missing required parameter: 'messages'.","type":"invalid_request_error","param":"messages","code":"missing_required_parameter"}}`},
+		{"empty messages", `{"model":"m","messages":[]}`, `{"error":{"message":"Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.","type":"invalid_request_error","param":"messages","code":"empty_array"}}`},
+		{"unknown role", `{"model":"m","messages":[{"role":"robot","content":"x"}]}`, `{"error":{"message":"Invalid value: 'robot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.","type":"invalid_request_error","param":"messages.[0].role","code":"invalid_value"}}`},
+		{"stream_options without stream", `{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`, `{"error":{"message":"The 'stream_options' parameter is only allowed when 'stream' is enabled.","type":"invalid_request_error","param":"stream_options","code":"invalid_value"}}`},
 	} {
-		r := openai(t, ts, tc.body)
-		if r.status != 400 || string(r.body) != tc.want {
-			t.Errorf("%s:\n got %d %s\nwant %s", tc.body, r.status, r.body, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := openai(t, ts, tc.body)
+			if r.status != 400 || string(r.body) != tc.want {
+				t.Errorf("%s:\n got %d %s\nwant %s", tc.body, r.status, r.body, tc.want)
+			}
+		})
 	}
 }
 

@@ -140,13 +140,13 @@ func ParseScript(name string, data []byte) (*Script, error) {
 		return nil, diag.Errorf(ds, "the fake model script %s", name)
 	}
 	if len(data) > MaxScriptBytes {
-		return fail([]diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLLimits,
+		return fail([]diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: diag.YAMLLimits,
 			Message: fmt.Sprintf("the script is larger than %d MiB; a fake model script is a few rules", MaxScriptBytes>>20)}})
 	}
 	root, problems := schemas.ParseYAML(data)
 	if len(problems) > 0 || root == nil {
 		if len(problems) == 0 {
-			problems = []diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLSyntax, Message: "the script is not YAML"}}
+			problems = []diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: diag.YAMLSyntax, Message: "the script is not YAML"}}
 		}
 		return fail(problems)
 	}
@@ -199,7 +199,7 @@ func (p *parser) problem(path []string, msg string) {
 			break
 		}
 	}
-	p.problems = append(p.problems, diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: schemas.KindInvalidValue, Pointer: schemas.Pointer(path...), Message: msg})
+	p.problems = append(p.problems, diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: diag.InvalidValue, Pointer: schemas.Pointer(path...), Message: msg})
 }
 
 func (p *parser) reported(path []string) bool { return p.bad[schemas.Pointer(path...)] }

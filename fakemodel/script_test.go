@@ -149,7 +149,7 @@ func TestFakeModelHostileScripts(t *testing.T) {
 				t.Errorf("%d problems on %d lines:\n%s", len(se.Report.Diagnostics), n, text)
 			}
 			for _, p := range se.Report.Diagnostics {
-				if p.Line < 1 || p.Col < 1 || p.Rule == "" || p.Message == "" || p.File != "h.yaml" || p.Severity != diag.Error {
+				if p.Line < 1 || p.Col < 1 || p.Rule.Rule().Short == "" || p.Message == "" || p.File != "h.yaml" || p.Severity != diag.Error {
 					t.Errorf("problem %+v", p)
 				}
 			}

@@ -13,62 +13,65 @@ import (
 
 func TestFakeModelErrorKinds(t *testing.T) {
 	for _, tc := range []struct {
+		name                  string
 		yaml                  string
 		anthStatus, oaiStatus int
 		anthType, oaiType     string
 		oaiCode               any
 	}{
-		{"{kind: rate_limit, retry_after: 1500ms}", 429, 429, "rate_limit_error", "requests", "rate_limit_exceeded"},
-		{"{status: 429, retry_after: 2s}", 429, 429, "rate_limit_error", "requests", "rate_limit_exceeded"},
-		{"{kind: overloaded}", 529, 503, "overloaded_error", "server_error", nil},
-		{"{status: 529}", 529, 529, "overloaded_error", "server_error", nil},
-		{"{kind: server}", 500, 500, "api_error", "server_error", nil},
-		{"{status: 502}", 502, 502, "api_error", "server_error", nil},
-		{"{kind: invalid_request, message: bad thing}", 400, 400, "invalid_request_error", "invalid_request_error", nil},
-		{"{kind: authentication}", 401, 401, "authentication_error", "invalid_request_error", "invalid_api_key"},
-		{"{kind: permission}", 403, 403, "permission_error", "invalid_request_error", nil},
-		{"{kind: not_found}", 404, 404, "not_found_error", "invalid_request_error", "not_found"},
-		{"{kind: request_too_large}", 413, 413, "request_too_large", "invalid_request_error", "request_too_large"},
-		{"{status: 418}", 418, 418, "invalid_request_error", "invalid_request_error", nil},
+		{"rate_limit kind", "{kind: rate_limit, retry_after: 1500ms}", 429, 429, "rate_limit_error", "requests", "rate_limit_exceeded"},
+		{"429 status", "{status: 429, retry_after: 2s}", 429, 429, "rate_limit_error", "requests", "rate_limit_exceeded"},
+		{"overloaded kind", "{kind: overloaded}", 529, 503, "overloaded_error", "server_error", nil},
+		{"529 status", "{status: 529}", 529, 529, "overloaded_error", "server_error", nil},
+		{"server kind", "{kind: server}", 500, 500, "api_error", "server_error", nil},
+		{"502 status", "{status: 502}", 502, 502, "api_error", "server_error", nil},
+		{"invalid_request kind", "{kind: invalid_request, message: bad thing}", 400, 400, "invalid_request_error", "invalid_request_error", nil},
+		{"authentication kind", "{kind: authentication}", 401, 401, "authentication_error", "invalid_request_error", "invalid_api_key"},
+		{"permission kind", "{kind: permission}", 403, 403, "permission_error", "invalid_request_error", nil},
+		{"not_found kind", "{kind: not_found}", 404, 404, "not_found_error", "invalid_request_error", "not_found"},
+		{"request_too_large kind", "{kind: request_too_large}", 413, 413, "request_too_large", "invalid_request_error", "request_too_large"},
+		{"418 status", "{status: 418}", 418, 418, "invalid_request_error", "invalid_request_error", nil},
 	} {
-		_, ts := serve(t, "rules:\n- name: failing\n  reply:\n    error: "+tc.yaml+"\n")
-		for _, stream := range []bool{false, true} {
-			ab, ob := anthBody, openaiBody
-			if stream {
-				ab, ob = anthStream, openaiStream
-			}
-			r := anthropic(t, ts, ab)
-			m := obj(t, r.body)
-			if r.status != tc.anthStatus || get(m, "type") != "error" || get(m, "error", "type") != tc.anthType || len(m) != 2 || len(get(m, "error").(map[string]any)) != 2 {
-				t.Errorf("%s: Anthropic %d %s", tc.yaml, r.status, r.body)
-			}
-			msg, _ := get(m, "error", "message").(string)
-			if strings.Contains(tc.yaml, "message:") {
-				if msg != "bad thing" {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ts := serve(t, "rules:\n- name: failing\n  reply:\n    error: "+tc.yaml+"\n")
+			for _, stream := range []bool{false, true} {
+				ab, ob := anthBody, openaiBody
+				if stream {
+					ab, ob = anthStream, openaiStream
+				}
+				r := anthropic(t, ts, ab)
+				m := obj(t, r.body)
+				if r.status != tc.anthStatus || get(m, "type") != "error" || get(m, "error", "type") != tc.anthType || len(m) != 2 || len(get(m, "error").(map[string]any)) != 2 {
+					t.Errorf("%s: Anthropic %d %s", tc.yaml, r.status, r.body)
+				}
+				msg, _ := get(m, "error", "message").(string)
+				if strings.Contains(tc.yaml, "message:") {
+					if msg != "bad thing" {
+						t.Errorf("%s: message %q", tc.yaml, msg)
+					}
+				} else if !strings.HasSuffix(msg, `(oz0 fake model: rule "failing" of script test.yaml)`) {
 					t.Errorf("%s: message %q", tc.yaml, msg)
 				}
-			} else if !strings.HasSuffix(msg, `(oz0 fake model: rule "failing" of script test.yaml)`) {
-				t.Errorf("%s: message %q", tc.yaml, msg)
-			}
-			r2 := openai(t, ts, ob)
-			m = obj(t, r2.body)
-			if r2.status != tc.oaiStatus || get(m, "error", "type") != tc.oaiType || get(m, "error", "code") != tc.oaiCode || get(m, "error", "param") != nil || len(get(m, "error").(map[string]any)) != 4 {
-				t.Errorf("%s: OpenAI %d %s", tc.yaml, r2.status, r2.body)
-			}
-			if strings.Contains(tc.yaml, "retry_after") {
-				want := "2"
-				if strings.Contains(tc.yaml, "ms") {
-					want = "2" // 1.5s rounds up
+				r2 := openai(t, ts, ob)
+				m = obj(t, r2.body)
+				if r2.status != tc.oaiStatus || get(m, "error", "type") != tc.oaiType || get(m, "error", "code") != tc.oaiCode || get(m, "error", "param") != nil || len(get(m, "error").(map[string]any)) != 4 {
+					t.Errorf("%s: OpenAI %d %s", tc.yaml, r2.status, r2.body)
 				}
-				for _, h := range []http.Header{r.header, r2.header} {
-					if h.Get("retry-after") != want || h.Get("retry-after-ms") == "" {
-						t.Errorf("%s: retry-after %q, retry-after-ms %q", tc.yaml, h.Get("retry-after"), h.Get("retry-after-ms"))
+				if strings.Contains(tc.yaml, "retry_after") {
+					want := "2"
+					if strings.Contains(tc.yaml, "ms") {
+						want = "2" // 1.5s rounds up
 					}
+					for _, h := range []http.Header{r.header, r2.header} {
+						if h.Get("retry-after") != want || h.Get("retry-after-ms") == "" {
+							t.Errorf("%s: retry-after %q, retry-after-ms %q", tc.yaml, h.Get("retry-after"), h.Get("retry-after-ms"))
+						}
+					}
+				} else if r.header.Get("retry-after") != "" {
+					t.Errorf("%s: a retry-after header", tc.yaml)
 				}
-			} else if r.header.Get("retry-after") != "" {
-				t.Errorf("%s: a retry-after header", tc.yaml)
 			}
-		}
+		})
 	}
 }
 
@@ -194,14 +197,16 @@ rules:
 			`{"model":"m","messages":[{"role":"system","content":"support ticket"},{"role":"user","content":"hi"}]}`, "ticket"},
 		{`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "plain"},
 	} {
-		r := anthropic(t, ts, tc.anth)
-		if got := get(obj(t, r.body), "content", 0, "text"); got != tc.want {
-			t.Errorf("Anthropic %s: %s, want %s", tc.anth, r.body, tc.want)
-		}
-		r = openai(t, ts, tc.oai)
-		if got := get(obj(t, r.body), "choices", 0, "message", "content"); got != tc.want {
-			t.Errorf("OpenAI %s: %s, want %s", tc.oai, r.body, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			r := anthropic(t, ts, tc.anth)
+			if got := get(obj(t, r.body), "content", 0, "text"); got != tc.want {
+				t.Errorf("Anthropic %s: %s, want %s", tc.anth, r.body, tc.want)
+			}
+			r = openai(t, ts, tc.oai)
+			if got := get(obj(t, r.body), "choices", 0, "message", "content"); got != tc.want {
+				t.Errorf("OpenAI %s: %s, want %s", tc.oai, r.body, tc.want)
+			}
+		})
 	}
 }
 
@@ -304,29 +309,32 @@ func TestFakeModelRoutes(t *testing.T) {
 	var log bytes.Buffer
 	srv.Log = &log
 	for _, tc := range []struct {
+		name         string
 		method, path string
 		headers      map[string]string
 		status       int
 		body         string
 	}{
-		{"POST", "/v1/nothing", anthHeaders, 404, `{"type":"error","error":{"type":"not_found_error","message":"Not found"}}`},
-		{"POST", "/v1/nothing", nil, 404, `{"error":{"message":"Invalid URL (POST /v1/nothing)","type":"invalid_request_error","param":null,"code":"not_found"}}`},
-		{"GET", "/v1/messages", anthHeaders, 405, `{"type":"error","error":{"type":"invalid_request_error","message":"Method GET is not allowed for /v1/messages; use POST"}}`},
-		{"POST", "/v1/models", nil, 405, `{"error":{"message":"Method POST is not allowed for /v1/models; use GET","type":"invalid_request_error","param":null,"code":null}}`},
-		{"POST", "/prefix/v1/messages/", anthHeaders, 200, ""},
-		{"POST", "/openai/chat/completions", openaiHeaders, 200, ""},
+		{"Anthropic unknown path", "POST", "/v1/nothing", anthHeaders, 404, `{"type":"error","error":{"type":"not_found_error","message":"Not found"}}`},
+		{"OpenAI unknown path", "POST", "/v1/nothing", nil, 404, `{"error":{"message":"Invalid URL (POST /v1/nothing)","type":"invalid_request_error","param":null,"code":"not_found"}}`},
+		{"Anthropic wrong method", "GET", "/v1/messages", anthHeaders, 405, `{"type":"error","error":{"type":"invalid_request_error","message":"Method GET is not allowed for /v1/messages; use POST"}}`},
+		{"OpenAI wrong method", "POST", "/v1/models", nil, 405, `{"error":{"message":"Method POST is not allowed for /v1/models; use GET","type":"invalid_request_error","param":null,"code":null}}`},
+		{"Anthropic under a prefix", "POST", "/prefix/v1/messages/", anthHeaders, 200, ""},
+		{"OpenAI under a prefix", "POST", "/openai/chat/completions", openaiHeaders, 200, ""},
 	} {
-		body := ""
-		if tc.method == "POST" {
-			body = anthBody
-			if tc.headers["x-api-key"] == "" {
-				body = openaiBody
+		t.Run(tc.name, func(t *testing.T) {
+			body := ""
+			if tc.method == "POST" {
+				body = anthBody
+				if tc.headers["x-api-key"] == "" {
+					body = openaiBody
+				}
 			}
-		}
-		r := do(t, tc.method, ts.URL+tc.path, tc.headers, body)
-		if r.status != tc.status || (tc.body != "" && string(r.body) != tc.body) {
-			t.Errorf("%s %s: %d %s", tc.method, tc.path, r.status, r.body)
-		}
+			r := do(t, tc.method, ts.URL+tc.path, tc.headers, body)
+			if r.status != tc.status || (tc.body != "" && string(r.body) != tc.body) {
+				t.Errorf("%s %s: %d %s", tc.method, tc.path, r.status, r.body)
+			}
+		})
 	}
 	if !strings.Contains(log.String(), "fake-model: POST /openai/chat/completions -> 200 (openai, rule 1)\n") {
 		t.Errorf("log:\n%s", log.String())

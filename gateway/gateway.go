@@ -389,27 +389,57 @@ func (c *call) refuse(limit string, e *gwError) {
 	c.fail(e)
 }
 
+// serve answers the call in steps; each returns false when it has answered the call itself (an
+// error, a refusal, a recording replayed), which ends it.
 func (c *call) serve() {
-	g, r := c.g, c.r
+	if !c.route() || !c.authenticate() || !c.checkOz0Headers() {
+		return
+	}
+	body, ok := c.readBody()
+	if !ok {
+		return
+	}
+	edits, info := c.planBody(body)
+	if !c.enter(body) {
+		return
+	}
+	if rp := c.grant.Replay; rp != nil && c.replay(rp, body) {
+		return
+	}
+	if !c.lookUpTenantKey() {
+		return
+	}
+	c.upBody = newUpstreamBody(body, edits)
+	c.forward(info)
+}
+
+// route finds the face and endpoint the call's path names.
+func (c *call) route() bool {
+	r := c.r
 	rt, ok := routeOf(r.URL.Path)
 	c.rt = rt
 	c.rec.Format, c.rec.Endpoint = rt.face, rt.ep
 	if !ok {
 		c.fail(errorf(http.StatusNotFound, "not_found", fmt.Sprintf("oz0 gateway: no endpoint %s %s; the Anthropic face serves /anthropic/v1/messages, /anthropic/v1/messages/count_tokens and /anthropic/v1/models, the OpenAI face /openai/chat/completions and /openai/models", r.Method, r.URL.Path)))
-		return
+		return false
 	}
 	if r.Method != rt.method {
 		c.w.Header().Set("Allow", rt.method)
 		c.fail(errorf(http.StatusMethodNotAllowed, "invalid_request", fmt.Sprintf("oz0 gateway: method %s is not allowed for %s; use %s", r.Method, r.URL.Path, rt.method)))
-		return
+		return false
 	}
+	return true
+}
 
+// authenticate finds the session's grant by its key.
+func (c *call) authenticate() bool {
+	g, r := c.g, c.r
 	// The session key, once: with two, which one a check reads and which one another part reads
 	// could differ.
 	for _, k := range []string{"X-Api-Key", "Authorization"} {
 		if n := len(r.Header[k]); n > 1 {
 			c.fail(errorf(http.StatusBadRequest, "invalid_request", fmt.Sprintf("oz0 gateway: the %s header comes %d times; send the session key once", k, n)))
-			return
+			return false
 		}
 	}
 	key := r.Header.Get("X-Api-Key")
@@ -420,7 +450,7 @@ func (c *call) serve() {
 	}
 	if key == "" {
 		c.fail(errorf(http.StatusUnauthorized, "authentication", "oz0 gateway: no session key; send the session's key (ANTHROPIC_API_KEY or OPENAI_API_KEY) in x-api-key or Authorization: Bearer"))
-		return
+		return false
 	}
 	grant, err := g.resolver.Resolve(r.Context(), key)
 	if err != nil {
@@ -429,87 +459,98 @@ func (c *call) serve() {
 		} else {
 			c.fail(errorf(http.StatusInternalServerError, "api", "oz0 gateway: cannot check the session key: "+strings.ReplaceAll(err.Error(), key, "[session key]")))
 		}
-		return
+		return false
 	}
 	c.grant, c.key = grant, key
 	c.rec.Job, c.rec.Agent, c.rec.Record = grant.Job, grant.Agent, grant.Record.Name
 	c.js = g.job(grant.Job)
+	return true
+}
 
+// checkOz0Headers refuses a call whose Oz0 headers or format differ from its grant's.
+func (c *call) checkOz0Headers() bool {
+	r, grant := c.r, c.grant
 	// Oz0-Job and Oz0-Agent: taken from the key when absent, and must match it when present. Any
 	// Oz0 header comes once: a second Oz0-Job could name another job than the one checked.
 	if k, n := repeatedOz0Header(r.Header); n > 1 {
 		c.refuse(k, errorf(http.StatusBadRequest, "invalid_request", fmt.Sprintf("oz0 gateway: the %s header comes %d times; send it once", k, n)))
-		return
+		return false
 	}
 	if h, ok := headerValue(r.Header, "Oz0-Job"); ok && h != grant.Job {
 		c.refuse("Oz0-Job", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Job %s does not match the session key, which is job %s's", quoteShort(h), grant.Job)))
-		return
+		return false
 	}
 	if h, ok := headerValue(r.Header, "Oz0-Agent"); ok && h != grant.Agent {
 		c.refuse("Oz0-Agent", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Agent %s does not match the session key, which is agent %s's in job %s", quoteShort(h), grant.Agent, grant.Job)))
-		return
+		return false
 	}
-	if !grant.Record.Takes(rt.face) {
-		c.refuse("format", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: the session's model record %s takes %s, not %s", grant.Record.Name, formatList(grant.Record.Formats), rt.face)))
-		return
+	if !grant.Record.Takes(c.rt.face) {
+		c.refuse("format", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: the session's model record %s takes %s, not %s", grant.Record.Name, formatList(grant.Record.Formats), c.rt.face)))
+		return false
 	}
+	return true
+}
 
-	body, ok := c.readBody()
-	if !ok {
-		return
-	}
-
-	// The body: the model (mapped when the record maps it), whether it streams, include_usage.
-	// The edits are spliced in as the body goes upstream, without a copy of it.
+// planBody reads what the gateway needs of the body (the model, mapped when the record maps it,
+// whether it streams, include_usage) and plans its edits, spliced in as the body goes upstream
+// without a copy of it.
+func (c *call) planBody(body []byte) ([]edit, reqInfo) {
 	var edits []edit
 	var info reqInfo
-	if rt.ep == EndpointMessages || rt.ep == EndpointChat || rt.ep == EndpointCountTokens {
-		edits, info = planRequest(body, rt.face, grant.Record.Models)
+	if ep := c.rt.ep; ep == EndpointMessages || ep == EndpointChat || ep == EndpointCountTokens {
+		edits, info = planRequest(body, c.rt.face, c.grant.Record.Models)
 		c.rec.Model, c.rec.UpstreamModel = info.model, info.model
 		if info.upstreamModel != "" {
 			c.rec.UpstreamModel = info.upstreamModel
 		}
 	}
-	c.counted = rt.ep == EndpointMessages || rt.ep == EndpointChat
+	c.counted = c.rt.ep == EndpointMessages || c.rt.ep == EndpointChat
+	return edits, info
+}
 
+// enter admits the call against its job's kill mark, budget and limits (see admit), which makes
+// it cancellable by Kill; a call the grant records is captured from here, refused or not.
+func (c *call) enter(body []byte) bool {
+	grant, r := c.grant, c.r
 	if grant.Recording { // before admit: a refused call is kept too, with the refusal
 		c.capture = newCapture(c, body)
 	}
 	c.ctx, c.cancel = context.WithCancelCause(r.Context()) // before admit: Kill may cancel from then on
 	if e, limit := c.admit(); e != nil {
 		c.refuse(limit, e)
-		g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
+		c.g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
 			slog.String("job", grant.Job), slog.String("agent", grant.Agent), slog.String("limit", limit), slog.String("reason", e.msg))
-		return
+		return false
 	}
+	return true
+}
 
-	if grant.Replay != nil && c.replay(grant.Replay, body) {
-		return
+// lookUpTenantKey reads the provider record's key, on every call: a secret set or changed
+// meanwhile is the one used.
+func (c *call) lookUpTenantKey() bool {
+	g, grant := c.g, c.grant
+	name := grant.Record.Secret
+	if name == "" {
+		return true
 	}
-
-	// The tenant's key, looked up on every call.
-	if name := grant.Record.Secret; name != "" {
-		var v string
-		err := ErrNoSecret
-		if g.secrets != nil {
-			v, err = g.secrets.Secret(r.Context(), name)
-		}
-		if err != nil || v == "" {
-			why := "is not set"
-			if err != nil && !errors.Is(err, ErrNoSecret) {
-				why = "cannot be read (" + err.Error() + ")"
-			}
-			c.fail(errorf(http.StatusInternalServerError, "api", fmt.Sprintf("oz0 gateway: the provider record %s has no key: the secret %s %s", grant.Record.Name, name, why)))
-			return
-		}
-		c.tenantKey = v
-		if utf8.RuneCountInString(v) >= apiv1.SecretMinMaskLen {
-			c.maskKey, c.keyBytes = v, []byte(v)
-		}
+	var v string
+	err := ErrNoSecret
+	if g.secrets != nil {
+		v, err = g.secrets.Secret(c.r.Context(), name)
 	}
-
-	c.upBody = newUpstreamBody(body, edits)
-	c.forward(info)
+	if err != nil || v == "" {
+		why := "is not set"
+		if err != nil && !errors.Is(err, ErrNoSecret) {
+			why = "cannot be read (" + err.Error() + ")"
+		}
+		c.fail(errorf(http.StatusInternalServerError, "api", fmt.Sprintf("oz0 gateway: the provider record %s has no key: the secret %s %s", grant.Record.Name, name, why)))
+		return false
+	}
+	c.tenantKey = v
+	if utf8.RuneCountInString(v) >= apiv1.SecretMinMaskLen {
+		c.maskKey, c.keyBytes = v, []byte(v)
+	}
+	return true
 }
 
 // admit checks the job's kill mark, its budget and the session's limits, and counts the step. It

@@ -645,20 +645,22 @@ rules:
 		{AnthropicMessages, "limited"}, {AnthropicMessages, "overloaded"},
 		{OpenAIChat, "limited"}, {OpenAIChat, "overloaded"},
 	} {
-		body := fmt.Sprintf(`{"model":"fake-model","max_tokens":10,"messages":[{"role":"user","content":%q}]}`, tc.user)
-		gwURL, direct, hdr, directHdr := e.anthropicURL()+"/v1/messages", e.up.URL+"/v1/messages", anthHeaders(key), anthHeaders(tenantKey)
-		if tc.face == OpenAIChat {
-			gwURL, direct, hdr, directHdr = e.openaiURL()+"/chat/completions", e.up.URL+"/v1/chat/completions", openaiHeaders(key), openaiHeaders(tenantKey)
-		}
-		want := do(t, "POST", direct, directHdr, body)
-		got := do(t, "POST", gwURL, hdr, body)
-		if got.status != want.status || string(got.body) != string(want.body) || got.header.Get("Content-Type") != want.header.Get("Content-Type") ||
-			got.header.Get("Retry-After") != want.header.Get("Retry-After") || got.header.Get("Retry-After-Ms") != want.header.Get("Retry-After-Ms") {
-			t.Errorf("%s %s: through the gateway %d %v %s\ndirect %d %v %s", tc.face, tc.user, got.status, got.header, got.body, want.status, want.header, want.body)
-		}
-		if want.status < 400 {
-			t.Errorf("the fake did not fail: %d", want.status)
-		}
+		t.Run(string(tc.face)+" "+tc.user, func(t *testing.T) {
+			body := fmt.Sprintf(`{"model":"fake-model","max_tokens":10,"messages":[{"role":"user","content":%q}]}`, tc.user)
+			gwURL, direct, hdr, directHdr := e.anthropicURL()+"/v1/messages", e.up.URL+"/v1/messages", anthHeaders(key), anthHeaders(tenantKey)
+			if tc.face == OpenAIChat {
+				gwURL, direct, hdr, directHdr = e.openaiURL()+"/chat/completions", e.up.URL+"/v1/chat/completions", openaiHeaders(key), openaiHeaders(tenantKey)
+			}
+			want := do(t, "POST", direct, directHdr, body)
+			got := do(t, "POST", gwURL, hdr, body)
+			if got.status != want.status || string(got.body) != string(want.body) || got.header.Get("Content-Type") != want.header.Get("Content-Type") ||
+				got.header.Get("Retry-After") != want.header.Get("Retry-After") || got.header.Get("Retry-After-Ms") != want.header.Get("Retry-After-Ms") {
+				t.Errorf("%s %s: through the gateway %d %v %s\ndirect %d %v %s", tc.face, tc.user, got.status, got.header, got.body, want.status, want.header, want.body)
+			}
+			if want.status < 400 {
+				t.Errorf("the fake did not fail: %d", want.status)
+			}
+		})
 	}
 	// An error event mid-stream passes through, and is noted.
 	body := `{"model":"fake-model","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"midstream"}]}`
@@ -859,36 +861,39 @@ func TestRoutes(t *testing.T) {
 	e := newEnv(t, helloScript)
 	key := e.issue("job_r", "a", Limits{}, Budget{})
 	for _, tc := range []struct {
+		name         string
 		method, path string
 		hdr          map[string]string
 		status       int
 	}{
-		{"GET", "/anthropic/v1/models", anthHeaders(key), 200},
-		{"GET", "/anthropic/v1/models/fake-model", anthHeaders(key), 200},
-		{"GET", "/openai/models", openaiHeaders(key), 200},
-		{"GET", "/openai/v1/models", openaiHeaders(key), 200},
-		{"GET", "/openai/models/fake-model", openaiHeaders(key), 200},
-		{"POST", "/openai/v1/chat/completions", openaiHeaders(key), 200},
-		{"GET", "/anthropic/v1/messages", anthHeaders(key), 405},
-		{"POST", "/anthropic/v1/complete", anthHeaders(key), 404},
-		{"POST", "/openai/responses", openaiHeaders(key), 404},
-		{"GET", "/elsewhere", nil, 404},
+		{"anthropic models", "GET", "/anthropic/v1/models", anthHeaders(key), 200},
+		{"anthropic model", "GET", "/anthropic/v1/models/fake-model", anthHeaders(key), 200},
+		{"openai models", "GET", "/openai/models", openaiHeaders(key), 200},
+		{"openai v1 models", "GET", "/openai/v1/models", openaiHeaders(key), 200},
+		{"openai model", "GET", "/openai/models/fake-model", openaiHeaders(key), 200},
+		{"openai v1 chat", "POST", "/openai/v1/chat/completions", openaiHeaders(key), 200},
+		{"anthropic messages by GET", "GET", "/anthropic/v1/messages", anthHeaders(key), 405},
+		{"anthropic complete", "POST", "/anthropic/v1/complete", anthHeaders(key), 404},
+		{"openai responses", "POST", "/openai/responses", openaiHeaders(key), 404},
+		{"elsewhere", "GET", "/elsewhere", nil, 404},
 	} {
-		body := ""
-		if tc.method == "POST" {
-			body = openaiBody
-		}
-		r := do(t, tc.method, e.srv.URL+"/gateway"+tc.path, tc.hdr, body)
-		if r.status != tc.status {
-			t.Errorf("%s %s: %d, want %d: %s", tc.method, tc.path, r.status, tc.status, r.body)
-		}
-		if tc.status >= 400 {
-			face := AnthropicMessages
-			if strings.HasPrefix(tc.path, "/openai") {
-				face = OpenAIChat
+		t.Run(tc.name, func(t *testing.T) {
+			body := ""
+			if tc.method == "POST" {
+				body = openaiBody
 			}
-			errorShape(t, face, r.body)
-		}
+			r := do(t, tc.method, e.srv.URL+"/gateway"+tc.path, tc.hdr, body)
+			if r.status != tc.status {
+				t.Errorf("%s %s: %d, want %d: %s", tc.method, tc.path, r.status, tc.status, r.body)
+			}
+			if tc.status >= 400 {
+				face := AnthropicMessages
+				if strings.HasPrefix(tc.path, "/openai") {
+					face = OpenAIChat
+				}
+				errorShape(t, face, r.body)
+			}
+		})
 	}
 	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), strings.Repeat("x", 100)); r.status != 400 {
 		t.Errorf("a body that is not JSON goes upstream as it is: %d %s", r.status, r.body)

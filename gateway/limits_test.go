@@ -70,15 +70,17 @@ func TestRepeatedHeadersRefused(t *testing.T) {
 			{"two x-api-key, the first valid", "X-Api-Key", [][2]string{{"X-Api-Key", key}, {"X-Api-Key", other}}, ""},
 			{"two Authorization, the first valid", "Authorization", [][2]string{{"Authorization", "Bearer " + key}, {"Authorization", "Bearer " + other}}, ""},
 		} {
-			hdr := pairs(h)
-			if tc.header == "X-Api-Key" || tc.header == "Authorization" {
-				hdr = [][2]string{{"content-type", "application/json"}, {"anthropic-version", "2023-06-01"}}
-			}
-			r := doHeaders(t, "POST", u, append(hdr, tc.extra...), strings.NewReader(body))
-			typ, msg, _ := errorShape(t, face, r.body)
-			if r.status != 400 || face == AnthropicMessages && typ != "invalid_request_error" || !strings.Contains(msg, "the "+tc.header+" header comes 2 times") {
-				t.Errorf("%s, %s: %d %s", face, tc.name, r.status, r.body)
-			}
+			t.Run(string(face)+" "+tc.name, func(t *testing.T) {
+				hdr := pairs(h)
+				if tc.header == "X-Api-Key" || tc.header == "Authorization" {
+					hdr = [][2]string{{"content-type", "application/json"}, {"anthropic-version", "2023-06-01"}}
+				}
+				r := doHeaders(t, "POST", u, append(hdr, tc.extra...), strings.NewReader(body))
+				typ, msg, _ := errorShape(t, face, r.body)
+				if r.status != 400 || face == AnthropicMessages && typ != "invalid_request_error" || !strings.Contains(msg, "the "+tc.header+" header comes 2 times") {
+					t.Errorf("%s, %s: %d %s", face, tc.name, r.status, r.body)
+				}
+			})
 		}
 	}
 	if n := len(e.upstreamRequests("")); n != 0 {

@@ -123,30 +123,33 @@ func TestResolveModel(t *testing.T) {
 		FakeRecord("http://127.0.0.1:9"),
 	}
 	for _, tc := range []struct {
+		name    string
 		use     string
 		formats []Format
 		record  string
 		format  Format
 		err     string
 	}{
-		{"default", []Format{AnthropicMessages}, "anthropic", AnthropicMessages, ""},
-		{"", []Format{OpenAIChat}, "openai", OpenAIChat, ""},
-		{"default", []Format{OpenAIChat, AnthropicMessages}, "anthropic", AnthropicMessages, ""},
-		{"fake", []Format{OpenAIChat, AnthropicMessages}, "fake", OpenAIChat, ""},
-		{"openai", []Format{AnthropicMessages}, "", "", "the record openai takes openai-chat, and the harness speaks anthropic-messages"},
-		{"nope", []Format{AnthropicMessages}, "", "", "there is no provider record nope (records: anthropic, openai, fake)"},
-		{"default", nil, "", "", "lists no formats"},
-		{"default", []Format{"gemini"}, "", "", "no provider record takes gemini"},
+		{"default for anthropic", "default", []Format{AnthropicMessages}, "anthropic", AnthropicMessages, ""},
+		{"empty is default", "", []Format{OpenAIChat}, "openai", OpenAIChat, ""},
+		{"default with either format", "default", []Format{OpenAIChat, AnthropicMessages}, "anthropic", AnthropicMessages, ""},
+		{"named record", "fake", []Format{OpenAIChat, AnthropicMessages}, "fake", OpenAIChat, ""},
+		{"record of another format", "openai", []Format{AnthropicMessages}, "", "", "the record openai takes openai-chat, and the harness speaks anthropic-messages"},
+		{"unknown record", "nope", []Format{AnthropicMessages}, "", "", "there is no provider record nope (records: anthropic, openai, fake)"},
+		{"no formats", "default", nil, "", "", "lists no formats"},
+		{"unknown format", "default", []Format{"gemini"}, "", "", "no provider record takes gemini"},
 	} {
-		r, f, err := ResolveModel(records, tc.use, tc.formats)
-		switch {
-		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s %v: error %v, want %q", tc.use, tc.formats, err, tc.err)
+		t.Run(tc.name, func(t *testing.T) {
+			r, f, err := ResolveModel(records, tc.use, tc.formats)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("%s %v: error %v, want %q", tc.use, tc.formats, err, tc.err)
+				}
+			case err != nil || r.Name != tc.record || f != tc.format:
+				t.Errorf("%s %v: %v %s %v", tc.use, tc.formats, r, f, err)
 			}
-		case err != nil || r.Name != tc.record || f != tc.format:
-			t.Errorf("%s %v: %v %s %v", tc.use, tc.formats, r, f, err)
-		}
+		})
 	}
 	if _, _, err := ResolveModel(nil, "default", []Format{AnthropicMessages}); err == nil || !strings.Contains(err.Error(), "records: none") {
 		t.Errorf("no records: %v", err)

@@ -26,7 +26,7 @@ import (
 )
 
 func (l *linter) lintAgentDir(d dirEntry) {
-	entries, ok := l.readListedDir(d, "agents", "agents-dir-missing", false)
+	entries, ok := l.readListedDir(d, "agents", diag.AgentsDirMissing, false)
 	if !ok {
 		return
 	}
@@ -42,7 +42,7 @@ func (l *linter) lintAgentDir(d dirEntry) {
 				return
 			}
 		case strings.HasSuffix(name, ".yml") && !e.IsDir():
-			l.add(file, 0, 0, "ignored-file", "%s is ignored: agent definitions end in .yaml", file)
+			l.add(file, 0, 0, diag.IgnoredFile, "%s is ignored: agent definitions end in .yaml", file)
 		}
 	}
 }
@@ -67,12 +67,12 @@ func (l *linter) lintAgent(file string) {
 	if name, ok := asString(m["name"]); ok && name != "" {
 		_, n := schemas.Locate(root, "name")
 		if other, dup := l.agents[name]; dup {
-			l.addAt(file, n, 0, "duplicate-agent", "agent `%s` is also defined in %s", name, other)
+			l.addAt(file, n, 0, diag.DuplicateAgent, "agent `%s` is also defined in %s", name, other)
 		} else {
 			l.agents[name] = file
 		}
 		if base := strings.TrimSuffix(path.Base(file), ".yaml"); base != name {
-			l.addAt(file, n, 0, "agent-filename", "agent `%s` is defined in %s; name the file %s.yaml", name, path.Base(file), name)
+			l.addAt(file, n, 0, diag.AgentFilename, "agent `%s` is defined in %s; name the file %s.yaml", name, path.Base(file), name)
 		}
 	}
 
@@ -89,7 +89,7 @@ func (l *linter) lintAgent(file string) {
 				} else if len(l.harnessNames) > 0 {
 					msg += "; its harnesses are " + strings.Join(l.harnessNames, ", ")
 				}
-				l.addAt(file, n, 0, "unknown-harness", "%s", composed(msg))
+				l.addAt(file, n, 0, diag.UnknownHarness, "%s", composed(msg))
 			}
 		}
 	}
@@ -113,13 +113,13 @@ func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]an
 	_, n := schemas.Locate(root, "instructions")
 	rel, ok := relPath(p)
 	if !ok {
-		l.addAt(file, n, 0, "path-escape", "`instructions` must be a path inside the plugin, not `%s`", p)
+		l.addAt(file, n, 0, diag.PathEscape, "`instructions` must be a path inside the plugin, not `%s`", p)
 		return ""
 	}
-	data, st := l.readAt(file, n, "instructions", rel, "instructions-missing")
+	data, st := l.readAt(file, n, "instructions", rel, diag.InstructionsMissing)
 	switch st {
 	case fileMissing:
-		l.addAt(file, n, 0, "instructions-missing", "instructions file %s does not exist", rel)
+		l.addAt(file, n, 0, diag.InstructionsMissing, "instructions file %s does not exist", rel)
 		return ""
 	case fileBad:
 		return ""
@@ -128,7 +128,7 @@ func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]an
 		return ""
 	}
 	if len(bytes.TrimFunc(data, unicode.IsSpace)) == 0 {
-		l.addAt(file, n, 0, "instructions-missing", "instructions file %s is empty", rel)
+		l.addAt(file, n, 0, diag.InstructionsMissing, "instructions file %s is empty", rel)
 		return ""
 	}
 	return string(data)
@@ -136,10 +136,10 @@ func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]an
 
 // readAt reads the file rel that a key of file names at node n; what keeps it from being read is
 // reported there, where the author named it, a target that is not a file under notFile.
-func (l *linter) readAt(file string, n *yaml.Node, key, rel, notFile string) ([]byte, fileState) {
+func (l *linter) readAt(file string, n *yaml.Node, key, rel string, notFile diag.RuleID) ([]byte, fileState) {
 	st, err := fs.Stat(l.fsys, rel)
 	if err != nil {
-		return nil, l.unreadable(rel, err, func(rule, msg string) {
+		return nil, l.unreadable(rel, err, func(rule diag.RuleID, msg string) {
 			l.addAt(file, n, 0, rule, "`%s`: %s", key, composed(msg))
 		})
 	}
@@ -159,9 +159,9 @@ func (l *linter) checkLimits(file string, root *yaml.Node, lim map[string]any) {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			l.addAt(file, n, 0, "timeout-duration", "`timeout` must be a duration such as 10m or 90s, not `%s`", s)
+			l.addAt(file, n, 0, diag.TimeoutDuration, "`timeout` must be a duration such as 10m or 90s, not `%s`", s)
 		case d <= 0:
-			l.addAt(file, n, 0, "timeout-duration", "`timeout` must be greater than zero, not `%s`", s)
+			l.addAt(file, n, 0, diag.TimeoutDuration, "`timeout` must be greater than zero, not `%s`", s)
 		}
 	}
 	var steps float64
@@ -179,7 +179,7 @@ func (l *linter) checkLimits(file string, root *yaml.Node, lim map[string]any) {
 	}
 	if steps < 1 && steps == math.Trunc(steps) {
 		_, n := schemas.Locate(root, "limits", "max_steps")
-		l.addAt(file, n, 0, "max-steps", "`max_steps` must be at least 1, not %s", strconv.FormatFloat(steps, 'f', -1, 64))
+		l.addAt(file, n, 0, diag.MaxSteps, "`max_steps` must be at least 1, not %s", strconv.FormatFloat(steps, 'f', -1, 64))
 	}
 }
 
@@ -201,7 +201,7 @@ func (l *linter) checkAgentTools(file string, root *yaml.Node, hm map[string]any
 			continue
 		}
 		_, n := schemas.Locate(root, "harness", "tools", strconv.Itoa(idx[j]))
-		l.addAt(file, n, 0, "agent-tool-unknown", "harness.tools lists `%s`, which harness `%s` does not (its tools: %s); did you mean `%s`?",
+		l.addAt(file, n, 0, diag.AgentToolUnknown, "harness.tools lists `%s`, which harness `%s` does not (its tools: %s); did you mean `%s`?",
 			t, h.name, strings.Join(h.tools, ", "), near)
 	}
 }
@@ -234,7 +234,7 @@ func (l *linter) checkApprovals(file string, root *yaml.Node, hm map[string]any,
 			continue
 		}
 		_, n := schemas.Locate(root, "harness", "requires_approval", strconv.Itoa(idx[j]))
-		l.addAt(file, n, 0, "approval-unlisted-tool", "`%s` requires approval but the agent may not call it; %s", t, composed(where))
+		l.addAt(file, n, 0, diag.ApprovalUnlistedTool, "`%s` requires approval but the agent may not call it; %s", t, composed(where))
 	}
 }
 
@@ -257,26 +257,26 @@ func (l *linter) checkIO(file string, root *yaml.Node, m map[string]any, key str
 		case string:
 			rel, ok := relPath(s)
 			if !ok {
-				l.addAt(file, n, 0, "path-escape", "`%s.schema` must be a path inside the plugin, not `%s`", key, s)
+				l.addAt(file, n, 0, diag.PathEscape, "`%s.schema` must be a path inside the plugin, not `%s`", key, s)
 				return io
 			}
-			data, st := l.readAt(file, n, key+".schema", rel, "not-a-file")
+			data, st := l.readAt(file, n, key+".schema", rel, diag.NotAFile)
 			switch st {
 			case fileMissing:
-				l.addAt(file, n, 0, "input-schema", "%s schema %s does not exist", key, rel)
+				l.addAt(file, n, 0, diag.InputSchema, "%s schema %s does not exist", key, rel)
 				return io
 			case fileBad:
 				return io
 			}
 			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 			if err != nil {
-				l.addAt(file, n, 0, "input-schema", "%s schema %s is not JSON: %s", key, rel, composed(oneLine(err.Error())))
+				l.addAt(file, n, 0, diag.InputSchema, "%s schema %s is not JSON: %s", key, rel, composed(oneLine(err.Error())))
 				return io
 			}
 			sch, err := l.compileSchema(rel, doc)
 			if err != nil {
 				for _, msg := range schemaMessages(err, nil) {
-					l.addAt(file, n, 0, "input-schema", "%s schema %s is not a valid JSON Schema: %s", key, rel, composed(msg.Message))
+					l.addAt(file, n, 0, diag.InputSchema, "%s schema %s is not a valid JSON Schema: %s", key, rel, composed(msg.Message))
 				}
 				return io
 			}
@@ -285,7 +285,7 @@ func (l *linter) checkIO(file string, root *yaml.Node, m map[string]any, key str
 			sch, err := l.compileSchema(fmt.Sprintf(".inline-%s-%s.json", strings.TrimSuffix(path.Base(file), ".yaml"), key), s)
 			if err != nil {
 				for _, p := range schemaMessages(err, n) {
-					l.add(file, p.Line, p.Col, "input-schema", "the inline %s schema is not a valid JSON Schema: %s", key, composed(p.Message))
+					l.add(file, p.Line, p.Col, diag.InputSchema, "the inline %s schema is not a valid JSON Schema: %s", key, composed(p.Message))
 				}
 				return io
 			}
@@ -371,10 +371,10 @@ func oneLine(s string) string { return textclip.Squash(s, 300) }
 // readListedDir reads a directory the manifest lists under key (agents, skills). A missing one is
 // a finding of rule, unless missingOK (it then holds nothing); one that is not a directory is a
 // finding of rule too; an I/O error is fatal. ok is false when there is nothing to lint.
-func (l *linter) readListedDir(d dirEntry, key, rule string, missingOK bool) (entries []fs.DirEntry, ok bool) {
+func (l *linter) readListedDir(d dirEntry, key string, rule diag.RuleID, missingOK bool) (entries []fs.DirEntry, ok bool) {
 	st, err := fs.Stat(l.fsys, d.path)
 	if err != nil {
-		state := l.unreadable(d.path, err, func(rule, msg string) {
+		state := l.unreadable(d.path, err, func(rule diag.RuleID, msg string) {
 			l.addAt(ManifestFile, d.node, 0, rule, "`%s` entry `%s`: %s", key, d.written, composed(msg))
 		})
 		if state == fileMissing && !missingOK {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
@@ -30,6 +31,6 @@ func (l *linter) decode(file string, value any, v any) {
 		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
-		l.add(file, 1, 1, "invalid-value", "%s", composed(textclip.Clip(err.Error())))
+		l.add(file, 1, 1, diag.InvalidValue, "%s", composed(textclip.Clip(err.Error())))
 	}
 }

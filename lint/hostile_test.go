@@ -78,7 +78,7 @@ func TestHostileInput(t *testing.T) {
 			for _, f := range rep.Diagnostics {
 				if f.File == tc.file {
 					for _, r := range tc.rules {
-						found = found || f.Rule == r
+						found = found || f.Rule.String() == r
 					}
 				}
 			}

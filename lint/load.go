@@ -60,11 +60,7 @@ type harness struct {
 	hasTools bool
 }
 
-func (l *linter) add(file string, line, col int, rule, format string, args ...any) {
-	r, ok := diag.RuleByID(rule)
-	if !ok {
-		panic("lint: unknown rule " + rule)
-	}
+func (l *linter) add(file string, line, col int, rule diag.RuleID, format string, args ...any) {
 	for i, a := range args {
 		switch a := a.(type) {
 		case string:
@@ -75,7 +71,7 @@ func (l *linter) add(file string, line, col int, rule, format string, args ...an
 	}
 	l.findings = append(l.findings, diag.Diagnostic{
 		File: file, Line: line, Col: col,
-		Severity: r.Severity, Rule: rule,
+		Severity: rule.Rule().Severity, Rule: rule,
 		Message: termtext.OneLine(fmt.Sprintf(format, args...)),
 	})
 }
@@ -88,7 +84,7 @@ const maxArg = 200
 type composed string
 
 // addAt adds a finding at a YAML node (line offset for front matter).
-func (l *linter) addAt(file string, n *yaml.Node, offset int, rule, format string, args ...any) {
+func (l *linter) addAt(file string, n *yaml.Node, offset int, rule diag.RuleID, format string, args ...any) {
 	line, col := 1, 1
 	if n != nil && n.Line > 0 {
 		line, col = n.Line+offset, n.Column
@@ -134,22 +130,22 @@ const (
 func (l *linter) read(name string) ([]byte, fileState) {
 	st, err := fs.Stat(l.fsys, name)
 	if err != nil {
-		return nil, l.unreadable(name, err, func(rule, msg string) { l.add(name, 0, 0, rule, "%s", composed(msg)) })
+		return nil, l.unreadable(name, err, func(rule diag.RuleID, msg string) { l.add(name, 0, 0, rule, "%s", composed(msg)) })
 	}
 	switch {
 	case st.IsDir():
-		l.add(name, 0, 0, "not-a-file", "%s is a directory, not a file", name)
+		l.add(name, 0, 0, diag.NotAFile, "%s is a directory, not a file", name)
 		return nil, fileBad
 	case !st.Mode().IsRegular():
-		l.add(name, 0, 0, "not-a-file", "%s is not a regular file (%s)", name, st.Mode().Type())
+		l.add(name, 0, 0, diag.NotAFile, "%s is not a regular file (%s)", name, st.Mode().Type())
 		return nil, fileBad
 	case st.Size() > MaxFileSize:
-		l.add(name, 0, 0, "file-too-large", "%s is %d bytes; files the linter loads must be at most 1 MiB", name, st.Size())
+		l.add(name, 0, 0, diag.FileTooLarge, "%s is %d bytes; files the linter loads must be at most 1 MiB", name, st.Size())
 		return nil, fileBad
 	}
 	f, err := l.fsys.Open(name)
 	if err != nil {
-		return nil, l.unreadable(name, err, func(rule, msg string) { l.add(name, 0, 0, rule, "%s", composed(msg)) })
+		return nil, l.unreadable(name, err, func(rule diag.RuleID, msg string) { l.add(name, 0, 0, rule, "%s", composed(msg)) })
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
@@ -158,7 +154,7 @@ func (l *linter) read(name string) ([]byte, fileState) {
 		return nil, fileBad
 	}
 	if len(data) > MaxFileSize {
-		l.add(name, 0, 0, "file-too-large", "%s is over 1 MiB; files the linter loads must be at most 1 MiB", name)
+		l.add(name, 0, 0, diag.FileTooLarge, "%s is over 1 MiB; files the linter loads must be at most 1 MiB", name)
 		return nil, fileBad
 	}
 	return data, fileOK
@@ -167,15 +163,15 @@ func (l *linter) read(name string) ([]byte, fileState) {
 // unreadable sorts out why name could not be opened: missing (fileMissing, unreported), a link
 // that leads out of the plugin or loops (reported through report, fileBad), or an error that
 // stops the run (fatal, fileBad).
-func (l *linter) unreadable(name string, err error, report func(rule, msg string)) fileState {
+func (l *linter) unreadable(name string, err error, report func(rule diag.RuleID, msg string)) fileState {
 	switch {
 	case notExist(err):
 		return fileMissing
 	case errors.Is(err, syscall.ELOOP):
-		report("symlink-loop", fmt.Sprintf("%s is a symbolic link that loops (or a chain of them too long to follow)", textclip.Clip(name)))
+		report(diag.SymlinkLoop, fmt.Sprintf("%s is a symbolic link that loops (or a chain of them too long to follow)", textclip.Clip(name)))
 		return fileBad
 	case l.leadsOut(name):
-		report("path-escape", fmt.Sprintf("%s is a symbolic link that leads outside the plugin; a plugin's files must be inside its directory", textclip.Clip(name)))
+		report(diag.PathEscape, fmt.Sprintf("%s is a symbolic link that leads outside the plugin; a plugin's files must be inside its directory", textclip.Clip(name)))
 		return fileBad
 	}
 	l.setFatal(err)

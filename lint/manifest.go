@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
@@ -31,7 +32,7 @@ func (l *linter) run() error {
 		if where == "" {
 			where = "this directory"
 		}
-		l.add(ManifestFile, 0, 0, "manifest-missing", "no %s in %s; run `oz0 plugin new` or cd into the plugin", ManifestFile, where)
+		l.add(ManifestFile, 0, 0, diag.ManifestMissing, "no %s in %s; run `oz0 plugin new` or cd into the plugin", ManifestFile, where)
 		return nil
 	case fileBad:
 		return nil
@@ -92,7 +93,7 @@ func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
 		if ok && name != "" {
 			_, nameNode := schemas.Locate(root, append(hp, "name")...)
 			if line, dup := firstLine[name]; dup {
-				l.addAt(file, nameNode, 0, "duplicate-harness", "harness `%s` is declared twice (first on line %d)", name, line)
+				l.addAt(file, nameNode, 0, diag.DuplicateHarness, "harness `%s` is declared twice (first on line %d)", name, line)
 			} else {
 				if nameNode != nil {
 					firstLine[name] = nameNode.Line
@@ -130,7 +131,7 @@ func (l *linter) manifestDirs(root *yaml.Node, m map[string]any, key string) []d
 		}
 		p, ok := relPath(s)
 		if !ok {
-			l.addAt(ManifestFile, n, 0, "path-escape", "`%s` entry must be a directory inside the plugin, not `%s`", key, s)
+			l.addAt(ManifestFile, n, 0, diag.PathEscape, "`%s` entry must be a directory inside the plugin, not `%s`", key, s)
 			continue
 		}
 		if seen[p] {
@@ -146,7 +147,7 @@ func (l *linter) checkFormats(root *yaml.Node, hp []string, hm map[string]any, l
 	fv, present := hm["formats"]
 	if !present {
 		_, n := schemas.Locate(root, hp...)
-		l.addAt(ManifestFile, n, 0, "unknown-format", "%s lists no formats; add the model APIs its code speaks, e.g. formats: [anthropic-messages]", label)
+		l.addAt(ManifestFile, n, 0, diag.UnknownFormat, "%s lists no formats; add the model APIs its code speaks, e.g. formats: [anthropic-messages]", label)
 		return
 	}
 	list := asList(fv)
@@ -155,7 +156,7 @@ func (l *linter) checkFormats(root *yaml.Node, hp []string, hm map[string]any, l
 	}
 	if len(list) == 0 {
 		_, n := schemas.Locate(root, append(hp, "formats")...)
-		l.addAt(ManifestFile, n, 0, "unknown-format", "%s lists no formats; add the model APIs its code speaks: %s", label, strings.Join(modelFormats, ", "))
+		l.addAt(ManifestFile, n, 0, diag.UnknownFormat, "%s lists no formats; add the model APIs its code speaks: %s", label, strings.Join(modelFormats, ", "))
 		return
 	}
 	items, idx := stringItems(fv)
@@ -166,9 +167,9 @@ func (l *linter) checkFormats(root *yaml.Node, hp []string, hm map[string]any, l
 		_, n := schemas.Locate(root, append(hp, "formats", strconv.Itoa(idx[j]))...)
 		msg := "%s has unknown format `%s`; "
 		if s, ok := schemas.Closest(f, modelFormats); ok {
-			l.addAt(ManifestFile, n, 0, "unknown-format", msg+"did you mean `%s`?", label, f, s)
+			l.addAt(ManifestFile, n, 0, diag.UnknownFormat, msg+"did you mean `%s`?", label, f, s)
 		} else {
-			l.addAt(ManifestFile, n, 0, "unknown-format", msg+"the formats are %s", label, f, strings.Join(modelFormats, ", "))
+			l.addAt(ManifestFile, n, 0, diag.UnknownFormat, msg+"the formats are %s", label, f, strings.Join(modelFormats, ", "))
 		}
 	}
 }
@@ -187,7 +188,7 @@ func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, la
 	}
 	_, n := schemas.Locate(root, append(hp, "command", strconv.Itoa(at))...)
 	if !pythonModule().MatchString(mod) {
-		l.addAt(ManifestFile, n, 0, "module-missing", "%s runs python -m `%s`, which is not a Python module name", label, mod)
+		l.addAt(ManifestFile, n, 0, diag.ModuleMissing, "%s runs python -m `%s`, which is not a Python module name", label, mod)
 		return
 	}
 	rel := strings.ReplaceAll(mod, ".", "/")
@@ -198,11 +199,11 @@ func (l *linter) checkModule(root *yaml.Node, hp []string, hm map[string]any, la
 	}
 	for _, base := range []string{"src/", ""} {
 		if l.isFile(base+rel+"/__init__.py") || l.isDir(base+rel) {
-			l.addAt(ManifestFile, n, 0, "module-missing", "%s runs package `%s` with python -m, but %s%s/__main__.py does not exist; python -m needs it to run a package", label, mod, base, rel)
+			l.addAt(ManifestFile, n, 0, diag.ModuleMissing, "%s runs package `%s` with python -m, but %s%s/__main__.py does not exist; python -m needs it to run a package", label, mod, base, rel)
 			return
 		}
 	}
-	l.addAt(ManifestFile, n, 0, "module-missing", "%s runs module `%s`, but there is no src/%s/__main__.py or src/%s.py", label, mod, rel, rel)
+	l.addAt(ManifestFile, n, 0, diag.ModuleMissing, "%s runs module `%s`, but there is no src/%s/__main__.py or src/%s.py", label, mod, rel, rel)
 }
 
 // checkCommand checks what the node will resolve of a harness's command: a program written as a
@@ -222,21 +223,21 @@ func (l *linter) checkCommand(root *yaml.Node, hp []string, hm map[string]any, l
 	case strings.ContainsRune(prog, '/') && !path.IsAbs(prog):
 		rel, ok := relPath(prog)
 		if !ok {
-			l.addAt(ManifestFile, at(0), 0, "path-escape", "%s runs `%s`, which is outside the plugin; a harness's program must be in the plugin or on the PATH", label, prog)
+			l.addAt(ManifestFile, at(0), 0, diag.PathEscape, "%s runs `%s`, which is outside the plugin; a harness's program must be in the plugin or on the PATH", label, prog)
 			return
 		}
 		if !l.isFile(rel) {
-			l.addAt(ManifestFile, at(0), 0, "command-missing", "%s runs `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, prog)
+			l.addAt(ManifestFile, at(0), 0, diag.CommandMissing, "%s runs `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, prog)
 		}
 	case strings.ContainsRune(prog, '/'):
 		// An absolute program: this machine's, not the plugin's. One of the system's directories
 		// is in every session; anything else may be on no other machine, nor in the sandbox.
 		if !sandbox.InSystemDir(prog) {
-			l.addAt(ManifestFile, at(0), 0, "command-outside-plugin", "%s runs `%s`, a program outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only; put it in the plugin and name it relative to it (./bin/…), or use a program on the PATH", label, prog)
+			l.addAt(ManifestFile, at(0), 0, diag.CommandOutsidePlugin, "%s runs `%s`, a program outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only; put it in the plugin and name it relative to it (./bin/…), or use a program on the PATH", label, prog)
 		}
 	case !supervisor.IsPython(prog) && l.abs != "":
 		if _, err := exec.LookPath(prog); err != nil {
-			l.addAt(ManifestFile, at(0), 0, "program-not-found", "%s runs `%s`, which is not on this machine's PATH", label, prog)
+			l.addAt(ManifestFile, at(0), 0, diag.ProgramNotFound, "%s runs `%s`, which is not on this machine's PATH", label, prog)
 		}
 	}
 	if i := supervisor.ScriptArg(argv); i > 0 {
@@ -244,11 +245,11 @@ func (l *linter) checkCommand(root *yaml.Node, hp []string, hm map[string]any, l
 		rel, ok := relPath(file)
 		switch {
 		case path.IsAbs(file):
-			l.addAt(ManifestFile, at(i), 0, "command-outside-plugin", "%s runs `%s`, a file outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only, so every session would fail; copy it into the plugin and name it relative to it", label, file)
+			l.addAt(ManifestFile, at(i), 0, diag.CommandOutsidePlugin, "%s runs `%s`, a file outside the plugin: it does not ship with the plugin, and a session's sandbox shows the plugin and the system's directories only, so every session would fail; copy it into the plugin and name it relative to it", label, file)
 		case !ok:
-			l.addAt(ManifestFile, at(i), 0, "path-escape", "%s runs `%s`, which is outside the plugin", label, file)
+			l.addAt(ManifestFile, at(i), 0, diag.PathEscape, "%s runs `%s`, which is outside the plugin", label, file)
 		case !l.isFile(rel):
-			l.addAt(ManifestFile, at(i), 0, "command-missing", "%s runs %s `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, path.Base(prog), file)
+			l.addAt(ManifestFile, at(i), 0, diag.CommandMissing, "%s runs %s `%s`, which is not a file of the plugin (it is resolved against the plugin's directory)", label, path.Base(prog), file)
 		}
 	}
 }

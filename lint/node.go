@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
@@ -284,7 +285,7 @@ func (l *linter) lintPackageJSON() {
 		case errors.As(err, &te):
 			line, col = position(data, int(min(te.Offset, int64(len(data)))))
 		}
-		l.add(file, line, col, "json-syntax", "package.json does not parse as a JSON object: %s", composed(oneLine(err.Error())))
+		l.add(file, line, col, diag.JSONSyntax, "package.json does not parse as a JSON object: %s", composed(oneLine(err.Error())))
 		return
 	}
 	sections := []string{"dependencies", "optionalDependencies"}
@@ -298,7 +299,7 @@ func (l *linter) lintPackageJSON() {
 				continue
 			}
 			line, col := jsonKeyPosition(data, section, name)
-			l.add(file, line, col, "unpinned-dependency", "`%s` is `%s` in package.json %s, not one version; pin it exactly (npm install --save-exact %s@X.Y.Z) and commit package-lock.json", name, spec, section, name)
+			l.add(file, line, col, diag.UnpinnedDependency, "`%s` is `%s` in package.json %s, not one version; pin it exactly (npm install --save-exact %s@X.Y.Z) and commit package-lock.json", name, spec, section, name)
 		}
 	}
 	if !pinnedAny {
@@ -309,7 +310,7 @@ func (l *linter) lintPackageJSON() {
 			return
 		}
 	}
-	l.add(file, 1, 1, "lock-missing", "package.json has dependencies but the plugin has no lock file: what they depend on is not pinned; run npm install and commit package-lock.json")
+	l.add(file, 1, 1, diag.LockMissing, "package.json has dependencies but the plugin has no lock file: what they depend on is not pinned; run npm install and commit package-lock.json")
 }
 
 func sortedKeys(m map[string]any) []string {

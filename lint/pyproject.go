@@ -10,6 +10,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 )
 
@@ -36,7 +37,7 @@ func (l *linter) lintPyproject() {
 			line, col = de.Position()
 		}
 		msg = strings.TrimPrefix(msg, "toml: ")
-		l.add(file, line, col, "toml-syntax", "%s", composed(oneLine(msg)))
+		l.add(file, line, col, diag.TOMLSyntax, "%s", composed(oneLine(msg)))
 		return
 	}
 	loc := &literalFinder{data: data, used: map[int]bool{}}
@@ -111,23 +112,23 @@ func (l *linter) checkDependency(file string, loc *literalFinder, where, dep str
 
 	line, col := loc.find(dep)
 	if name == "litellm" {
-		l.add(file, line, col, "banned-dependency", "`%s` in %s is litellm: %s; call models through the gateway with the Anthropic or OpenAI SDK", dep, where, composed(litellmReason))
+		l.add(file, line, col, diag.BannedDependency, "`%s` in %s is litellm: %s; call models through the gateway with the Anthropic or OpenAI SDK", dep, where, composed(litellmReason))
 		return
 	}
 	if slices.Contains(extras, "litellm") {
-		l.add(file, line, col, "banned-dependency", "`%s` in %s pulls in litellm: %s; use %s[anthropic]", dep, where, composed(litellmReason), m[1])
+		l.add(file, line, col, diag.BannedDependency, "`%s` in %s pulls in litellm: %s; use %s[anthropic]", dep, where, composed(litellmReason), m[1])
 		return
 	}
 	for _, e := range extras {
 		if slices.Contains(litellmExtras[name], e) {
-			l.add(file, line, col, "banned-dependency", "`%s` in %s pulls in litellm through its %s extra: %s; depend on %s and the Anthropic or OpenAI SDK", dep, where, e, composed(litellmReason), m[1])
+			l.add(file, line, col, diag.BannedDependency, "`%s` in %s pulls in litellm through its %s extra: %s; depend on %s and the Anthropic or OpenAI SDK", dep, where, e, composed(litellmReason), m[1])
 			return
 		}
 	}
 	if !mustPin(name) || pinned(spec) {
 		return
 	}
-	l.add(file, line, col, "unpinned-dependency", "`%s` in %s is not pinned; pin agent frameworks to one version with ==, e.g. %s==X.Y.Z", dep, where, m[1])
+	l.add(file, line, col, diag.UnpinnedDependency, "`%s` in %s is not pinned; pin agent frameworks to one version with ==, e.g. %s==X.Y.Z", dep, where, m[1])
 }
 
 // litellmExtras are the extras of agent frameworks that pull in litellm, beyond those named

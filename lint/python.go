@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
@@ -59,7 +60,7 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 	}
 	for _, c := range clients {
 		if c.responses {
-			l.add(c.file, c.line, c.col, "responses-api", "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: %s", composed(label), c.name, c.fix)
+			l.add(c.file, c.line, c.col, diag.ResponsesAPI, "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: %s", composed(label), c.name, c.fix)
 		}
 	}
 	if usesComplete {
@@ -81,7 +82,7 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 			return // no client it can tell: nothing to say
 		}
 		_, n := schemas.Locate(root, append(hp, "formats", strconv.Itoa(idx[j]))...)
-		l.addAt(ManifestFile, n, 0, "format-mismatch", "%s lists %s, but its code builds no model client that speaks it (it builds `%s` in %s, which speaks %s): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it", label, f, other.name, other.file, other.formatName)
+		l.addAt(ManifestFile, n, 0, diag.FormatMismatch, "%s lists %s, but its code builds no model client that speaks it (it builds `%s` in %s, which speaks %s): a session on a record of that format would fail; list only the formats the code speaks, or build a client for it", label, f, other.name, other.file, other.formatName)
 	}
 }
 

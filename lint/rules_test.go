@@ -34,7 +34,7 @@ func checkFindings(t *testing.T, rep *diag.Report, wants ...expect) {
 	for _, f := range rep.Diagnostics {
 		at := fmt.Sprintf("%s:%d:%d %s", f.File, f.Line, f.Col, f.Rule)
 		got[at] = append(got[at], f)
-		if r, _ := diag.RuleByID(f.Rule); r.Severity != f.Severity {
+		if r := f.Rule.Rule(); r.Severity != f.Severity {
 			t.Errorf("%s: severity %s, the rule's is %s", at, f.Severity, r.Severity)
 		}
 	}
@@ -351,7 +351,7 @@ func TestOnePass(t *testing.T) {
 	})
 	rules := map[string]bool{}
 	for _, f := range rep.Diagnostics {
-		rules[f.Rule] = true
+		rules[f.Rule.String()] = true
 	}
 	for _, r := range []string{"unknown-format", "yaml-syntax", "timeout-duration", "banned-dependency"} {
 		if !rules[r] {

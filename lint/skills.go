@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 
@@ -16,7 +17,7 @@ const SkillFile = "SKILL.md"
 
 func (l *linter) lintSkillDir(d dirEntry) {
 	// A listed skills directory that does not exist holds no skills.
-	entries, ok := l.readListedDir(d, "skills", "skill-missing", true)
+	entries, ok := l.readListedDir(d, "skills", diag.SkillMissing, true)
 	if !ok {
 		return
 	}
@@ -42,7 +43,7 @@ func (l *linter) lintSkill(dir string) {
 	data, st := l.read(file)
 	switch st {
 	case fileMissing:
-		l.add(file, 0, 0, "skill-missing", "%s has no %s", dir, SkillFile)
+		l.add(file, 0, 0, diag.SkillMissing, "%s has no %s", dir, SkillFile)
 		return
 	case fileBad:
 		return
@@ -52,11 +53,11 @@ func (l *linter) lintSkill(dir string) {
 	}
 	fm, offset, problem := frontMatter(data)
 	if problem != "" {
-		l.add(file, 1, 1, "skill-frontmatter", "%s", problem)
+		l.add(file, 1, 1, diag.SkillFrontmatter, "%s", problem)
 		return
 	}
 	if len(bytes.TrimSpace(fm)) == 0 {
-		l.add(file, 2, 1, "skill-frontmatter", "the front matter is empty; it needs name and description")
+		l.add(file, 2, 1, diag.SkillFrontmatter, "the front matter is empty; it needs name and description")
 		return
 	}
 	root, v, _ := l.loadYAML(file, schemas.Skill, offset, fm)
@@ -66,7 +67,7 @@ func (l *linter) lintSkill(dir string) {
 	}
 	if name, ok := asString(m["name"]); ok && name != "" && name != path.Base(dir) {
 		_, n := schemas.Locate(root, "name")
-		l.addAt(file, n, offset, "skill-name", "skill `%s` is in directory `%s`; they should match", name, path.Base(dir))
+		l.addAt(file, n, offset, diag.SkillName, "skill `%s` is in directory `%s`; they should match", name, path.Base(dir))
 	}
 }
 
@@ -95,7 +96,7 @@ func frontMatter(data []byte) (fm []byte, offset int, problem string) {
 func (l *linter) notText(file string, data []byte) bool {
 	line, col, msg, bad := binaryText(data)
 	if bad {
-		l.add(file, line, col, "not-text", "%s", msg)
+		l.add(file, line, col, diag.NotText, "%s", msg)
 	}
 	return bad
 }

@@ -118,23 +118,29 @@ skills: [skills/]
 `
 
 func TestValidDocuments(t *testing.T) {
-	for _, tc := range []struct{ schema, doc string }{
-		{Agent, goodAgent},
-		{Manifest, goodManifest},
-		{Skill, "name: oz0-plugin\ndescription: How to work on a plugin.\nlicense: MIT\nallowed-tools: Read Grep\nmetadata: {owner: acme}\n"},
-		{Skill, "name: x\ndescription: d\nallowed-tools: [Read, Grep]\n"},
-		{Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432, max_concurrent: 4}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
+	for _, tc := range []struct {
+		name        string
+		schema, doc string
+	}{
+		{"agent", Agent, goodAgent},
+		{"manifest", Manifest, goodManifest},
+		{"skill", Skill, "name: oz0-plugin\ndescription: How to work on a plugin.\nlicense: MIT\nallowed-tools: Read Grep\nmetadata: {owner: acme}\n"},
+		{"skill with a list of allowed tools", Skill, "name: x\ndescription: d\nallowed-tools: [Read, Grep]\n"},
+		{"agent with schemas and limits", Agent, "name: a\nruntime: harness:a\ninstructions: p.md\ninput: {schema: {type: object}}\noutput: {schema: schemas/out.json}\nlimits: {max_tokens: 1000, max_cost_usd: 0.5, max_event_bytes: 134217728, max_event_bytes_per_second: 33554432, max_concurrent: 4}\nmodel: {use: fast, name: claude-x}\nharness: {options: {anything: [1, {b: c}]}, requires_approval: [t]}\n"},
 	} {
-		if ps := ValidateYAML(tc.schema, parse(t, tc.doc)); len(ps) > 0 {
-			t.Errorf("%s: unexpected problems %v in\n%s", tc.schema, ps, tc.doc)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if ps := ValidateYAML(tc.schema, parse(t, tc.doc)); len(ps) > 0 {
+				t.Errorf("%s: unexpected problems %v in\n%s", tc.schema, ps, tc.doc)
+			}
+		})
 	}
 }
 
 // want is one expected problem: position, kind and a part of the message.
 type expect struct {
 	line, col int
-	kind, msg string
+	kind      diag.RuleID
+	msg       string
 }
 
 func check(t *testing.T, schema, doc string, wants ...expect) {
@@ -162,72 +168,72 @@ func dump(ps []diag.Diagnostic) string {
 
 func TestUnknownKeyAtKeyWithSuggestion(t *testing.T) {
 	doc := strings.Replace(goodAgent, "  tools: [notify_team]", "  tool: [notify_team]", 1)
-	check(t, Agent, doc, expect{13, 3, KindUnknownKey, "unknown key `tool` in `harness`; did you mean `tools`?"})
+	check(t, Agent, doc, expect{13, 3, diag.UnknownKey, "unknown key `tool` in `harness`; did you mean `tools`?"})
 
 	check(t, Manifest, "api_version: oz0/v1\n"+strings.TrimPrefix(goodManifest, "apiVersion: oz0/v1\n"),
-		expect{1, 1, KindMissingKey, "missing required key `apiVersion`"},
-		expect{1, 1, KindUnknownKey, "unknown key `api_version`; did you mean `apiVersion`?"})
+		expect{1, 1, diag.MissingKey, "missing required key `apiVersion`"},
+		expect{1, 1, diag.UnknownKey, "unknown key `api_version`; did you mean `apiVersion`?"})
 
 	// Nothing close: the allowed keys are listed.
-	check(t, Agent, goodAgent+"zzz: 1\n", expect{14, 1, KindUnknownKey, "expected one of description, harness, input"})
+	check(t, Agent, goodAgent+"zzz: 1\n", expect{14, 1, diag.UnknownKey, "expected one of description, harness, input"})
 }
 
 func TestMissingKeyAtParentMapping(t *testing.T) {
 	doc := strings.Replace(goodAgent, "runtime: harness:acme-triage\n", "", 1)
-	check(t, Agent, doc, expect{1, 1, KindMissingKey, "missing required key `runtime`"})
+	check(t, Agent, doc, expect{1, 1, diag.MissingKey, "missing required key `runtime`"})
 
 	// In a nested mapping: at that mapping (its first key).
 	doc = strings.Replace(goodManifest, "  - name: acme-triage\n    command", "  - command", 1)
-	check(t, Manifest, doc, expect{7, 5, KindMissingKey, "missing required key `name` in `harnesses[0]`"})
+	check(t, Manifest, doc, expect{7, 5, diag.MissingKey, "missing required key `name` in `harnesses[0]`"})
 
 	// An empty flow mapping: at the braces.
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\ninput: {}\n",
-		expect{4, 8, KindMissingKey, "missing required key `schema` in `input`"})
+		expect{4, 8, diag.MissingKey, "missing required key `schema` in `input`"})
 }
 
 func TestWrongTypeAtValue(t *testing.T) {
 	doc := strings.Replace(goodAgent, "max_steps: 10", `max_steps: "10"`, 1)
-	check(t, Agent, doc, expect{10, 14, KindInvalidValue, "`max_steps` must be an integer, not a string"})
+	check(t, Agent, doc, expect{10, 14, diag.InvalidValue, "`max_steps` must be an integer, not a string"})
 
 	doc = strings.Replace(goodManifest, "version: 0.1.0", "version: 1.0", 1)
-	check(t, Manifest, doc, expect{3, 10, KindInvalidValue, "`version` must be a string, not a number; quote it: \"1.0\""})
+	check(t, Manifest, doc, expect{3, 10, diag.InvalidValue, "`version` must be a string, not a number; quote it: \"1.0\""})
 
-	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits:\n", expect{4, 8, KindInvalidValue, "`limits` must be a mapping, not empty"})
-	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {timeout: 10}\n", expect{4, 19, KindInvalidValue, "`timeout` must be a duration such as 10m or 90s, not a number"})
+	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits:\n", expect{4, 8, diag.InvalidValue, "`limits` must be a mapping, not empty"})
+	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {timeout: 10}\n", expect{4, 19, diag.InvalidValue, "`timeout` must be a duration such as 10m or 90s, not a number"})
 	check(t, Manifest, strings.Replace(goodManifest, `["python", "-m", "acme_triage"]`, `["python", 3]`, 1),
-		expect{8, 25, KindInvalidValue, "`command[1]` must be a string, not a number; quote it: \"3\""})
+		expect{8, 25, diag.InvalidValue, "`command[1]` must be a string, not a number; quote it: \"3\""})
 }
 
 func TestValueMessages(t *testing.T) {
 	check(t, Manifest, strings.Replace(goodManifest, "apiVersion: oz0/v1", "apiVersion: v1", 1),
-		expect{1, 13, KindInvalidValue, "`apiVersion` must be `oz0/v1`, not `v1`"})
+		expect{1, 13, diag.InvalidValue, "`apiVersion` must be `oz0/v1`, not `v1`"})
 	check(t, Manifest, strings.Replace(goodManifest, "runtime: python", "runtime: pyhton", 1),
-		expect{5, 10, KindInvalidValue, "`runtime` must be one of python, node, go, binary, not `pyhton`; did you mean `python`?"})
+		expect{5, 10, diag.InvalidValue, "`runtime` must be one of python, node, go, binary, not `pyhton`; did you mean `python`?"})
 	check(t, Manifest, strings.Replace(goodManifest, "name: acme-triage\nversion", "name: Acme_Triage\nversion", 1),
-		expect{2, 7, KindInvalidValue, "`name` must be lowercase letters, digits and hyphens"})
+		expect{2, 7, diag.InvalidValue, "`name` must be lowercase letters, digits and hyphens"})
 	check(t, Manifest, strings.Replace(goodManifest, "version: 0.1.0", "version: v1", 1),
-		expect{3, 10, KindInvalidValue, "`version` must be a semantic version"})
+		expect{3, 10, diag.InvalidValue, "`version` must be a semantic version"})
 	check(t, Manifest, strings.Replace(goodManifest, "tools: [notify_team]", "tools: [a, b, a]", 1),
-		expect{10, 19, KindInvalidValue, "`tools` lists `a` more than once"})
+		expect{10, 19, diag.InvalidValue, "`tools` lists `a` more than once"})
 	check(t, Manifest, strings.Replace(goodManifest, "agents: [agents/]", "agents: []", 1),
-		expect{12, 9, KindInvalidValue, "`agents` must list at least 1 item"})
+		expect{12, 9, diag.InvalidValue, "`agents` must list at least 1 item"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\ninput: xml\n",
-		expect{4, 8, KindInvalidValue, "`input` must be text, json or a mapping with a schema key, not `xml`"})
+		expect{4, 8, diag.InvalidValue, "`input` must be text, json or a mapping with a schema key, not `xml`"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\noutput: {schema: x.json, extra: 1}\n",
-		expect{4, 26, KindUnknownKey, "unknown key `extra` in `output`; the only key allowed is `schema`"})
+		expect{4, 26, diag.UnknownKey, "unknown key `extra` in `output`; the only key allowed is `schema`"})
 	check(t, Agent, "name: a\nruntime: python\ninstructions: p\n",
-		expect{2, 10, KindInvalidValue, "`runtime` must be harness:<name>"})
+		expect{2, 10, diag.InvalidValue, "`runtime` must be harness:<name>"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_event_bytes: 1024}\n",
-		expect{4, 27, KindInvalidValue, "`max_event_bytes` must be at least 65536"})
+		expect{4, 27, diag.InvalidValue, "`max_event_bytes` must be at least 65536"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_cost_usd: 0, max_tokens: 0}\n",
-		expect{4, 24, KindInvalidValue, "`max_cost_usd` must be greater than 0"},
-		expect{4, 39, KindInvalidValue, "`max_tokens` must be at least 1, not 0"})
+		expect{4, 24, diag.InvalidValue, "`max_cost_usd` must be greater than 0"},
+		expect{4, 39, diag.InvalidValue, "`max_tokens` must be at least 1, not 0"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_concurrent: 0}\n",
-		expect{4, 26, KindInvalidValue, "`max_concurrent` must be at least 1, not 0"})
-	check(t, Skill, "name: x\ndescription: \"\"\n", expect{2, 14, KindInvalidValue, "`description` must not be empty"})
-	check(t, Skill, "name: x\ndescription: "+strings.Repeat("a", 1025)+"\n", expect{2, 14, KindInvalidValue, "at most 1024 characters"})
-	check(t, Manifest, "", expect{1, 1, KindInvalidValue, "the document must be a mapping, not empty"})
-	check(t, Manifest, "- a\n", expect{1, 1, KindInvalidValue, "the document must be a mapping, not a list"})
+		expect{4, 26, diag.InvalidValue, "`max_concurrent` must be at least 1, not 0"})
+	check(t, Skill, "name: x\ndescription: \"\"\n", expect{2, 14, diag.InvalidValue, "`description` must not be empty"})
+	check(t, Skill, "name: x\ndescription: "+strings.Repeat("a", 1025)+"\n", expect{2, 14, diag.InvalidValue, "at most 1024 characters"})
+	check(t, Manifest, "", expect{1, 1, diag.InvalidValue, "the document must be a mapping, not empty"})
+	check(t, Manifest, "- a\n", expect{1, 1, diag.InvalidValue, "the document must be a mapping, not a list"})
 }
 
 func TestAliasesAndMergeKeys(t *testing.T) {
@@ -235,7 +241,7 @@ func TestAliasesAndMergeKeys(t *testing.T) {
 	// placed where it is written (the anchor).
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nharness:\n  tools: &t [x]\n  requires_approval: *t\nlimits:\n  <<: {max_steps: 1}\n  timeout: 1m\n")
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits:\n  <<: {max_steps: x}\n  timeout: 1m\n",
-		expect{5, 19, KindInvalidValue, "`max_steps` must be an integer"})
+		expect{5, 19, diag.InvalidValue, "`max_steps` must be an integer"})
 	// An explicit key wins over a merged one.
 	root := parse(t, "a: &a {x: 1, y: 2}\nb:\n  <<: [*a, {z: 3}]\n  x: 9\n")
 	v, ps := ToValue(root)
@@ -273,21 +279,21 @@ func TestToValueTypes(t *testing.T) {
 		}
 	}
 	_, ps = ToValue(parse(t, "a: .inf\n"))
-	if len(ps) != 1 || ps[0].Rule != KindInvalidValue || !strings.Contains(ps[0].Message, "finite") {
+	if len(ps) != 1 || ps[0].Rule != diag.InvalidValue || !strings.Contains(ps[0].Message, "finite") {
 		t.Errorf(".inf: %v", ps)
 	}
 	// .inf is reported once, not again as a type error.
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\nlimits: {max_cost_usd: .nan}\n",
-		expect{4, 24, KindInvalidValue, "`max_cost_usd` must be a finite number, not .nan"})
+		expect{4, 24, diag.InvalidValue, "`max_cost_usd` must be a finite number, not .nan"})
 }
 
 func TestKeysAndDuplicates(t *testing.T) {
 	check(t, Agent, "name: a\nname: b\nruntime: harness:a\ninstructions: p\n",
-		expect{2, 1, KindYAMLSyntax, "duplicate key `name` (first on line 1)"})
+		expect{2, 1, diag.YAMLSyntax, "duplicate key `name` (first on line 1)"})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\n1: x\n",
-		expect{4, 1, KindInvalidValue, "a mapping key must be a string, not an integer; quote it: \"1\""})
+		expect{4, 1, diag.InvalidValue, "a mapping key must be a string, not an integer; quote it: \"1\""})
 	check(t, Agent, "name: a\nruntime: harness:a\ninstructions: p\n? [a]\n: x\n",
-		expect{4, 3, KindInvalidValue, "a mapping key must be a string, not a mapping or a list"})
+		expect{4, 3, diag.InvalidValue, "a mapping key must be a string, not a mapping or a list"})
 }
 
 func TestLimits(t *testing.T) {
@@ -320,7 +326,7 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("parse: %v", ps)
 			}
 			ps = ValidateYAML(Manifest, root)
-			if len(ps) != 1 || ps[0].Rule != KindYAMLLimits || !strings.Contains(ps[0].Message, tc.msg) {
+			if len(ps) != 1 || ps[0].Rule != diag.YAMLLimits || !strings.Contains(ps[0].Message, tc.msg) {
 				t.Errorf("got %v, want one yaml-limits problem %q", ps, tc.msg)
 			}
 		})
@@ -331,15 +337,16 @@ func TestParseYAML(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc string
 		line, col int
-		kind, msg string
+		kind      diag.RuleID
+		msg       string
 	}{
-		{"syntax", "a: b\n\tc: d\n", 2, 1, KindYAMLSyntax, "tab character"},
-		{"unclosed", "a: [b\n", 1, 5, KindYAMLSyntax, "did not find expected ',' or ']'"},
-		{"invalid utf-8", "a: b\nc: \xff\n", 2, 4, KindNotText, "not UTF-8 text: invalid byte 0xff"},
-		{"nul", "a: b\x00\n", 1, 5, KindNotText, "binary data: a NUL byte"},
-		{"control", "a: \x1b[31m\n", 1, 4, KindNotText, "control character U+001B"},
-		{"second document", "a: 1\n---\nb: 2\n", 3, 1, KindYAMLSyntax, "a second YAML document"},
-		{"too deep for the parser", strings.Repeat("[", 20000), 1, 1, KindYAMLSyntax, "exceeded max depth"},
+		{"syntax", "a: b\n\tc: d\n", 2, 1, diag.YAMLSyntax, "tab character"},
+		{"unclosed", "a: [b\n", 1, 5, diag.YAMLSyntax, "did not find expected ',' or ']'"},
+		{"invalid utf-8", "a: b\nc: \xff\n", 2, 4, diag.NotText, "not UTF-8 text: invalid byte 0xff"},
+		{"nul", "a: b\x00\n", 1, 5, diag.NotText, "binary data: a NUL byte"},
+		{"control", "a: \x1b[31m\n", 1, 4, diag.NotText, "control character U+001B"},
+		{"second document", "a: 1\n---\nb: 2\n", 3, 1, diag.YAMLSyntax, "a second YAML document"},
+		{"too deep for the parser", strings.Repeat("[", 20000), 1, 1, diag.YAMLSyntax, "exceeded max depth"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ps := ParseYAML([]byte(tc.doc))
@@ -400,7 +407,7 @@ skills: [skills/]
 			if len(ps) != 1 {
 				t.Fatalf("got %v", ps)
 			}
-			if p := ps[0]; p.Rule != KindYAMLSyntax || p.Message != tc.msg || p.Line != tc.line || p.Col != tc.col {
+			if p := ps[0]; p.Rule != diag.YAMLSyntax || p.Message != tc.msg || p.Line != tc.line || p.Col != tc.col {
 				t.Errorf("got %d:%d %s %q; want %d:%d %q", p.Line, p.Col, p.Rule, p.Message, tc.line, tc.col, tc.msg)
 			}
 		})
@@ -421,10 +428,12 @@ func TestClosest(t *testing.T) {
 		{"zzz", []string{"tools", "options"}, ""},
 		{"x", []string{"y"}, "y"},
 	} {
-		got, ok := Closest(tc.word, tc.cand)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("Closest(%q) = %q, %v; want %q", tc.word, got, ok, tc.want)
-		}
+		t.Run(tc.word, func(t *testing.T) {
+			got, ok := Closest(tc.word, tc.cand)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("Closest(%q) = %q, %v; want %q", tc.word, got, ok, tc.want)
+			}
+		})
 	}
 }
 
@@ -501,7 +510,7 @@ func TestJSONMergeKeyBomb(t *testing.T) {
 	if _, err := JSON(root); err == nil || !strings.Contains(err.Error(), "too many nodes") {
 		t.Errorf("err %v", err)
 	}
-	if _, ps := ToValue(root); len(ps) != 1 || ps[0].Rule != KindYAMLLimits {
+	if _, ps := ToValue(root); len(ps) != 1 || ps[0].Rule != diag.YAMLLimits {
 		t.Errorf("ToValue: %v", ps)
 	}
 }

@@ -41,7 +41,7 @@ func DecodeYAML(schemaName string, root *yaml.Node) (any, []diag.Diagnostic) {
 	problems := c.problems
 	for _, p := range validateValue(schemaName, root, v) {
 		// A value ToValue left out is already reported: no second message.
-		if !c.dropped[p.Pointer] || p.Rule != KindInvalidValue {
+		if !c.dropped[p.Pointer] || p.Rule != diag.InvalidValue {
 			problems = append(problems, p)
 		}
 	}
@@ -57,7 +57,7 @@ func ValidateValue(schemaName string, root *yaml.Node, v any) []diag.Diagnostic 
 func validateValue(schemaName string, root *yaml.Node, v any) []diag.Diagnostic {
 	sch, err := Compile(schemaName)
 	if err != nil {
-		return []diag.Diagnostic{problem(1, 1, KindInvalidValue, "", err.Error())}
+		return []diag.Diagnostic{problem(1, 1, diag.InvalidValue, "", err.Error())}
 	}
 	return explain(sch.Validate(v), root)
 }
@@ -77,7 +77,7 @@ func explain(err error, root *yaml.Node) []diag.Diagnostic {
 	}
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
-		return []diag.Diagnostic{problem(1, 1, KindInvalidValue, "", err.Error())}
+		return []diag.Diagnostic{problem(1, 1, diag.InvalidValue, "", err.Error())}
 	}
 	m := &mapper{root: root}
 	m.collect(verr)
@@ -119,7 +119,7 @@ type mapper struct {
 	problems []diag.Diagnostic
 }
 
-func (m *mapper) add(n *yaml.Node, kind string, loc []string, msg string) {
+func (m *mapper) add(n *yaml.Node, kind diag.RuleID, loc []string, msg string) {
 	line, col := 1, 1
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, n.Column
@@ -153,7 +153,7 @@ func (m *mapper) collect(e *jsonschema.ValidationError) {
 		}
 	case *kind.OneOf:
 		if len(k.Subschemas) > 0 {
-			m.add(m.node(e.InstanceLocation), KindInvalidValue, e.InstanceLocation,
+			m.add(m.node(e.InstanceLocation), diag.InvalidValue, e.InstanceLocation,
 				fmt.Sprintf("%s matches more than one of its allowed forms", describe(e.InstanceLocation)))
 			return
 		}
@@ -199,7 +199,7 @@ func (m *mapper) alternatives(e *jsonschema.ValidationError) {
 		}
 		msg = describe(loc) + " is not valid: " + strings.Join(forms, "; or ")
 	}
-	m.add(n, KindInvalidValue, loc, msg)
+	m.add(n, diag.InvalidValue, loc, msg)
 }
 
 // shallow reports whether the failure of an alternative is only that the
@@ -255,7 +255,7 @@ func (m *mapper) leaf(e *jsonschema.ValidationError) {
 			} else if len(allowed) > 0 {
 				msg += "; expected one of " + strings.Join(allowed, ", ")
 			}
-			m.add(kn, KindUnknownKey, keyLoc, msg)
+			m.add(kn, diag.UnknownKey, keyLoc, msg)
 		}
 	case *kind.Required:
 		n := m.node(loc)
@@ -264,15 +264,15 @@ func (m *mapper) leaf(e *jsonschema.ValidationError) {
 			if len(loc) > 0 {
 				msg += " in " + describe(loc)
 			}
-			m.add(n, KindMissingKey, loc, msg)
+			m.add(n, diag.MissingKey, loc, msg)
 		}
 	case *kind.UniqueItems:
 		itemLoc := append(append([]string{}, loc...), strconv.Itoa(k.Duplicates[1]))
 		n := m.node(itemLoc)
-		m.add(n, KindInvalidValue, itemLoc, fmt.Sprintf("%s lists %s more than once", describe(loc), orValue(scalarText(n), "an item")))
+		m.add(n, diag.InvalidValue, itemLoc, fmt.Sprintf("%s lists %s more than once", describe(loc), orValue(scalarText(n), "an item")))
 	default:
 		if msg := m.message(e); msg != "" {
-			m.add(m.node(loc), KindInvalidValue, loc, msg)
+			m.add(m.node(loc), diag.InvalidValue, loc, msg)
 		}
 	}
 }

@@ -18,19 +18,9 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
-// The rules schema validation reports, as rule IDs of package diag.
-const (
-	KindUnknownKey   = "unknown-key"   // a key the schema does not allow
-	KindMissingKey   = "missing-key"   // a required key is absent
-	KindInvalidValue = "invalid-value" // a value of the wrong type, enum, pattern, ...
-	KindYAMLSyntax   = "yaml-syntax"   // YAML that does not parse, duplicate keys
-	KindYAMLLimits   = "yaml-limits"   // too many aliases, nesting too deep
-	KindNotText      = "not-text"      // binary data, invalid UTF-8, control characters
-)
-
 // problem is an error diagnostic at line:col about the value at the JSON pointer ptr; its file is
 // the caller's to set.
-func problem(line, col int, rule, ptr, msg string) diag.Diagnostic {
+func problem(line, col int, rule diag.RuleID, ptr, msg string) diag.Diagnostic {
 	return diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: rule, Pointer: ptr, Message: msg}
 }
 
@@ -67,7 +57,7 @@ func ParseYAML(data []byte) (root *yaml.Node, problems []diag.Diagnostic) {
 	defer func() {
 		if r := recover(); r != nil {
 			root = nil
-			problems = []diag.Diagnostic{problem(1, 1, KindYAMLSyntax, "", fmt.Sprintf("the YAML parser failed: %v", r))}
+			problems = []diag.Diagnostic{problem(1, 1, diag.YAMLSyntax, "", fmt.Sprintf("the YAML parser failed: %v", r))}
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -84,7 +74,7 @@ func ParseYAML(data []byte) (root *yaml.Node, problems []diag.Diagnostic) {
 			return &doc, nil // a trailing --- with nothing after it
 		}
 		n := next.Content[0]
-		return &doc, []diag.Diagnostic{problem(n.Line, n.Column, KindYAMLSyntax, "", "a second YAML document (after ---); the file must hold one")}
+		return &doc, []diag.Diagnostic{problem(n.Line, n.Column, diag.YAMLSyntax, "", "a second YAML document (after ---); the file must hold one")}
 	} else if !errors.Is(err, io.EOF) {
 		return &doc, []diag.Diagnostic{yamlError(data, err)}
 	}
@@ -100,9 +90,9 @@ func yamlError(data []byte, err error) diag.Diagnostic {
 		line := 1
 		if m := yamlLineErr().FindStringSubmatch("yaml: " + te.Errors[0]); m != nil {
 			line, _ = strconv.Atoi(m[1])
-			return problem(line, 1, KindYAMLSyntax, "", m[2])
+			return problem(line, 1, diag.YAMLSyntax, "", m[2])
 		}
-		return problem(line, 1, KindYAMLSyntax, "", te.Errors[0])
+		return problem(line, 1, diag.YAMLSyntax, "", te.Errors[0])
 	}
 	reported := 0
 	if m := yamlLineErr().FindStringSubmatch(msg); m != nil {
@@ -112,7 +102,7 @@ func yamlError(data []byte, err error) diag.Diagnostic {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	line, col := failurePosition(data, msg, reported)
-	return problem(line, col, KindYAMLSyntax, "", msg)
+	return problem(line, col, diag.YAMLSyntax, "", msg)
 }
 
 // failurePosition finds where the YAML parser stops with msg: the line and column of the token
@@ -214,7 +204,7 @@ func checkText(data []byte) (diag.Diagnostic, bool) {
 			msg = "a byte order mark (U+FEFF) in the middle of the file"
 		}
 		if msg != "" {
-			return problem(line, col, KindNotText, "", msg), true
+			return problem(line, col, diag.NotText, "", msg), true
 		}
 		if r == '\n' {
 			line, col = line+1, 1
@@ -268,12 +258,12 @@ type converter struct {
 
 func (c *converter) fail(n *yaml.Node, msg string) {
 	if c.fatal == nil {
-		d := problem(n.Line, n.Column, KindYAMLLimits, "", msg)
+		d := problem(n.Line, n.Column, diag.YAMLLimits, "", msg)
 		c.fatal = &d
 	}
 }
 
-func (c *converter) problem(n *yaml.Node, kind, path, msg string) {
+func (c *converter) problem(n *yaml.Node, kind diag.RuleID, path, msg string) {
 	c.problems = append(c.problems, problem(n.Line, n.Column, kind, path, msg))
 }
 
@@ -353,7 +343,7 @@ func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any
 			continue
 		}
 		if first, dup := seen[key]; dup {
-			c.problem(k, KindYAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", textclip.Clip(key), first.Line))
+			c.problem(k, diag.YAMLSyntax, path+"/"+escapePointer(key), fmt.Sprintf("duplicate key `%s` (first on line %d)", textclip.Clip(key), first.Line))
 			continue
 		}
 		seen[key] = k
@@ -368,7 +358,7 @@ func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any
 			c.nodes++
 			target := resolveAlias(src)
 			if target == nil || target.Kind != yaml.MappingNode {
-				c.problem(src, KindInvalidValue, path, "a merge key (<<) takes a mapping or a list of mappings")
+				c.problem(src, diag.InvalidValue, path, "a merge key (<<) takes a mapping or a list of mappings")
 				continue
 			}
 			if c.active[target] {
@@ -396,11 +386,11 @@ func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any
 func (c *converter) key(k *yaml.Node, depth int, path string) (string, bool) {
 	kn := resolveAlias(k)
 	if kn == nil || kn.Kind != yaml.ScalarNode {
-		c.problem(k, KindInvalidValue, path, "a mapping key must be a string, not a mapping or a list")
+		c.problem(k, diag.InvalidValue, path, "a mapping key must be a string, not a mapping or a list")
 		return "", false
 	}
 	if tag := kn.ShortTag(); tag != "!!str" {
-		c.problem(k, KindInvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), textclip.Clip(kn.Value)))
+		c.problem(k, diag.InvalidValue, path, fmt.Sprintf("a mapping key must be a string, not %s; quote it: \"%s\"", yamlTypeName(tag), textclip.Clip(kn.Value)))
 		return "", false
 	}
 	return kn.Value, true
@@ -469,7 +459,7 @@ func (c *converter) scalar(n *yaml.Node, path string) any {
 
 func (c *converter) float(n *yaml.Node, f float64, path string) any {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		c.problem(n, KindInvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), textclip.Clip(n.Value)))
+		c.problem(n, diag.InvalidValue, path, fmt.Sprintf("%s must be a finite number, not %s", describePath(path), textclip.Clip(n.Value)))
 		if c.dropped == nil {
 			c.dropped = map[string]bool{}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // Env is what the node puts in a session's environment beyond the session's own directories
@@ -169,24 +170,17 @@ func MissingModule(text string) string {
 				continue
 			}
 			if strings.Contains(line, "'") && !strings.HasPrefix(line, "code:") {
-				return clipRunes(line, 300)
+				return textclip.ClipN(line, 300)
 			}
 			found = cmp.Or(found, line)
 		}
 	}
-	return clipRunes(found, 300)
+	return textclip.ClipN(found, 300)
 }
 
 // IsPythonMissing reports whether what MissingModule found is Python's (else Node's).
 func IsPythonMissing(missing string) bool {
 	return strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError")
-}
-
-func clipRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // lookPath finds name in the directories of path, like exec.LookPath but with the session's PATH

@@ -71,19 +71,21 @@ func TestCallsThatGetNoAnswer(t *testing.T) {
 		{"a redirect", redirect.URL, 0, list, "answered 301 Moved Permanently: it is not an oz0 dev server"},
 		{"no answer in time", listener(t, func(net.Conn) { <-stopped }), 50 * time.Millisecond, list, "did not answer within 50ms; is `oz0 dev` stopped"},
 	} {
-		cl := newClient(apiv1.Context{URL: c.url, Token: apiv1.NewToken()}, c.timeout)
-		err := c.call(cl)
-		var apiErr *APIError
-		switch {
-		case err == nil:
-			t.Errorf("%s: no error", c.what)
-		case errors.As(err, &apiErr):
-			t.Errorf("%s: an APIError (%v): what the dev server refused, not that there is none", c.what, err)
-		case !strings.Contains(err.Error(), c.want):
-			t.Errorf("%s: %v\nwant %q in it", c.what, err, c.want)
-		case strings.Contains(err.Error(), `"http://`) || strings.Contains(err.Error(), "tcp "):
-			t.Errorf("%s: the transport's chain: %v", c.what, err)
-		}
+		t.Run(c.what, func(t *testing.T) {
+			cl := newClient(apiv1.Context{URL: c.url, Token: apiv1.NewToken()}, c.timeout)
+			err := c.call(cl)
+			var apiErr *APIError
+			switch {
+			case err == nil:
+				t.Errorf("%s: no error", c.what)
+			case errors.As(err, &apiErr):
+				t.Errorf("%s: an APIError (%v): what the dev server refused, not that there is none", c.what, err)
+			case !strings.Contains(err.Error(), c.want):
+				t.Errorf("%s: %v\nwant %q in it", c.what, err, c.want)
+			case strings.Contains(err.Error(), `"http://`) || strings.Contains(err.Error(), "tcp "):
+				t.Errorf("%s: the transport's chain: %v", c.what, err)
+			}
+		})
 	}
 }
 

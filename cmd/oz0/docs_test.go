@@ -58,37 +58,40 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
+		name  string
 		row   string // how the row in the page's table starts
 		types []reflect.Type
 	}{
-		{"| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
-		{"| `oz0 job list`, `oz0 job show` |", []reflect.Type{
+		{"plugin test", "| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
+		{"job list", "| `oz0 job list`, `oz0 job show` |", []reflect.Type{
 			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),
 		}},
-		{"| `oz0 job show ID --calls` |", []reflect.Type{
+		{"job calls", "| `oz0 job show ID --calls` |", []reflect.Type{
 			reflect.TypeFor[apiv1.ModelCall](), reflect.TypeFor[gateway.Exchange](), reflect.TypeFor[gateway.Chunk](),
 			reflect.TypeFor[apiv1.Conversation](), reflect.TypeFor[apiv1.ToolDef](), reflect.TypeFor[apiv1.Message](),
 			reflect.TypeFor[apiv1.Block](), reflect.TypeFor[apiv1.Answer](),
 		}},
 	} {
-		var row string
-		for _, l := range strings.Split(string(doc), "\n") {
-			if strings.HasPrefix(l, c.row) {
-				row = l
-			}
-		}
-		if row == "" {
-			t.Errorf("docs/cli.md has no row that starts %s", c.row)
-			continue
-		}
-		for _, ty := range c.types {
-			for i := range ty.NumField() {
-				name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
-				if name != "" && name != "-" && !strings.Contains(row, "`"+name+"`") {
-					t.Errorf("docs/cli.md's row %s does not list %s's field %s", c.row, ty, name)
+		t.Run(c.name, func(t *testing.T) {
+			var row string
+			for _, l := range strings.Split(string(doc), "\n") {
+				if strings.HasPrefix(l, c.row) {
+					row = l
 				}
 			}
-		}
+			if row == "" {
+				t.Errorf("docs/cli.md has no row that starts %s", c.row)
+				return
+			}
+			for _, ty := range c.types {
+				for i := range ty.NumField() {
+					name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+					if name != "" && name != "-" && !strings.Contains(row, "`"+name+"`") {
+						t.Errorf("docs/cli.md's row %s does not list %s's field %s", c.row, ty, name)
+					}
+				}
+			}
+		})
 	}
 }
 

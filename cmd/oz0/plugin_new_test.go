@@ -140,33 +140,36 @@ func TestPluginNewNextStepsWithoutUV(t *testing.T) {
 	steps := "Next steps:\n  cd p\n  uv lock && uv sync\n  uv run pytest\n  oz0 plugin lint\n"
 	fallback := "\nuv is not installed (not on PATH); the tests also run without it:\n  python3 -m unittest discover -s tests -v\n"
 	for _, tc := range []struct {
+		name     string
 		template string
 		haveUV   bool
 		want     string
 	}{
-		{"byo-agent", true, steps},
-		{"byo-agent", false, steps + fallback},
-		{"adk", false, steps},
-		{"strands-ts", false, "Next steps:\n  cd p\n  npm ci\n  npm test\n  oz0 plugin lint\n"},
+		{"byo-agent with uv", "byo-agent", true, steps},
+		{"byo-agent without uv", "byo-agent", false, steps + fallback},
+		{"adk without uv", "adk", false, steps},
+		{"strands-ts", "strands-ts", false, "Next steps:\n  cd p\n  npm ci\n  npm test\n  oz0 plugin lint\n"},
 	} {
-		f, dir := newTestFactory(t, false, nil)
-		opts := &pluginNewOptions{IO: f.IOStreams, Getwd: f.Getwd, Name: "p", Template: tc.template, Description: "d",
-			LookPath: func(name string) (string, error) {
-				if name == "uv" && tc.haveUV {
-					return "/usr/bin/uv", nil
-				}
-				return "", exec.ErrNotFound
-			}}
-		if err := pluginNewRun(opts); err != nil {
-			t.Fatal(err)
-		}
-		out := f.IOStreams.Out.(*bytes.Buffer).String()
-		_, got, _ := strings.Cut(out, "\n\n")
-		if got != tc.want {
-			t.Errorf("%s, uv installed %v: printed\n%s\nwant\n%s", tc.template, tc.haveUV, got, tc.want)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "p")); err != nil {
-			t.Fatal(err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			f, dir := newTestFactory(t, false, nil)
+			opts := &pluginNewOptions{IO: f.IOStreams, Getwd: f.Getwd, Name: "p", Template: tc.template, Description: "d",
+				LookPath: func(name string) (string, error) {
+					if name == "uv" && tc.haveUV {
+						return "/usr/bin/uv", nil
+					}
+					return "", exec.ErrNotFound
+				}}
+			if err := pluginNewRun(opts); err != nil {
+				t.Fatal(err)
+			}
+			out := f.IOStreams.Out.(*bytes.Buffer).String()
+			_, got, _ := strings.Cut(out, "\n\n")
+			if got != tc.want {
+				t.Errorf("%s, uv installed %v: printed\n%s\nwant\n%s", tc.template, tc.haveUV, got, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "p")); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -164,24 +164,27 @@ func TestRunCtrlCAsksBeforeCancelling(t *testing.T) {
 	fs := newFakeDevServer(t)
 	c := client.New(apiv1.Context{URL: fs.URL, Token: apiv1.NewToken()})
 	for _, tc := range []struct {
+		name         string
 		tty, confirm bool
 		cancels      int
 		asked        int
 	}{
-		{tty: false, cancels: 1, asked: 0},
-		{tty: true, confirm: false, cancels: 0, asked: 1},
-		{tty: true, confirm: true, cancels: 1, asked: 1},
+		{name: "not a terminal", tty: false, cancels: 1, asked: 0},
+		{name: "terminal declined", tty: true, confirm: false, cancels: 0, asked: 1},
+		{name: "terminal confirmed", tty: true, confirm: true, cancels: 1, asked: 1},
 	} {
-		fs.cancels = 0
-		p := &testPrompter{confirm: tc.confirm}
-		ios, _, _, _ := iostreams.Test()
-		ios.SetTTY(tc.tty, tc.tty)
-		sigs := make(chan os.Signal, 1)
-		sigs <- syscall.SIGINT
-		close(sigs)
-		cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil)
-		if fs.cancels != tc.cancels || len(p.asked) != tc.asked {
-			t.Errorf("terminal %v, confirm %v: %d cancels, asked %q", tc.tty, tc.confirm, fs.cancels, p.asked)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			fs.cancels = 0
+			p := &testPrompter{confirm: tc.confirm}
+			ios, _, _, _ := iostreams.Test()
+			ios.SetTTY(tc.tty, tc.tty)
+			sigs := make(chan os.Signal, 1)
+			sigs <- syscall.SIGINT
+			close(sigs)
+			cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil)
+			if fs.cancels != tc.cancels || len(p.asked) != tc.asked {
+				t.Errorf("terminal %v, confirm %v: %d cancels, asked %q", tc.tty, tc.confirm, fs.cancels, p.asked)
+			}
+		})
 	}
 }

@@ -276,8 +276,10 @@ func TestJobs(t *testing.T) {
 		{"input the agent does not take", `{"agent":"strict","input":"hi"}`, 422, apiv1.CodeBadInput},
 		{"a body that is not a job", `{"agent":`, 400, apiv1.CodeBadRequest},
 	} {
-		status, body := a.call("POST", "/api/v1/jobs", c.body)
-		a.wantError(c.what, status, body, c.status, c.code)
+		t.Run(c.what, func(t *testing.T) {
+			status, body := a.call("POST", "/api/v1/jobs", c.body)
+			a.wantError(c.what, status, body, c.status, c.code)
+		})
 	}
 	a.node.closed.Store(true)
 	status, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi"}`)
@@ -558,11 +560,13 @@ func TestWireShapeIsTheStoreShape(t *testing.T) {
 		{"rule", rule, wireRule(rule)},
 		{"event", ev, wireEvent(ev)},
 	} {
-		want, _ := json.Marshal(c.store)
-		got, _ := json.Marshal(c.wire)
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s:\n wire  %s\n store %s", c.what, got, want)
-		}
+		t.Run(c.what, func(t *testing.T) {
+			want, _ := json.Marshal(c.store)
+			got, _ := json.Marshal(c.wire)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s:\n wire  %s\n store %s", c.what, got, want)
+			}
+		})
 	}
 	if got, want := wireEvent(ev).AppendJSON(nil), mustMarshal(ev); !bytes.Equal(got, want) {
 		t.Errorf("event on the live stream:\n %s\n %s", got, want)
@@ -593,19 +597,22 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 	live := a.rec.recorded[0]
 	for _, tc := range []struct {
+		name       string
 		path, body string
 		status     int
 		code       string
 	}{
-		{"/api/v1/jobs/" + live + "/replay", "", 409, apiv1.CodeLive},
-		{"/api/v1/jobs/job_nope/replay", `{"upstream":true}`, 404, apiv1.CodeNotFound},
-		{"/api/v1/jobs/" + live + "/replay", `{"upstream":`, 400, apiv1.CodeBadRequest},
+		{"a live job", "/api/v1/jobs/" + live + "/replay", "", 409, apiv1.CodeLive},
+		{"an unknown job", "/api/v1/jobs/job_nope/replay", `{"upstream":true}`, 404, apiv1.CodeNotFound},
+		{"a body that does not parse", "/api/v1/jobs/" + live + "/replay", `{"upstream":`, 400, apiv1.CodeBadRequest},
 	} {
-		st, body := a.call("POST", tc.path, tc.body)
-		var e apiv1.ErrorBody
-		if st != tc.status || json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != tc.code {
-			t.Errorf("POST %s %s: %d %s, want %d %s", tc.path, tc.body, st, body, tc.status, tc.code)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := a.call("POST", tc.path, tc.body)
+			var e apiv1.ErrorBody
+			if st != tc.status || json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != tc.code {
+				t.Errorf("POST %s %s: %d %s, want %d %s", tc.path, tc.body, st, body, tc.status, tc.code)
+			}
+		})
 	}
 	a.st.SetStatus(live, store.StatusRunning, "")
 	a.st.FinishJob(live, store.StatusSucceeded, "", json.RawMessage(`"ok"`))

@@ -64,18 +64,21 @@ func TestCalls(t *testing.T) {
 		t.Errorf("a call against itself: %d %s", st, body)
 	}
 	for _, tc := range []struct {
+		name   string
 		path   string
 		status int
 		code   string
 	}{
-		{fmt.Sprintf("/api/v1/jobs/%s/calls/%d", j.ID, evs[1].Seq), 404, apiv1.CodeNotFound}, // a say
-		{"/api/v1/jobs/" + j.ID + "/calls/x", 400, apiv1.CodeBadRequest},
-		{"/api/v1/jobs/job_aaaaaaaaaaaaaaaaaaaa/calls", 404, apiv1.CodeNotFound},
-		{fmt.Sprintf("/api/v1/jobs/%s/calls/%d/diff?n=3", j.ID, c1.Seq), 409, apiv1.CodeNotRecorded}, // not kept
-		{fmt.Sprintf("/api/v1/jobs/%s/calls/%d/diff?n=9", j.ID, c1.Seq), 404, apiv1.CodeNotFound},
+		{"a say is not a call", fmt.Sprintf("/api/v1/jobs/%s/calls/%d", j.ID, evs[1].Seq), 404, apiv1.CodeNotFound}, // a say
+		{"a sequence that is not a number", "/api/v1/jobs/" + j.ID + "/calls/x", 400, apiv1.CodeBadRequest},
+		{"an unknown job", "/api/v1/jobs/job_aaaaaaaaaaaaaaaaaaaa/calls", 404, apiv1.CodeNotFound},
+		{"a call not kept", fmt.Sprintf("/api/v1/jobs/%s/calls/%d/diff?n=3", j.ID, c1.Seq), 409, apiv1.CodeNotRecorded}, // not kept
+		{"no such diff", fmt.Sprintf("/api/v1/jobs/%s/calls/%d/diff?n=9", j.ID, c1.Seq), 404, apiv1.CodeNotFound},
 	} {
-		if st, body := a.call("GET", tc.path, ""); st != tc.status || !strings.Contains(body, `"code":"`+tc.code+`"`) {
-			t.Errorf("GET %s: %d %s, want %d %s", tc.path, st, body, tc.status, tc.code)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if st, body := a.call("GET", tc.path, ""); st != tc.status || !strings.Contains(body, `"code":"`+tc.code+`"`) {
+				t.Errorf("GET %s: %d %s, want %d %s", tc.path, st, body, tc.status, tc.code)
+			}
+		})
 	}
 }

@@ -250,11 +250,13 @@ func TestUsage(t *testing.T) {
 func TestRoutesWithoutSecrets(t *testing.T) {
 	a := newTestAPI(t)
 	h := Routes(&Backend{Store: a.st, Node: a.node, Inbox: a.inbox})
-	for _, c := range []struct{ method, path string }{{"GET", "/api/v1/secrets"}, {"PUT", "/api/v1/secrets/X"}, {"DELETE", "/api/v1/secrets/X"}} {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(c.method, c.path, strings.NewReader(`{"value":"v"}`)))
-		if w.Code != 404 {
-			t.Errorf("%s %s: %d", c.method, c.path, w.Code)
-		}
+	for _, c := range []struct{ name, method, path string }{{"list", "GET", "/api/v1/secrets"}, {"set", "PUT", "/api/v1/secrets/X"}, {"delete", "DELETE", "/api/v1/secrets/X"}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(c.method, c.path, strings.NewReader(`{"value":"v"}`)))
+			if w.Code != 404 {
+				t.Errorf("%s %s: %d", c.method, c.path, w.Code)
+			}
+		})
 	}
 }

@@ -21,22 +21,24 @@ func TestEveryAnswerIsMarked(t *testing.T) {
 		{"no token", "GET", "/api/v1/jobs", []string{"Authorization", ""}},
 		{"another Host", "GET", "/api/v1/jobs", []string{"Host", "evil.example"}},
 	} {
-		req, _ := http.NewRequest(c.method, a.url+c.path, nil)
-		req.Header.Set("Authorization", "Bearer "+a.token)
-		for i := 0; i+1 < len(c.header); i += 2 {
-			if c.header[i] == "Host" {
-				req.Host = c.header[i+1]
-			} else {
-				req.Header.Set(c.header[i], c.header[i+1])
+		t.Run(c.what, func(t *testing.T) {
+			req, _ := http.NewRequest(c.method, a.url+c.path, nil)
+			req.Header.Set("Authorization", "Bearer "+a.token)
+			for i := 0; i+1 < len(c.header); i += 2 {
+				if c.header[i] == "Host" {
+					req.Host = c.header[i+1]
+				} else {
+					req.Header.Set(c.header[i], c.header[i+1])
+				}
 			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.Header.Get(apiv1.ServerHeader) != "v1" {
-			t.Errorf("%s (%s): no %s header", c.what, resp.Status, apiv1.ServerHeader)
-		}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.Header.Get(apiv1.ServerHeader) != "v1" {
+				t.Errorf("%s (%s): no %s header", c.what, resp.Status, apiv1.ServerHeader)
+			}
+		})
 	}
 }

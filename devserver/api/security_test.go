@@ -102,30 +102,33 @@ func TestEveryRouteGuarded(t *testing.T) {
 func TestBodyOverTheLimit(t *testing.T) {
 	a := newTestAPI(t)
 	for _, tc := range []struct {
+		name  string
 		route string
 		limit string
 		size  int
 	}{
-		{"POST /api/v1/jobs", "17 MiB", 50 << 20},
-		{"POST /api/v1/jobs/{id}/replay", "1 MiB", 2 << 20},
-		{"POST /api/v1/approvals/{id}/approve", "1 MiB", 2 << 20},
-		{"POST /api/v1/approvals/{id}/deny", "1 MiB", 2 << 20},
-		{"PUT /api/v1/secrets/{name}", "132 KiB", 1 << 20},
+		{"create job", "POST /api/v1/jobs", "17 MiB", 50 << 20},
+		{"replay", "POST /api/v1/jobs/{id}/replay", "1 MiB", 2 << 20},
+		{"approve", "POST /api/v1/approvals/{id}/approve", "1 MiB", 2 << 20},
+		{"deny", "POST /api/v1/approvals/{id}/deny", "1 MiB", 2 << 20},
+		{"set secret", "PUT /api/v1/secrets/{name}", "132 KiB", 1 << 20},
 	} {
-		for _, sized := range []bool{true, false} {
-			big := `{"agent":"hello","input":"` + strings.Repeat("x", tc.size) + `"}`
-			var body io.Reader = strings.NewReader(big)
-			if !sized {
-				body = io.MultiReader(body) // no length: sent chunked
+		t.Run(tc.name, func(t *testing.T) {
+			for _, sized := range []bool{true, false} {
+				big := `{"agent":"hello","input":"` + strings.Repeat("x", tc.size) + `"}`
+				var body io.Reader = strings.NewReader(big)
+				if !sized {
+					body = io.MultiReader(body) // no length: sent chunked
+				}
+				req := a.routeRequest(Route{Pattern: tc.route}, body)
+				req.Header.Set("Authorization", "Bearer "+a.token)
+				status, got, _ := send(t, req)
+				a.wantError(fmt.Sprintf("%s, sized %v", tc.route, sized), status, got, 413, apiv1.CodeTooLarge)
+				if !strings.Contains(got, "larger than "+tc.limit+", the most "+strings.Replace(strings.Replace(tc.route, "{id}", "job_nope", 1), "{name}", "NOPE", 1)+" takes") {
+					t.Errorf("%s: %s", tc.route, got)
+				}
 			}
-			req := a.routeRequest(Route{Pattern: tc.route}, body)
-			req.Header.Set("Authorization", "Bearer "+a.token)
-			status, got, _ := send(t, req)
-			a.wantError(fmt.Sprintf("%s, sized %v", tc.route, sized), status, got, 413, apiv1.CodeTooLarge)
-			if !strings.Contains(got, "larger than "+tc.limit+", the most "+strings.Replace(strings.Replace(tc.route, "{id}", "job_nope", 1), "{name}", "NOPE", 1)+" takes") {
-				t.Errorf("%s: %s", tc.route, got)
-			}
-		}
+		})
 	}
 	// The routes still take what they always took.
 	if status, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"`+strings.Repeat("x", 1<<20)+`"}`); status != 201 {

@@ -61,13 +61,15 @@ func TestAppendRefusals(t *testing.T) {
 		{"two values", EventSay, `{} {}`, ErrInvalid},
 	}
 	for _, c := range cases {
-		job := j.ID
-		if c.want == ErrNotFound {
-			job = "job_aaaaaaaaaaaaaaaaaaaa"
-		}
-		if _, err := s.Append(job, c.typ, json.RawMessage(c.data)); !errors.Is(err, c.want) {
-			t.Errorf("%s: %v, want %v", c.name, err, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			job := j.ID
+			if c.want == ErrNotFound {
+				job = "job_aaaaaaaaaaaaaaaaaaaa"
+			}
+			if _, err := s.Append(job, c.typ, json.RawMessage(c.data)); !errors.Is(err, c.want) {
+				t.Errorf("%s: %v, want %v", c.name, err, c.want)
+			}
+		})
 	}
 	big := make([]byte, MaxData+1)
 	if _, err := s.Append(j.ID, EventSay, big); !errors.Is(err, ErrInvalid) {

@@ -42,15 +42,6 @@ const (
 	exitWait       = 250 * time.Millisecond // after a broken call, how long to wait for the exit status
 )
 
-// Problem kinds of a hooks file beyond the schema's (schemas.Kind*).
-const (
-	KindDuplicateName = "duplicate-name" // two hooks with one name
-	KindBadGlob       = "bad-glob"       // a match glob that does not compile or cannot match <harness>.<tool>
-	KindBadRegex      = "bad-regex"      // a when/unless regular expression that does not compile
-	KindBadPlugin     = "bad-plugin"     // a plugin path that is not an executable file, a reserved env name
-	KindBadDuration   = "bad-duration"   // a timeout out of range
-)
-
 // Option configures a Set.
 type Option func(*options)
 
@@ -101,13 +92,13 @@ func Parse(name string, data []byte, opts ...Option) (*Set, error) {
 		return nil, diag.Errorf(ds, "the hooks file %s", name)
 	}
 	if len(data) > MaxFileBytes {
-		return fail([]diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLLimits,
+		return fail([]diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: diag.YAMLLimits,
 			Message: fmt.Sprintf("the hooks file is larger than %d MiB", MaxFileBytes>>20)}})
 	}
 	root, problems := schemas.ParseYAML(data)
 	if len(problems) > 0 || root == nil {
 		if len(problems) == 0 {
-			problems = []diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindYAMLSyntax, Message: "the hooks file is not YAML"}}
+			problems = []diag.Diagnostic{{Line: 1, Col: 1, Severity: diag.Error, Rule: diag.YAMLSyntax, Message: "the hooks file is not YAML"}}
 		}
 		return fail(problems)
 	}
@@ -128,7 +119,7 @@ func Parse(name string, data []byte, opts ...Option) (*Set, error) {
 	if doc, ok := v.(map[string]any); ok {
 		defs = p.hooks(doc)
 	} else if v != nil && len(problems) == 0 {
-		problems = append(problems, diag.Diagnostic{Line: 1, Col: 1, Severity: diag.Error, Rule: schemas.KindInvalidValue, Message: "the hooks file must be a mapping with a `hooks` list"})
+		problems = append(problems, diag.Diagnostic{Line: 1, Col: 1, Severity: diag.Error, Rule: diag.InvalidValue, Message: "the hooks file must be a mapping with a `hooks` list"})
 	}
 	problems = append(problems, p.problems...)
 	if len(problems) > 0 {
@@ -187,13 +178,13 @@ func (p *parser) keyAt(path []string) (line, col int, ok bool) {
 	return 0, 0, false
 }
 
-func (p *parser) problem(kind string, path []string, msg string) {
+func (p *parser) problem(kind diag.RuleID, path []string, msg string) {
 	line, col := p.at(path)
 	p.problems = append(p.problems, diag.Diagnostic{Line: line, Col: col, Severity: diag.Error, Rule: kind, Pointer: schemas.Pointer(path...), Message: msg})
 }
 
 // keyProblem reports msg at the key of path's last step (a key that is wrong).
-func (p *parser) keyProblem(kind string, path []string, msg string) {
+func (p *parser) keyProblem(kind diag.RuleID, path []string, msg string) {
 	line, col, ok := p.keyAt(path)
 	if !ok {
 		line, col = p.at(path)
@@ -222,7 +213,7 @@ func (p *parser) relocate(pr diag.Diagnostic) diag.Diagnostic {
 		}
 	}
 	switch {
-	case pr.Rule == schemas.KindMissingKey && strings.Contains(pr.Message, "`arguments`"):
+	case pr.Rule == diag.MissingKey && strings.Contains(pr.Message, "`arguments`"):
 		move("decide")
 		pr.Message = "`decide: change` needs `arguments`: {merge: {...}} or {replace: {...}}"
 	case strings.Contains(pr.Message, "not both"):
@@ -252,7 +243,7 @@ func (p *parser) hooks(doc map[string]any) []*hookDef {
 		if name, ok := hm["name"].(string); ok {
 			h.name = name
 			if first, dup := names[name]; dup {
-				p.problem(KindDuplicateName, append(slices.Clone(path), "name"),
+				p.problem(diag.DuplicateName, append(slices.Clone(path), "name"),
 					fmt.Sprintf("hook name `%s` is used twice (first on line %d); names must be unique", textclip.Clip(name), first))
 			} else {
 				line, _ := p.at(append(slices.Clone(path), "name"))
@@ -303,11 +294,11 @@ func (p *parser) match(path []string, v any) []*regexp.Regexp {
 		}
 		re, err := compileGlob(g)
 		if err != nil {
-			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` is not a valid glob: %s", textclip.Clip(g), err))
+			p.problem(diag.BadGlob, paths[i], fmt.Sprintf("`%s` is not a valid glob: %s", textclip.Clip(g), err))
 			continue
 		}
 		if neverQualified(g) {
-			p.problem(KindBadGlob, paths[i], fmt.Sprintf("`%s` never matches: hooks see calls as <harness>.<tool>; did you mean `*.%s`?", textclip.Clip(g), textclip.Clip(g)))
+			p.problem(diag.BadGlob, paths[i], fmt.Sprintf("`%s` never matches: hooks see calls as <harness>.<tool>; did you mean `*.%s`?", textclip.Clip(g), textclip.Clip(g)))
 			continue
 		}
 		out = append(out, re)
@@ -339,7 +330,7 @@ func (p *parser) conditions(path []string, m map[string]any) *conditions {
 		for _, k := range keys {
 			at := append(slices.Clone(path), "arguments", k)
 			if k == "" || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") {
-				p.keyProblem(schemas.KindInvalidValue, at, fmt.Sprintf("`%s` is not an argument key or a dotted path such as customer.tier", k))
+				p.keyProblem(diag.InvalidValue, at, fmt.Sprintf("`%s` is not an argument key or a dotted path such as customer.tier", k))
 				continue
 			}
 			if re := p.regex(at, args[k]); re != nil {
@@ -358,7 +349,7 @@ func (p *parser) regex(path []string, v any) *regexp.Regexp {
 	re, err := regexp.Compile(s)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
-		p.problem(KindBadRegex, path, fmt.Sprintf("`%s` is not a valid regular expression (Go RE2 syntax): %s", textclip.Clip(s), msg))
+		p.problem(diag.BadRegex, path, fmt.Sprintf("`%s` is not a valid regular expression (Go RE2 syntax): %s", textclip.Clip(s), msg))
 		return nil
 	}
 	return re
@@ -383,13 +374,13 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		st, err := os.Stat(exe)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` does not exist (looked for %s; a relative path is relative to the hooks file)", textclip.Clip(m["plugin"].(string)), exe))
+			p.problem(diag.BadPlugin, at, fmt.Sprintf("plugin `%s` does not exist (looked for %s; a relative path is relative to the hooks file)", textclip.Clip(m["plugin"].(string)), exe))
 		case err != nil:
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s`: %v", textclip.Clip(m["plugin"].(string)), err))
+			p.problem(diag.BadPlugin, at, fmt.Sprintf("plugin `%s`: %v", textclip.Clip(m["plugin"].(string)), err))
 		case st.IsDir():
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is a directory, not an executable", textclip.Clip(m["plugin"].(string))))
+			p.problem(diag.BadPlugin, at, fmt.Sprintf("plugin `%s` is a directory, not an executable", textclip.Clip(m["plugin"].(string))))
 		case st.Mode()&0o111 == 0:
-			p.problem(KindBadPlugin, at, fmt.Sprintf("plugin `%s` is not executable; chmod +x it", textclip.Clip(m["plugin"].(string))))
+			p.problem(diag.BadPlugin, at, fmt.Sprintf("plugin `%s` is not executable; chmod +x it", textclip.Clip(m["plugin"].(string))))
 		}
 	}
 	if args, ok := m["args"].([]any); ok {
@@ -409,9 +400,9 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 			kat := append(slices.Clone(path), "env", k)
 			switch {
 			case !envName().MatchString(k):
-				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", textclip.Clip(k)))
+				p.keyProblem(diag.BadPlugin, kat, fmt.Sprintf("`%s` is not an environment variable name (letters, digits and _, not starting with a digit)", textclip.Clip(k)))
 			case reservedEnv(k):
-				p.keyProblem(KindBadPlugin, kat, fmt.Sprintf("`%s` is set by oz0 for the plugin's handshake; choose another name", k))
+				p.keyProblem(diag.BadPlugin, kat, fmt.Sprintf("`%s` is set by oz0 for the plugin's handshake; choose another name", k))
 			default:
 				if s, ok := env[k].(string); ok {
 					ph.env = append(ph.env, k+"="+s)
@@ -422,7 +413,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 	if c, ok := m["config"]; ok {
 		raw, err := json.Marshal(c)
 		if err != nil {
-			p.problem(schemas.KindInvalidValue, append(slices.Clone(path), "config"), fmt.Sprintf("`config` cannot be sent as JSON: %v", err))
+			p.problem(diag.InvalidValue, append(slices.Clone(path), "config"), fmt.Sprintf("`config` cannot be sent as JSON: %v", err))
 		} else {
 			ph.config = raw
 		}
@@ -432,11 +423,11 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be a duration such as 500ms, 2s or 1m, not `%s`", textclip.Clip(s)))
+			p.problem(diag.BadDuration, tat, fmt.Sprintf("`timeout` must be a duration such as 500ms, 2s or 1m, not `%s`", textclip.Clip(s)))
 		case d < time.Millisecond:
-			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be at least 1ms, not %s", s))
+			p.problem(diag.BadDuration, tat, fmt.Sprintf("`timeout` must be at least 1ms, not %s", s))
 		case d > MaxTimeout:
-			p.problem(KindBadDuration, tat, fmt.Sprintf("`timeout` must be at most %s, not %s", MaxTimeout, s))
+			p.problem(diag.BadDuration, tat, fmt.Sprintf("`timeout` must be at most %s, not %s", MaxTimeout, s))
 		default:
 			ph.timeout = d
 		}

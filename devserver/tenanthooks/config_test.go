@@ -299,11 +299,8 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error %T %v", err, err)
 			}
 			for _, p := range ce.Report.Diagnostics {
-				if p.Line < 1 || p.Col < 1 || p.Rule == "" || p.Message == "" || p.Severity != diag.Error {
+				if p.Line < 1 || p.Col < 1 || p.Rule.Rule().Short == "" || p.Message == "" || p.Severity != diag.Error {
 					t.Fatalf("bad problem %+v", p)
-				}
-				if _, ok := diag.RuleByID(p.Rule); !ok {
-					t.Fatalf("rule %s is not in the catalogue", p.Rule)
 				}
 			}
 			if strings.Contains(err.Error(), "\n") {

@@ -27,41 +27,44 @@ func eval(s *Set, c Call) Result { return s.Evaluate(context.Background(), c) }
 
 func TestGlob(t *testing.T) {
 	cases := []struct {
+		name string
 		glob string
 		yes  []string
 		no   []string
 	}{
-		{"acme-triage.notify_team", []string{"acme-triage.notify_team"}, []string{"acme-triage.notify_teams", "xacme-triage.notify_team", "acme-triage.notify"}},
-		{"*.notify_team", []string{"acme-triage.notify_team", "a.notify_team", ".notify_team"}, []string{"acme-triage.notify_teams", "acme-triage.lookup"}},
-		{"acme-triage.*", []string{"acme-triage.notify_team", "acme-triage."}, []string{"acme.notify_team", "acme-triage2.x"}},
-		{"acme-triage.notify_*", []string{"acme-triage.notify_team", "acme-triage.notify_"}, []string{"acme-triage.lookup"}},
-		{"*", []string{"a.b", "anything"}, nil},
-		{"a?c.x", []string{"abc.x", "a-c.x"}, []string{"ac.x", "abbc.x"}},
-		{"a.[lt]ookup", []string{"a.lookup", "a.tookup"}, []string{"a.cookup"}},
-		{"a.[!l]ookup", []string{"a.tookup"}, []string{"a.lookup"}},
-		{"a.[a-c]x", []string{"a.ax", "a.bx", "a.cx"}, []string{"a.dx", "a.-x"}},
-		{"a.[-x]", []string{"a.-", "a.x"}, []string{"a.y"}},
-		{`a.\*`, []string{"a.*"}, []string{"a.b"}},
-		{"a.b+c", []string{"a.b+c"}, []string{"a.bbc"}},
-		{"**.x", []string{"a.x"}, []string{"a.y"}},
-		{"A.x", []string{"A.x"}, []string{"a.x"}}, // case-sensitive
+		{"exact", "acme-triage.notify_team", []string{"acme-triage.notify_team"}, []string{"acme-triage.notify_teams", "xacme-triage.notify_team", "acme-triage.notify"}},
+		{"any harness", "*.notify_team", []string{"acme-triage.notify_team", "a.notify_team", ".notify_team"}, []string{"acme-triage.notify_teams", "acme-triage.lookup"}},
+		{"any tool", "acme-triage.*", []string{"acme-triage.notify_team", "acme-triage."}, []string{"acme.notify_team", "acme-triage2.x"}},
+		{"tool prefix", "acme-triage.notify_*", []string{"acme-triage.notify_team", "acme-triage.notify_"}, []string{"acme-triage.lookup"}},
+		{"everything", "*", []string{"a.b", "anything"}, nil},
+		{"one character", "a?c.x", []string{"abc.x", "a-c.x"}, []string{"ac.x", "abbc.x"}},
+		{"class", "a.[lt]ookup", []string{"a.lookup", "a.tookup"}, []string{"a.cookup"}},
+		{"negated class", "a.[!l]ookup", []string{"a.tookup"}, []string{"a.lookup"}},
+		{"range", "a.[a-c]x", []string{"a.ax", "a.bx", "a.cx"}, []string{"a.dx", "a.-x"}},
+		{"dash in class", "a.[-x]", []string{"a.-", "a.x"}, []string{"a.y"}},
+		{"escaped star", `a.\*`, []string{"a.*"}, []string{"a.b"}},
+		{"regexp characters are literal", "a.b+c", []string{"a.b+c"}, []string{"a.bbc"}},
+		{"double star", "**.x", []string{"a.x"}, []string{"a.y"}},
+		{"case-sensitive", "A.x", []string{"A.x"}, []string{"a.x"}},
 	}
 	for _, c := range cases {
-		re, err := compileGlob(c.glob)
-		if err != nil {
-			t.Errorf("%s: %v", c.glob, err)
-			continue
-		}
-		for _, s := range c.yes {
-			if !re.MatchString(s) {
-				t.Errorf("%s does not match %s", c.glob, s)
+		t.Run(c.name, func(t *testing.T) {
+			re, err := compileGlob(c.glob)
+			if err != nil {
+				t.Errorf("%s: %v", c.glob, err)
+				return
 			}
-		}
-		for _, s := range c.no {
-			if re.MatchString(s) {
-				t.Errorf("%s matches %s", c.glob, s)
+			for _, s := range c.yes {
+				if !re.MatchString(s) {
+					t.Errorf("%s does not match %s", c.glob, s)
+				}
 			}
-		}
+			for _, s := range c.no {
+				if re.MatchString(s) {
+					t.Errorf("%s matches %s", c.glob, s)
+				}
+			}
+		})
 	}
 	for _, bad := range []string{"a.[", "a.[]", "a.]", `a.\`, "a.[z-a]", `a.[\`} {
 		if _, err := compileGlob(bad); err == nil {
@@ -118,31 +121,34 @@ hooks:
     decide: deny
 `)
 	cases := []struct {
+		name string
 		c    Call
 		want Decision
 		by   string
 	}{
-		{call("acme-triage", "notify_team", `{"team":"exec"}`), Deny, "hook:exec-by-person"},
-		{call("acme-triage", "notify_team", `{"team":"executive"}`), Allow, ByDefault},
-		{call("acme-triage", "notify_team", `{"team":"billing"}`), Allow, ByDefault},
-		{call("acme-triage", "notify_team", `{}`), Allow, ByDefault}, // absent: no match
-		{call("acme-triage", "notify_team", `{"customer":{"tier":"vip"},"recipients":["ceo@boss.example"]}`), Ask, "hook:vip"},
-		{call("acme-triage", "notify_team", `{"customer":{"tier":"vip"},"recipients":[]}`), Allow, ByDefault},
-		{call("acme-triage", "notify_team", `{"customer":"vip","recipients":["ceo@boss.example"]}`), Allow, ByDefault},
-		{call("acme-triage", "notify_team", `{"customer.tier":"vip","recipients.0":"x@boss.example"}`), Ask, "hook:vip"}, // a literal key wins
-		{Call{Agent: "other", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{}`)}, Deny, "hook:only-triage-agent"},
-		{Call{Job: "job_1", Agent: "triage", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{"amount":15000}`)}, Ask, "hook:big-refund"},
-		{Call{Job: "job_1", Agent: "triage", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{"amount":150}`)}, Allow, ByDefault},
-		{Call{Job: "x", Agent: "triage", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{"amount":15000}`)}, Allow, ByDefault},
-		{call("h", "flag", `{"urgent":true,"note":null,"tags":["x"]}`), Deny, "hook:flags"},
-		{call("h", "flag", `{"urgent":"true","note":null,"tags":["x"]}`), Deny, "hook:flags"},
-		{call("h", "flag", `{"urgent":false,"note":null,"tags":["x"]}`), Allow, ByDefault},
+		{"exec team denied", call("acme-triage", "notify_team", `{"team":"exec"}`), Deny, "hook:exec-by-person"},
+		{"executive is not exec", call("acme-triage", "notify_team", `{"team":"executive"}`), Allow, ByDefault},
+		{"billing allowed", call("acme-triage", "notify_team", `{"team":"billing"}`), Allow, ByDefault},
+		{"absent argument", call("acme-triage", "notify_team", `{}`), Allow, ByDefault}, // absent: no match
+		{"vip with a boss recipient", call("acme-triage", "notify_team", `{"customer":{"tier":"vip"},"recipients":["ceo@boss.example"]}`), Ask, "hook:vip"},
+		{"vip without recipients", call("acme-triage", "notify_team", `{"customer":{"tier":"vip"},"recipients":[]}`), Allow, ByDefault},
+		{"customer not an object", call("acme-triage", "notify_team", `{"customer":"vip","recipients":["ceo@boss.example"]}`), Allow, ByDefault},
+		{"literal dotted keys", call("acme-triage", "notify_team", `{"customer.tier":"vip","recipients.0":"x@boss.example"}`), Ask, "hook:vip"}, // a literal key wins
+		{"refund by another agent", Call{Agent: "other", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{}`)}, Deny, "hook:only-triage-agent"},
+		{"big refund asked", Call{Job: "job_1", Agent: "triage", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{"amount":15000}`)}, Ask, "hook:big-refund"},
+		{"small refund", Call{Job: "job_1", Agent: "triage", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{"amount":150}`)}, Allow, ByDefault},
+		{"big refund of another job", Call{Job: "x", Agent: "triage", Harness: "h", Tool: "refund", Arguments: json.RawMessage(`{"amount":15000}`)}, Allow, ByDefault},
+		{"flags typed", call("h", "flag", `{"urgent":true,"note":null,"tags":["x"]}`), Deny, "hook:flags"},
+		{"flags as strings", call("h", "flag", `{"urgent":"true","note":null,"tags":["x"]}`), Deny, "hook:flags"},
+		{"flags not matching", call("h", "flag", `{"urgent":false,"note":null,"tags":["x"]}`), Allow, ByDefault},
 	}
 	for i, c := range cases {
-		r := eval(s, c.c)
-		if r.Decision != c.want || r.By != c.by {
-			t.Errorf("%d %s %s: got %s by %s, want %s by %s", i, c.c.Name(), c.c.Arguments, r.Decision, r.By, c.want, c.by)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			r := eval(s, c.c)
+			if r.Decision != c.want || r.By != c.by {
+				t.Errorf("%d %s %s: got %s by %s, want %s by %s", i, c.c.Name(), c.c.Arguments, r.Decision, r.By, c.want, c.by)
+			}
+		})
 	}
 	r := eval(s, call("acme-triage", "notify_team", `{"team":"legal"}`))
 	if r.Reason != "the exec team is told by a person, not an agent" {

@@ -65,24 +65,27 @@ func TestRoundTrip(t *testing.T) {
 	req := Request{Hook: "h", Job: "job_1", Agent: "triage", Harness: "acme-triage", Tool: "notify_team",
 		Name: "acme-triage.notify_team", Config: json.RawMessage(`{"teams":["a","b"]}`)}
 	cases := []struct {
+		name string
 		args string
 		want Decision
 	}{
-		{`{"team":"exec"}`, Decision{Verdict: VerdictDeny, Reason: "the exec team is told by a person"}},
-		{`{"team":"legal"}`, Decision{Verdict: VerdictAsk, Reason: "legal: a,b"}},
-		{`{"team":"billing"}`, Decision{Verdict: VerdictAllow, Reason: "billing is fine"}},
-		{`{"team":"x","summary":"secret"}`, Decision{Verdict: VerdictChange, Reason: "redacted", Arguments: json.RawMessage(`{"team":"x","summary":"[redacted]"}`)}},
-		{`{}`, Decision{Verdict: VerdictContinue}},
+		{"deny", `{"team":"exec"}`, Decision{Verdict: VerdictDeny, Reason: "the exec team is told by a person"}},
+		{"ask", `{"team":"legal"}`, Decision{Verdict: VerdictAsk, Reason: "legal: a,b"}},
+		{"allow", `{"team":"billing"}`, Decision{Verdict: VerdictAllow, Reason: "billing is fine"}},
+		{"change", `{"team":"x","summary":"secret"}`, Decision{Verdict: VerdictChange, Reason: "redacted", Arguments: json.RawMessage(`{"team":"x","summary":"[redacted]"}`)}},
+		{"continue", `{}`, Decision{Verdict: VerdictContinue}},
 	}
 	for _, c := range cases {
-		req.Arguments = json.RawMessage(c.args)
-		d, err := h.Decide(context.Background(), req)
-		if err != nil {
-			t.Fatalf("%s: %v", c.args, err)
-		}
-		if d.Verdict != c.want.Verdict || d.Reason != c.want.Reason || string(d.Arguments) != string(c.want.Arguments) {
-			t.Errorf("%s: got %+v, want %+v", c.args, d, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			req.Arguments = json.RawMessage(c.args)
+			d, err := h.Decide(context.Background(), req)
+			if err != nil {
+				t.Fatalf("%s: %v", c.args, err)
+			}
+			if d.Verdict != c.want.Verdict || d.Reason != c.want.Reason || string(d.Arguments) != string(c.want.Arguments) {
+				t.Errorf("%s: got %+v, want %+v", c.args, d, c.want)
+			}
+		})
 	}
 	if got.Name != "acme-triage.notify_team" || got.Job != "job_1" || got.Agent != "triage" || got.Hook != "h" || got.Tool != "notify_team" || got.Harness != "acme-triage" {
 		t.Errorf("the plugin got %+v", got)

@@ -33,9 +33,11 @@ func TestRead(t *testing.T) {
 		{"tagged checkout", Stamped{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}, Settings: vcs},
 			"v0.3.0 (commit 1a2b3c4d5e6f, 2026-11-30)", "v0.3.0"},
 	} {
-		got := read(c.stamped, c.bi)
-		if got.String() != c.want || got.Ref != c.ref {
-			t.Errorf("%s: %q ref %q, want %q ref %q", c.name, got.String(), got.Ref, c.want, c.ref)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			got := read(c.stamped, c.bi)
+			if got.String() != c.want || got.Ref != c.ref {
+				t.Errorf("%s: %q ref %q, want %q ref %q", c.name, got.String(), got.Ref, c.want, c.ref)
+			}
+		})
 	}
 }

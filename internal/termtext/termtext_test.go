@@ -7,24 +7,29 @@ import (
 )
 
 func TestVisible(t *testing.T) {
-	for _, c := range []struct{ in, want, oneLine string }{
-		{"plain text, café ✓", "plain text, café ✓", "plain text, café ✓"},
-		{"two\nlines\tand a tab", "two\nlines\tand a tab", `two\nlines` + "\tand a tab"},
-		{"\x1b]0;pwned\x07title", `\x1b]0;pwned\x07title`, `\x1b]0;pwned\x07title`},
-		{"\x1b]52;c;Y3VybCBldmls\x07", `\x1b]52;c;Y3VybCBldmls\x07`, `\x1b]52;c;Y3VybCBldmls\x07`},
-		{"\x1b[2J", `\x1b[2J`, `\x1b[2J`},
-		{"ok\r\x1b[2Kfake", `ok\r\x1b[2Kfake`, `ok\r\x1b[2Kfake`},
-		{"del\x7f", `del\x7f`, `del\x7f`},
-		{"csi\u009b31m nel\u0085", `csi\u009b31m nel\u0085`, `csi\u009b31m nel\u0085`},
-		{"bad \xff\x9b byte", "bad \ufffd\ufffd byte", "bad \ufffd\ufffd byte"},
-		{"\x00\x08\x0b\x0c", `\x00\x08\x0b\x0c`, `\x00\x08\x0b\x0c`},
+	for _, c := range []struct {
+		name              string
+		in, want, oneLine string
+	}{
+		{"plain", "plain text, café ✓", "plain text, café ✓", "plain text, café ✓"},
+		{"newline and tab", "two\nlines\tand a tab", "two\nlines\tand a tab", `two\nlines` + "\tand a tab"},
+		{"OSC title", "\x1b]0;pwned\x07title", `\x1b]0;pwned\x07title`, `\x1b]0;pwned\x07title`},
+		{"OSC 52 clipboard", "\x1b]52;c;Y3VybCBldmls\x07", `\x1b]52;c;Y3VybCBldmls\x07`, `\x1b]52;c;Y3VybCBldmls\x07`},
+		{"CSI clear", "\x1b[2J", `\x1b[2J`, `\x1b[2J`},
+		{"carriage return", "ok\r\x1b[2Kfake", `ok\r\x1b[2Kfake`, `ok\r\x1b[2Kfake`},
+		{"DEL", "del\x7f", `del\x7f`, `del\x7f`},
+		{"C1 controls", "csi\u009b31m nel\u0085", `csi\u009b31m nel\u0085`, `csi\u009b31m nel\u0085`},
+		{"invalid UTF-8", "bad \xff\x9b byte", "bad \ufffd\ufffd byte", "bad \ufffd\ufffd byte"},
+		{"C0 controls", "\x00\x08\x0b\x0c", `\x00\x08\x0b\x0c`, `\x00\x08\x0b\x0c`},
 	} {
-		if got := Visible(c.in); got != c.want {
-			t.Errorf("Visible(%q) = %q, want %q", c.in, got, c.want)
-		}
-		if got := OneLine(c.in); got != c.oneLine {
-			t.Errorf("OneLine(%q) = %q, want %q", c.in, got, c.oneLine)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := Visible(c.in); got != c.want {
+				t.Errorf("Visible(%q) = %q, want %q", c.in, got, c.want)
+			}
+			if got := OneLine(c.in); got != c.oneLine {
+				t.Errorf("OneLine(%q) = %q, want %q", c.in, got, c.oneLine)
+			}
+		})
 	}
 }
 

@@ -2,26 +2,6 @@ package textclip
 
 import "testing"
 
-func TestClipN(t *testing.T) {
-	for _, c := range []struct {
-		name, in string
-		n        int
-		want     string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"cut", "abcdef", 5, "abcd…"},
-		{"runes", "ééééé", 5, "ééééé"},
-		{"runes cut", "éééééé", 5, "éééé…"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := ClipN(c.in, c.n); got != c.want {
-				t.Errorf("ClipN(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
-			}
-		})
-	}
-}
-
 func TestSquash(t *testing.T) {
 	if got := Squash(" a\n\tb  c ", 0); got != "a b c" {
 		t.Errorf("Squash = %q", got)

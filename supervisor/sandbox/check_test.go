@@ -12,27 +12,30 @@ func TestResolve(t *testing.T) {
 		return &Unavailable{Tier: t, Reason: "user namespaces are disabled", Mend: "sudo sysctl -w user.max_user_namespaces=15000"}
 	}
 	for _, tc := range []struct {
+		name      string
 		requested Tier
 		check     func(Tier) error
 		want      Tier
 		warning   string
 		err       string
 	}{
-		{"", works, Standard, "", ""},
-		{"", refused, None, "sessions run without a sandbox (tier none): the standard sandbox cannot work here: user namespaces are disabled; to have one: sudo sysctl -w user.max_user_namespaces=15000", ""},
-		{None, refused, None, "", ""},
-		{Strict, works, Strict, "", ""},
-		{Strict, refused, "", "", "the strict sandbox cannot work here: user namespaces are disabled"},
-		{"tight", works, "", "", `unknown sandbox tier "tight"`},
+		{"default works", "", works, Standard, "", ""},
+		{"default refused", "", refused, None, "sessions run without a sandbox (tier none): the standard sandbox cannot work here: user namespaces are disabled; to have one: sudo sysctl -w user.max_user_namespaces=15000", ""},
+		{"none", None, refused, None, "", ""},
+		{"strict works", Strict, works, Strict, "", ""},
+		{"strict refused", Strict, refused, "", "", "the strict sandbox cannot work here: user namespaces are disabled"},
+		{"unknown tier", "tight", works, "", "", `unknown sandbox tier "tight"`},
 	} {
-		got, warning, err := resolve(tc.requested, tc.check)
-		if got != tc.want || warning != tc.warning || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("resolve(%q) = %q, %q, %v; want %q, %q, %q", tc.requested, got, warning, err, tc.want, tc.warning, tc.err)
-		}
-		var u *Unavailable
-		if tc.err != "" && tc.requested != "tight" && !errors.As(err, &u) {
-			t.Errorf("resolve(%q): the error is not an *Unavailable, which carries the mend", tc.requested)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got, warning, err := resolve(tc.requested, tc.check)
+			if got != tc.want || warning != tc.warning || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("resolve(%q) = %q, %q, %v; want %q, %q, %q", tc.requested, got, warning, err, tc.want, tc.warning, tc.err)
+			}
+			var u *Unavailable
+			if tc.err != "" && tc.requested != "tight" && !errors.As(err, &u) {
+				t.Errorf("resolve(%q): the error is not an *Unavailable, which carries the mend", tc.requested)
+			}
+		})
 	}
 }
 

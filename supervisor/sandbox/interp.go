@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // An interpreter is the answer to "which interpreter does this Python program run", asked once
@@ -108,7 +110,7 @@ func (a *interpreter) answer(program string, env []string, dir string) {
 			why += ": " + tail
 		}
 	case !filepath.IsAbs(exe) || !isBinary(exe):
-		why = fmt.Sprintf("it answered %q, not the path of an interpreter", clip(exe, 200))
+		why = fmt.Sprintf("it answered %q, not the path of an interpreter", textclip.ClipN(exe, 200))
 	}
 	if why != "" {
 		a.err = &WrapperError{Program: program, Why: why}
@@ -132,14 +134,7 @@ func (e *WrapperError) Error() string {
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return clip(strings.TrimSpace(lines[len(lines)-1]), 300)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
+	return textclip.ClipN(strings.TrimSpace(lines[len(lines)-1]), 300)
 }
 
 // isBinary reports whether the file at p (links followed) is an executable of the machine's

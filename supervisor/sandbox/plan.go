@@ -66,8 +66,28 @@ var devices = []string{"null", "zero", "full", "random", "urandom"}
 // fresh /dev, /proc and /tmp, the plugin and the program's installation read-only, the session's
 // directories read-write, and what must be hidden covered.
 func (c *Config) plan() ([]op, error) {
-	var ops []op
-	var visible []string // host paths (resolved) the session sees, to tell what is already shown
+	var p rootPlan
+	p.showSystem()
+	p.makeFresh()
+	p.showResolvConf()
+	p.showSession(c)
+	if err := p.hide(c.Hide); err != nil {
+		return nil, err
+	}
+	return p.ops, nil
+}
+
+// rootPlan is a plan being made: its steps so far, and what they show.
+type rootPlan struct {
+	ops     []op
+	visible []string        // host paths (resolved) of the system's directories shown
+	shown   []string        // visible and the session's own paths
+	need    map[string]bool // the session's own paths, which must stay visible
+}
+
+// showSystem shows the system's directories the host has, read-only, and its links among them
+// (/bin -> usr/bin) as links.
+func (p *rootPlan) showSystem() {
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)
 		switch {
@@ -78,95 +98,111 @@ func (c *Config) plan() ([]op, error) {
 			if err != nil {
 				continue
 			}
-			ops = append(ops, op{Kind: opSymlink, Src: target, Dst: d})
+			p.ops = append(p.ops, op{Kind: opSymlink, Src: target, Dst: d})
 		case fi.IsDir():
-			ops = append(ops, op{Kind: opRO, Src: d, Dst: d})
-			visible = append(visible, realPath(d))
+			p.ops = append(p.ops, op{Kind: opRO, Src: d, Dst: d})
+			p.visible = append(p.visible, realPath(d))
 		}
 	}
-	ops = append(ops, op{Kind: opDevfs, Dst: "/dev"})
+}
+
+// makeFresh makes the session's own /dev (the devices programs open without asking, the stdio
+// links), /dev/shm, /proc and /tmp.
+func (p *rootPlan) makeFresh() {
+	p.ops = append(p.ops, op{Kind: opDevfs, Dst: "/dev"})
 	for _, d := range devices {
-		ops = append(ops, op{Kind: opDevice, Src: "/dev/" + d, Dst: "/dev/" + d, Optional: true})
+		p.ops = append(p.ops, op{Kind: opDevice, Src: "/dev/" + d, Dst: "/dev/" + d, Optional: true})
 	}
 	for i, name := range []string{"stdin", "stdout", "stderr"} {
-		ops = append(ops, op{Kind: opSymlink, Src: fmt.Sprintf("/proc/self/fd/%d", i), Dst: "/dev/" + name})
+		p.ops = append(p.ops, op{Kind: opSymlink, Src: fmt.Sprintf("/proc/self/fd/%d", i), Dst: "/dev/" + name})
 	}
-	ops = append(ops,
+	p.ops = append(p.ops,
 		op{Kind: opSymlink, Src: "/proc/self/fd", Dst: "/dev/fd"},
 		op{Kind: opTmpfs, Dst: "/dev/shm"},
 		op{Kind: opProc, Dst: "/proc"},
 		op{Kind: opTmpfs, Dst: "/tmp"},
 	)
-	// /etc/resolv.conf is often a link into /run, which is not shown: show the file it names.
-	if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !under(target, visible) {
-		ops = append(ops, op{Kind: opRO, Src: target, Dst: target, Optional: true})
-	}
+}
 
-	// The session's own paths, bound where the host has them so that every path the node gave
-	// the harness (its argv, its request's workdir and state_dir) means the same inside.
+// showResolvConf shows the file /etc/resolv.conf names: it is often a link into /run, which is
+// not shown.
+func (p *rootPlan) showResolvConf() {
+	if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !under(target, p.visible) {
+		p.ops = append(p.ops, op{Kind: opRO, Src: target, Dst: target, Optional: true})
+	}
+}
+
+// showSession shows the session's own paths, bound where the host has them so that every path
+// the node gave the harness (its argv, its request's workdir and state_dir) means the same
+// inside: the plugin, its dependencies, the program's installation and c.ReadOnly read-only,
+// c.Writable read-write.
+func (p *rootPlan) showSession(c *Config) {
 	type bind struct {
 		path string
 		rw   bool
 	}
 	var binds []bind
-	need := map[string]bool{} // paths that must stay visible
-	addRO := func(p string) {
-		if p == "" {
+	p.need = map[string]bool{}
+	addRO := func(path string) {
+		if path == "" {
 			return
 		}
-		p = filepath.Clean(p)
-		for _, q := range uniq(p, realPath(p)) {
-			if !under(q, visible) {
+		path = filepath.Clean(path)
+		for _, q := range uniq(path, realPath(path)) {
+			if !under(q, p.visible) {
 				binds = append(binds, bind{path: q})
 			}
-			need[q] = true
+			p.need[q] = true
 		}
 	}
 	if c.PluginDir != "" {
 		addRO(c.PluginDir)
-		for _, p := range DependencyPaths(c.PluginDir) {
-			addRO(p)
+		for _, d := range DependencyPaths(c.PluginDir) {
+			addRO(d)
 		}
 	}
 	if len(c.Argv) > 0 {
-		for _, p := range InstallPaths(c.Argv[0]) {
-			addRO(p)
+		for _, d := range InstallPaths(c.Argv[0]) {
+			addRO(d)
 		}
 	}
-	for _, p := range c.ReadOnly {
-		addRO(p)
+	for _, d := range c.ReadOnly {
+		addRO(d)
 	}
-	for _, p := range c.Writable {
-		p = filepath.Clean(p)
-		binds = append(binds, bind{path: p, rw: true})
-		need[p] = true
+	for _, d := range c.Writable {
+		d = filepath.Clean(d)
+		binds = append(binds, bind{path: d, rw: true})
+		p.need[d] = true
 	}
 	slices.SortFunc(binds, func(a, b bind) int { return strings.Compare(a.path, b.path) })
 	binds = slices.CompactFunc(binds, func(a, b bind) bool { return a.path == b.path && a.rw == b.rw })
-	shown := slices.Clone(visible)
+	p.shown = slices.Clone(p.visible)
 	for _, b := range binds {
 		kind := opRO
 		if b.rw {
 			kind = opRW
 		}
-		ops = append(ops, op{Kind: kind, Src: b.path, Dst: b.path})
-		shown = append(shown, b.path)
+		p.ops = append(p.ops, op{Kind: kind, Src: b.path, Dst: b.path})
+		p.shown = append(p.shown, b.path)
 	}
+}
 
-	// What must not be seen, where something shown holds it.
+// hide covers what must not be seen, where something shown holds it; a path that holds one the
+// session needs cannot be hidden.
+func (p *rootPlan) hide(paths []string) error {
 	var hides []string
-	for _, h := range c.Hide {
+	for _, h := range paths {
 		if h == "" {
 			continue
 		}
 		h = filepath.Clean(h)
 		for _, q := range uniq(h, realPath(h)) {
-			for p := range need {
-				if p == q || strings.HasPrefix(p, q+"/") {
-					return nil, fmt.Errorf("the sandbox cannot hide %s: it holds %s, which the session needs", q, p)
+			for n := range p.need {
+				if n == q || strings.HasPrefix(n, q+"/") {
+					return fmt.Errorf("the sandbox cannot hide %s: it holds %s, which the session needs", q, n)
 				}
 			}
-			if under(q, shown) {
+			if under(q, p.shown) {
 				if _, err := os.Lstat(q); err == nil {
 					hides = append(hides, q)
 				}
@@ -175,9 +211,9 @@ func (c *Config) plan() ([]op, error) {
 	}
 	slices.Sort(hides)
 	for _, h := range slices.Compact(hides) {
-		ops = append(ops, op{Kind: opHide, Dst: h})
+		p.ops = append(p.ops, op{Kind: opHide, Dst: h})
 	}
-	return ops, nil
+	return nil
 }
 
 // DependencyPaths are the directories of a plugin's dependencies that lie outside it: a .venv or

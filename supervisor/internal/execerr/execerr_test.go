@@ -19,30 +19,32 @@ func TestExplain(t *testing.T) {
 		{"noshebang.sh", "echo hi\n", "noshebang.sh has no #! line naming its interpreter: start it with one, such as #!/bin/sh"},
 		{"noexec.sh", "#!/bin/sh\necho hi\n", "noexec.sh is not executable by this user: chmod +x " + filepath.Join(dir, "noexec.sh")},
 	} {
-		path := filepath.Join(dir, c.name)
-		mode := os.FileMode(0o755)
-		if c.name == "noexec.sh" {
-			mode = 0o644
-		}
-		if err := os.WriteFile(path, []byte(c.body), mode); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(path)
-		err := cmd.Start()
-		if err == nil {
-			cmd.Wait()
-			if os.Geteuid() == 0 && c.name == "noexec.sh" {
-				continue // root may run what no one may
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name)
+			mode := os.FileMode(0o755)
+			if c.name == "noexec.sh" {
+				mode = 0o644
 			}
-			t.Fatalf("%s started", c.name)
-		}
-		got := Explain(path, "on this machine", err)
-		if !strings.HasSuffix(got.Error(), c.want) || !strings.HasPrefix(got.Error(), dir) {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-		if strings.Contains(got.Error(), "fork/exec") {
-			t.Errorf("%s: %q names Go's fork/exec", c.name, got)
-		}
+			if err := os.WriteFile(path, []byte(c.body), mode); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(path)
+			err := cmd.Start()
+			if err == nil {
+				cmd.Wait()
+				if os.Geteuid() == 0 && c.name == "noexec.sh" {
+					return // root may run what no one may
+				}
+				t.Fatalf("%s started", c.name)
+			}
+			got := Explain(path, "on this machine", err)
+			if !strings.HasSuffix(got.Error(), c.want) || !strings.HasPrefix(got.Error(), dir) {
+				t.Errorf("%s: %q, want %q", c.name, got, c.want)
+			}
+			if strings.Contains(got.Error(), "fork/exec") {
+				t.Errorf("%s: %q names Go's fork/exec", c.name, got)
+			}
+		})
 	}
 }
 
@@ -133,14 +135,19 @@ func TestDeniedAsAnotherUser(t *testing.T) {
 	os.Chmod(closed, 0o700)
 	defer os.Chmod(closed, 0o755)
 	who := "nobody (the user sessions of an oz0 dev run as root run as)"
-	for _, c := range []struct{ path, want string }{
-		{hidden, hidden + " cannot be run: " + who + " may not enter the directory " + closed + "; chmod a+rx it, or run oz0 dev as the user who owns it"},
-		{mine, mine + " is not executable by " + who + ": chmod a+rx " + mine},
-		{unreadable, unreadable + " is a script " + who + " may run but not read: chmod a+rx " + unreadable},
+	for _, c := range []struct {
+		name       string
+		path, want string
+	}{
+		{"a closed directory", hidden, hidden + " cannot be run: " + who + " may not enter the directory " + closed + "; chmod a+rx it, or run oz0 dev as the user who owns it"},
+		{"not executable", mine, mine + " is not executable by " + who + ": chmod a+rx " + mine},
+		{"an unreadable script", unreadable, unreadable + " is a script " + who + " may run but not read: chmod a+rx " + unreadable},
 	} {
-		if got := Denied(c.path, nobodyUID, nobodyUID); got != c.want {
-			t.Errorf("got  %q\nwant %q", got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := Denied(c.path, nobodyUID, nobodyUID); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		})
 	}
 	// Its owner may run it.
 	if got := Denied(mine, os.Getuid(), os.Getgid()); got != mine+": permission denied" {

@@ -36,20 +36,22 @@ func TestJSONFlagsWrite(t *testing.T) {
 		{"--jq on a terminal: controls visible", JSONFlags{JQ: ".note"}, true, item{Note: "\x1b[2J\r\u009b"}, `\x1b[2J\r\u009b` + "\n"},
 		{"--template on a terminal: controls visible", JSONFlags{Template: "{{.note}}"}, true, item{Note: "\x1b]52;c;eA==\x07"}, `\x1b]52;c;eA==\x07`},
 	} {
-		ios, _, out, _ := iostreams.Test()
-		ios.SetTTY(false, c.tty)
-		if !c.flags.Enabled() {
-			t.Errorf("%s: not enabled", c.name)
-		}
-		if err := c.flags.Check(); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if err := c.flags.Write(ios, c.v); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if out.String() != c.want {
-			t.Errorf("%s: got %q, want %q", c.name, out.String(), c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			ios, _, out, _ := iostreams.Test()
+			ios.SetTTY(false, c.tty)
+			if !c.flags.Enabled() {
+				t.Errorf("%s: not enabled", c.name)
+			}
+			if err := c.flags.Check(); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if err := c.flags.Write(ios, c.v); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if out.String() != c.want {
+				t.Errorf("%s: got %q, want %q", c.name, out.String(), c.want)
+			}
+		})
 	}
 }
 
