@@ -451,6 +451,14 @@ func (s *Session) readStdout() {
 	r := NewReader(s.stdout)
 	budget := newEventBudget(s.spec.Limits)
 	for {
+		if head, long := r.peekLong(); long && !s.isLast() {
+			if h, ok := streamHead(head); ok {
+				if !s.streamLine(r, budget, h) {
+					return
+				}
+				continue
+			}
+		}
 		line, err := r.ReadLine()
 		n := r.Lines()
 		size := int64(len(line)) + 1
@@ -534,7 +542,8 @@ func (s *Session) emitLine(n int64, line []byte, ev Event) {
 }
 
 func (s *Session) stray(n int64, line []byte, note string) {
-	text, cut := clip(strings.ToValidUTF8(string(line), "\uFFFD"), MaxEventText)
+	text, cut := clipBytes(line, MaxEventText) // a long line is not copied whole
+	text = strings.ToValidUTF8(text, "\uFFFD")
 	if cut {
 		note += fmt.Sprintf(" (%d bytes, cut)", len(line))
 	}
@@ -546,7 +555,7 @@ func (s *Session) stray(n int64, line []byte, note string) {
 }
 
 func (s *Session) ignored(n int64, line []byte, m Message, note string) {
-	text, _ := clip(string(line), MaxEventText)
+	text, _ := clipBytes(line, MaxEventText)
 	s.emitLine(n, line, Event{Kind: EventIgnored, Message: m, Text: text, Note: note})
 }
 
