@@ -54,7 +54,8 @@ type Event struct {
 	// Sink that keeps it copies it.
 	// A say or log line longer than the read buffer is read in pieces (see PieceSize): Raw is
 	// nil for each piece but, when the line went on after its text, the last, where it is the
-	// line with its text left out.
+	// line with its text left out; when such a line turns out not to be JSON, the stray event's
+	// Raw is the rest of the line from the fault.
 	Raw []byte `json:"-"`
 	// More is set on a piece of a long say's or log's text that is not its line's last: the next
 	// say or log event of the session goes on with the same text.

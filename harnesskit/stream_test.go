@@ -120,8 +120,11 @@ func TestLongTextsReadInPieces(t *testing.T) {
 		t.Errorf("line 7: the text before the bad escape is %d bytes, want 100000", len(got))
 	}
 	for _, e := range events {
-		if e.Line == 5 && !e.More && e.Kind == harnesskit.EventSay && !strings.Contains(string(e.Raw), `"extra":1`) {
+		if e.Line == 5 && !e.More && e.Kind == harnesskit.EventSay && string(e.Raw) != `{"type":"say","text":"","extra":1}` {
 			t.Errorf("line 5's last piece has Raw %.80q, want the line without its text", e.Raw)
+		}
+		if e.Line == 7 && e.Kind == harnesskit.EventStray && string(e.Raw) != `\q"}` {
+			t.Errorf("line 7's stray event has Raw %.80q, want the rest of the line from the fault", e.Raw)
 		}
 	}
 	want := []string{"line 6 began as a say, whose text went on as one, but the line is not one: it goes on as a log message", `not JSON: an invalid escape \q in a string`}
