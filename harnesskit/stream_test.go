@@ -146,3 +146,23 @@ func firstDiff(a, b string) int {
 	}
 	return min(len(a), len(b))
 }
+
+// BenchmarkLongSays is the supervisor's throughput on long says: a harness says 32 × 4 MiB (the
+// test harness's saysflood), read in pieces, the budgets lifted. The process's start is included.
+func BenchmarkLongSays(b *testing.B) {
+	for range b.N {
+		sp := spec(b, "saysflood", "32x4194304")
+		sp.Limits.EventBytes, sp.Limits.EventBytesPerSecond = 1<<40, 1<<40
+		var said int64
+		sp.Sink = func(e harnesskit.Event) {
+			if m, ok := e.Message.(harnesskit.Say); ok {
+				said += int64(len(m.Text))
+			}
+		}
+		end, err := harnesskit.Run(context.Background(), sp)
+		if err != nil || end.Status != harnesskit.Completed || said != 32*4<<20 {
+			b.Fatalf("%v %s: %d bytes said", err, end, said)
+		}
+	}
+	b.SetBytes(32 * 4 << 20)
+}
