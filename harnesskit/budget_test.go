@@ -23,6 +23,7 @@ func TestEventBytesBudget(t *testing.T) {
 	}
 	end, _ := run(t, sp)
 	wantStatus(t, end, harnesskit.Failed, "the harness wrote events past its limits.max_event_bytes of 1 MiB on stdout")
+	t.Log(end.Reason)
 	if text > 1<<20 || text < 15*65536 || last != 16 {
 		t.Errorf("the sink got %d bytes of says, the last of line %d; want at least the 15 lines that fit in 1 MiB, at most 1 MiB, of up to line 16", text, last)
 	}
