@@ -51,7 +51,14 @@ type Event struct {
 	// but a line over the limit: for checks such as oz0 plugin test's schema validation. It is not
 	// in the event's JSON, and it is valid only while the Sink runs (it is the reader's buffer): a
 	// Sink that keeps it copies it.
-	Raw  []byte `json:"-"`
+	// A say or log line longer than the read buffer is read in pieces (see PieceSize): Raw is
+	// nil for each piece but, when the line went on after its text, the last, where it is the
+	// line with its text left out; when such a line turns out not to be JSON, the stray event's
+	// Raw is the rest of the line from the fault.
+	Raw []byte `json:"-"`
+	// More is set on a piece of a long say's or log's text that is not its line's last: the next
+	// say or log event of the session goes on with the same text.
+	More bool   `json:"more,omitempty"`
 	Note string `json:"note,omitempty"` // why it was flagged or ignored
 	End  *End   `json:"end,omitempty"`  // EventEnd
 }

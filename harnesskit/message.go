@@ -337,9 +337,9 @@ type DecodeError struct {
 func (e *DecodeError) Error() string {
 	switch {
 	case e.Err == ErrInvalidMessage && e.Detail != "":
-		return fmt.Sprintf("%s %s message that is not valid: %s", article(e.Type), e.Type, e.Detail)
+		return fmt.Sprintf("%s %s message that is not valid: %s", Article(e.Type), e.Type, e.Detail)
 	case e.Err == ErrInvalidMessage:
-		return fmt.Sprintf("%s %s message that is not valid", article(e.Type), e.Type)
+		return fmt.Sprintf("%s %s message that is not valid", Article(e.Type), e.Type)
 	case e.Detail != "":
 		return e.Err.Error() + ": " + e.Detail
 	}
@@ -348,7 +348,9 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-func article(word string) string {
+// Article is the indefinite article of word ("a say", "an approval"), for messages that name a
+// message type.
+func Article(word string) string {
 	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
 		return "an"
 	}

@@ -531,6 +531,12 @@ func (s *Session) readStdout() {
 	r := harnesskit.NewReader(s.stdout)
 	budget := newEventBudget(s.spec.Limits)
 	for {
+		if h, long := r.PeekLongText(); long && !s.isLast() {
+			if !s.streamLine(r, budget, h) {
+				return
+			}
+			continue
+		}
 		line, err := r.ReadLine()
 		n := r.Lines()
 		size := int64(len(line)) + 1
@@ -607,7 +613,8 @@ func (s *Session) emitLine(n int64, line []byte, ev harnesskit.Event) {
 }
 
 func (s *Session) stray(n int64, line []byte, note string) {
-	text, cut := textclip.Bytes(strings.ToValidUTF8(string(line), "\uFFFD"), harnesskit.MaxEventText)
+	text, cut := harnesskit.ClipBytes(line, harnesskit.MaxEventText) // a long line is not copied whole
+	text = strings.ToValidUTF8(text, "\uFFFD")
 	if cut {
 		note += fmt.Sprintf(" (%d bytes, cut)", len(line))
 	}
@@ -619,7 +626,7 @@ func (s *Session) stray(n int64, line []byte, note string) {
 }
 
 func (s *Session) ignored(n int64, line []byte, m harnesskit.Message, note string) {
-	text, _ := textclip.Bytes(string(line), harnesskit.MaxEventText)
+	text, _ := harnesskit.ClipBytes(line, harnesskit.MaxEventText)
 	s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventIgnored, Message: m, Text: text, Note: note})
 }
 
@@ -1157,4 +1164,119 @@ func (w *stdinWriter) run() {
 			}
 		}
 	}
+}
+
+// streamLine reads a long say or log line in pieces (h is its head, not read yet), delivering
+// each piece as an event of the line as soon as the next one is decoded (the last, More unset,
+// once the line's end is known); it reports whether to go on reading stdout.
+func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnesskit.LongText) bool {
+	n := r.Lines() + 1
+	var (
+		held string // the last full piece, delivered when the next one comes or the line ends
+		have bool
+		late bool // the session's end came while the line was read: the rest is not kept
+		what = "say"
+	)
+	if h.Type() == harnesskit.TypeLog {
+		what = "log"
+	}
+	deliver := func(text string, more bool, raw []byte) {
+		if late {
+			return
+		}
+		if s.isLast() {
+			late = true
+			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("%s: the rest of a long %s, read in pieces, was not kept", afterLast, what)})
+			return
+		}
+		ev := harnesskit.Event{Kind: harnesskit.EventSay, Message: harnesskit.Say{Text: text}, Line: n, Raw: raw, More: more}
+		if h.Type() == harnesskit.TypeLog {
+			ev.Kind, ev.Message = harnesskit.EventLog, harnesskit.Log{Level: h.Level(), Message: text}
+		}
+		s.emit(ev)
+	}
+	read := r.ReadLongText(h, func(k int64) string { return budget.take(k, time.Now()) }, func(text []byte) {
+		if have {
+			deliver(held, true, nil)
+		}
+		held, have = string(text), true
+	})
+	final := func(raw []byte) { // what is left of the text, the line's last piece
+		if len(read.Rest) > 0 {
+			if have {
+				deliver(held, true, nil)
+			}
+			held, have = string(read.Rest), true
+		}
+		if have || raw != nil {
+			deliver(held, false, raw)
+		}
+		held, have, read.Rest = "", false, nil
+	}
+
+	var tooLong *harnesskit.LineTooLongError
+	switch err := read.Err; {
+	case errors.As(err, &tooLong):
+		final(nil)
+		if !s.violate("rule 3", fmt.Sprintf("line %d of stdout: %v", n, tooLong)) {
+			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", tooLong)})
+		}
+		return true
+	case err == harnesskit.ErrTextStopped:
+		// As for a line read whole: the rest is not decoded, nor anything after it; the text
+		// before the budget was past has gone on already.
+		final(nil)
+		if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: read.Over}) {
+			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("the rest of line %d and of stdout were not read: %s", n, read.Over)})
+		}
+		r.Discard()
+		return false
+	case read.Syntax != nil:
+		final(nil)
+		note := "not JSON: " + read.Syntax.Detail
+		if read.Syntax.UTF8 {
+			note = read.Syntax.Detail
+		}
+		text, cut := harnesskit.ClipBytes(read.Tail, harnesskit.MaxEventText)
+		rest := fmt.Sprintf("%d bytes", len(read.Tail))
+		if cut {
+			rest += ", cut"
+		}
+		note += fmt.Sprintf(" (line %d was read in pieces: the text before that went on as a %s; the rest of the line, %s, is here)", n, what, rest)
+		kind := harnesskit.EventStray
+		if s.isLast() {
+			kind, note = harnesskit.EventIgnored, afterLast+"; "+note
+		}
+		// Raw is what is left of the line, so that a check of the lines (oz0 plugin test's) finds
+		// it is not a message.
+		s.emit(harnesskit.Event{Kind: kind, Line: n, Raw: read.Tail, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: note})
+		return r.Err() == nil
+	case err != nil:
+		final(nil)
+		if s.stdout.heldOpen.Load() {
+			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
+		}
+		return false
+	}
+	if t := bytes.Trim(read.Tail, " \t\r\n"); len(t) == 1 && t[0] == '}' {
+		final(nil)
+		return true
+	}
+	// The line goes on after its text: it is the say or log it began as only if it decodes as
+	// one with the text left out (unknown members are ignored, as in any line).
+	m, derr := harnesskit.DecodeHarnessMessage(read.Synth)
+	if derr == nil && (m == harnesskit.Say{} && h.Type() == harnesskit.TypeSay || m == harnesskit.Log{Level: h.Level()} && h.Type() == harnesskit.TypeLog) {
+		final(read.Synth)
+		return true
+	}
+	final(nil)
+	note := fmt.Sprintf("line %d began as a %s, whose text went on as one, but the line is not one: ", n, what)
+	if derr != nil {
+		note += derr.Error()
+	} else {
+		note += fmt.Sprintf("it goes on as %s %s message", harnesskit.Article(m.MessageType()), m.MessageType())
+	}
+	text, _ := harnesskit.ClipBytes(read.Synth, harnesskit.MaxEventText)
+	s.emitLine(n, read.Synth, harnesskit.Event{Kind: harnesskit.EventIgnored, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: note})
+	return true
 }

@@ -55,7 +55,7 @@ type Job struct {
 	ModelRecord string          `json:"model_record,omitempty"`
 	ModelName   string          `json:"model_name,omitempty"`
 	Status      Status          `json:"status"`
-	Reason      string          `json:"reason,omitempty"` // why the job is in its status (a failure, a cancel, an approval it waits for)
+	Reason      string          `json:"reason,omitempty"` // why the job is in its status (a failure, a cancel, an approval it waits for; a session it waits for, when it is queued and read alone)
 	Output      json.RawMessage `json:"output,omitempty"` // the answer, once the job succeeded: text or any JSON
 	CreatedAt   time.Time       `json:"created_at"`
 	StartedAt   time.Time       `json:"started_at,omitzero"` // when it first ran

@@ -26,13 +26,16 @@ import (
 
 // Client calls the dev server's control API.
 type Client struct {
-	mu  sync.Mutex
-	ctx apiv1.Context
-	// dir is the plugin whose discovery file named the server (empty when OZ0_CONTEXT did): a
-	// live stream that breaks reads it again, as a restarted oz0 dev may listen elsewhere.
-	dir           string
+	mu            sync.Mutex
+	ctx           apiv1.Context
 	http          *http.Client
 	answerTimeout time.Duration
+	// fromEnv: the context is OZ0_CONTEXT's, which Find took over the oz0 dev that runs for the
+	// plugin in dir; an error that the server is not there says to unset it. Otherwise dir is
+	// the plugin whose discovery file named the server: a live stream that breaks reads it
+	// again, as a restarted oz0 dev may listen elsewhere.
+	fromEnv bool
+	dir     string
 }
 
 // AnswerTimeout is how long a call waits for the dev server to begin its answer. Every call
@@ -77,7 +80,12 @@ var ErrNoServer = errors.New(apiv1.ContextEnv + " is not set and no oz0 dev runs
 // left by an oz0 dev that crashed is said to be ignored (*discovery.StaleError).
 func Find(getenv func(string) string, dir string) (*Client, error) {
 	if getenv(apiv1.ContextEnv) != "" {
-		return FromEnv(getenv)
+		c, err := FromEnv(getenv)
+		if err != nil {
+			return nil, err
+		}
+		c.fromEnv, c.dir = true, dir
+		return c, nil
 	}
 	ctx, pluginDir, err := discovery.Find(dir)
 	if errors.Is(err, discovery.ErrNone) {
@@ -101,7 +109,7 @@ func (c *Client) context() apiv1.Context {
 // rediscover reads the discovery file again when the server was found through it: an oz0 dev
 // started again while its port was taken listens on another one (and says so in the file).
 func (c *Client) rediscover() {
-	if c.dir == "" {
+	if c.fromEnv || c.dir == "" {
 		return
 	}
 	if ctx, _, err := discovery.Find(c.dir); err == nil {
@@ -203,7 +211,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 // unreachable says why a call got no answer at all, in a person's words rather than the
 // transport's chain ("Get \"http://…\": read tcp …: connection reset by peer").
 func (c *Client) unreachable(err error) error {
-	mend := fmt.Sprintf("start `oz0 dev` and export the %s line it prints", apiv1.ContextEnv)
+	mend := c.mend()
 	var netErr net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -234,7 +242,27 @@ func (c *Client) readError(err error) error {
 // notDevServer is the error for something at the context's address that does not answer as oz0
 // dev does.
 func (c *Client) notDevServer(what string) error {
-	return fmt.Errorf("what listens at %s %s: it is not an oz0 dev server; start `oz0 dev` and export the %s line it prints", c.context().URL, what, apiv1.ContextEnv)
+	return fmt.Errorf("what listens at %s %s: it is not an oz0 dev server; %s", c.context().URL, what, c.mend())
+}
+
+// mend is what to do when the context's server is not there (or is not oz0 dev). OZ0_CONTEXT
+// wins over the oz0 dev that commands find in a plugin's folder: a stale one is mended by
+// unsetting it, and when the plugin's oz0 dev runs, that is the whole mend.
+func (c *Client) mend() string {
+	if c.fromEnv {
+		if found, _, err := discovery.Find(c.dir); err == nil && found.URL != c.context().URL {
+			return fmt.Sprintf("%s names it, and wins over the oz0 dev that runs for the plugin in this folder (at %s): `unset %s` to use that one", apiv1.ContextEnv, found.URL, apiv1.ContextEnv)
+		}
+	}
+	return fmt.Sprintf("start `oz0 dev` and export the %s line it prints%s", apiv1.ContextEnv, c.orUnset())
+}
+
+// orUnset is the other mend of a context from OZ0_CONTEXT.
+func (c *Client) orUnset() string {
+	if !c.fromEnv {
+		return ""
+	}
+	return fmt.Sprintf(", or `unset %s` (commands in a plugin's folder find the oz0 dev that runs for it)", apiv1.ContextEnv)
 }
 
 // cause is the innermost error of a transport's chain, as the system says it

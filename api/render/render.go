@@ -29,9 +29,14 @@ type Stream struct {
 	inSay   bool   // a say line is open: its prefix is written
 	pending string // trailing whitespace of the open say line, written only if more text follows
 	// said is the text said since the last line that was not a say: a result that repeats it
-	// (a framework that streams its answer, then returns it) is not shown twice.
-	said strings.Builder
+	// (a framework that streams its answer, then returns it) is not shown twice. Past maxSaid it
+	// is dropped (saidOver) and the result shown, rather than all a flood said kept.
+	said     strings.Builder
+	saidOver bool
 }
+
+// maxSaid bounds what a Stream keeps of the text said, to compare with the result.
+const maxSaid = 4 << 20
 
 // New returns a renderer writing to w for the named agent.
 func New(w io.Writer, agent string) *Stream { return &Stream{w: w, agent: agent} }
@@ -104,7 +109,7 @@ func (s *Stream) Event(ev apiv1.Event) error {
 			return err
 		}
 		out := Text(d.Output)
-		if said := strings.Fields(s.said.String()); len(said) > 0 && slices.Equal(said, strings.Fields(out)) {
+		if said := strings.Fields(s.said.String()); !s.saidOver && len(said) > 0 && slices.Equal(said, strings.Fields(out)) {
 			return s.endSay() // streamed already, word for word
 		}
 		return s.line("%s", out)
@@ -134,7 +139,13 @@ func by(who string) string {
 // whitespace is held back until more text comes, so a line never ends in spaces, and blank
 // lines are dropped.
 func (s *Stream) say(text string) error {
-	s.said.WriteString(text)
+	switch {
+	case s.saidOver:
+	case s.said.Len()+len(text) > maxSaid:
+		s.said, s.saidOver = strings.Builder{}, true
+	default:
+		s.said.WriteString(text)
+	}
 	text = termtext.Visible(text) // a say must not move the cursor, nor rewrite the lines above it
 	for text != "" {
 		line, rest, nl := strings.Cut(text, "\n")
@@ -177,6 +188,7 @@ func (s *Stream) endSay() error {
 // tool.
 func (s *Stream) line(format string, args ...any) error {
 	s.said.Reset()
+	s.saidOver = false
 	if err := s.endSay(); err != nil {
 		return err
 	}

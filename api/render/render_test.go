@@ -107,3 +107,29 @@ func TestStreamedAnswerIsNotRepeated(t *testing.T) {
 		t.Errorf("a result after says:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// oz0 run keeps at most maxSaid of what was said to compare with the result: past it (a flood, in
+// pieces) the result is shown, and the said text is not all held.
+func TestSaidTextBounded(t *testing.T) {
+	var b strings.Builder
+	s := New(&b, "a")
+	piece := strings.Repeat("w ", 32<<10)
+	var said int
+	for said <= maxSaid {
+		if err := s.Event(ev("say", `{"text":"`+piece+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		said += len(piece)
+	}
+	if s.said.Cap() > maxSaid {
+		t.Errorf("the renderer holds %d bytes of what was said; want at most %d", s.said.Cap(), maxSaid)
+	}
+	out, _ := json.Marshal(strings.Repeat("w ", said/2))
+	if err := s.Event(ev("result", `{"output":`+string(out)+`}`)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if strings.Count(b.String(), "\n") != 2 { // the say's line, and the result's
+		t.Errorf("the result after %d bytes of says is not shown: %d lines", said, strings.Count(b.String(), "\n"))
+	}
+}

@@ -165,10 +165,14 @@ func runRun(ctx context.Context, opts *runOptions) error {
 
 // startedNote is what goes on stderr before a job's stream (oz0 run, oz0 job watch, oz0 job
 // replay): the job, so that its ID is at hand, and which model record answers it (what names the
-// job beyond its agent: a replay's origin), then its page in the dev UI.
+// job beyond its agent: a replay's origin), then its page in the dev UI; and, when the job waits
+// for a session, why, so that a run that waits is not silent.
 func startedNote(w io.Writer, c *client.Client, job apiv1.Job, what string) {
 	fmt.Fprintf(w, "oz0: job %s: %s%s on model record %s (%s)\n", job.ID, what, job.Agent, job.ModelRecord, job.ModelName)
 	fmt.Fprintf(w, "oz0: its page: %s (oz0 ui logs a browser in)\n", c.JobPage(job.ID))
+	if job.Status == apiv1.StatusQueued && job.Reason != "" {
+		fmt.Fprintf(w, "oz0: queued: %s\n", termtext.OneLine(job.Reason))
+	}
 }
 
 // createJob makes a job; a second Ctrl-C while the dev server makes it gives up.

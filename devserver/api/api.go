@@ -52,6 +52,8 @@ type JobRunner interface {
 	Submit(agent, input string) (store.Job, error)
 	// Cancel cancels a running job; false when the node does not run it.
 	Cancel(id string) bool
+	// Waiting says why a queued job waits for a session; "" when it does not wait.
+	Waiting(id string) string
 }
 
 // Recorder runs jobs whose model calls are recorded and replays them: the dev server.
@@ -280,8 +282,18 @@ func (b *Backend) submitted(w http.ResponseWriter, j store.Job, err error) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
 	default:
-		writeJSON(w, http.StatusCreated, wireJob(j))
+		writeJSON(w, http.StatusCreated, b.wireJob(j))
 	}
+}
+
+// wireJob is a job as the API answers it: a queued job that waits for a session says why in its
+// reason (oz0 run prints it).
+func (b *Backend) wireJob(j store.Job) apiv1.Job {
+	wj := wireJob(j)
+	if wj.Status == apiv1.StatusQueued && wj.Reason == "" {
+		wj.Reason = b.Node.Waiting(j.ID)
+	}
+	return wj
 }
 
 // listFilter reads the filters of a list of jobs from the query: agent, status (a comma-separated
@@ -328,7 +340,7 @@ func (b *Backend) getJob(w http.ResponseWriter, r *http.Request) {
 		b.jobError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wireJob(j))
+	writeJSON(w, http.StatusOK, b.wireJob(j))
 }
 
 func (b *Backend) cancelJob(w http.ResponseWriter, r *http.Request) {

@@ -49,6 +49,8 @@ func (n *fakeNode) Submit(agent, input string) (store.Job, error) {
 }
 
 // Cancel ends the job at once, as the node does once its session has gone.
+func (n *fakeNode) Waiting(string) string { return "" }
+
 func (n *fakeNode) Cancel(id string) bool {
 	n.mu.Lock()
 	n.cancels = append(n.cancels, id)

@@ -153,6 +153,7 @@ type Job struct {
 	rec      *recorder
 	opts     SubmitOptions
 	says     TextStream // the job's says, masked as one stream
+	logs     TextStream // the pieces of a long log line, masked as one text; nil between lines
 
 	// Once the session's last line (its result or error) has come, what stdout brings after it
 	// is kept here and recorded after it, when the session ends. (stderr is not: it runs beside

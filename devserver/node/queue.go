@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -107,4 +108,36 @@ func (n *Node) unqueueLocked(job *Job) bool {
 func (n *Node) endQueued(job *Job, st store.Status, reason string) {
 	defer n.wg.Done()
 	n.finish(job.ID, st, reason, nil)
+}
+
+// Waiting says why a queued job waits for a session, for a person: the limit that holds it and
+// how many jobs are ahead of it; "" when the job is not waiting in the queue.
+func (n *Node) Waiting(id string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	i := slices.IndexFunc(n.queue, func(j *Job) bool { return j.ID == id })
+	if i < 0 {
+		return ""
+	}
+	job := n.queue[i]
+	why := fmt.Sprintf("oz0 dev runs at most %s at once (--max-sessions) and all are taken", plural(n.cfg.MaxSessions, "session"))
+	if most := job.Agent.Limits.MaxConcurrent; most > 0 && n.byAgent[job.Agent.Name] >= most {
+		why = fmt.Sprintf("agent %s runs at most %s at once (its limits.max_concurrent) and all are taken", job.Agent.Name, plural(most, "session"))
+	}
+	ahead := "no job is ahead of it"
+	switch i {
+	case 0:
+	case 1:
+		ahead = "1 job is ahead of it"
+	default:
+		ahead = fmt.Sprintf("%d jobs are ahead of it", i)
+	}
+	return fmt.Sprintf("waiting for a session: %s; %s", why, ahead)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
@@ -21,6 +22,10 @@ type recorder struct {
 	log   *slog.Logger
 	queue chan queued
 	done  chan struct{}
+
+	mu     sync.Mutex
+	room   *sync.Cond
+	queued int // the bytes of the events queued and not committed yet
 }
 
 // queued is an event to record, or (flushed set) a mark to close once everything before it is
@@ -33,14 +38,20 @@ type queued struct {
 // maxBatch bounds one commit of a recorder.
 const maxBatch = 1024
 
+// maxQueuedBytes bounds the bytes of the events a recorder holds before they are committed: a
+// harness that says megabytes (in pieces, harnesskit.PieceSize) waits for the store rather than
+// filling the node's memory; thousands of short says fit.
+const maxQueuedBytes = 1 << 20
+
 func newRecorder(s *store.Store, job string, log *slog.Logger) *recorder {
 	r := &recorder{store: s, job: job, log: log, queue: make(chan queued, 4*maxBatch), done: make(chan struct{})}
+	r.room = sync.NewCond(&r.mu)
 	go r.run()
 	return r
 }
 
-// add queues an event; it blocks while the queue is full, which slows the harness down rather
-// than losing events.
+// add queues an event; it blocks while the queue is full, in events or in bytes, which slows
+// the harness down rather than losing events.
 func (r *recorder) add(typ string, data any) {
 	b, ok := data.(json.RawMessage) // encoded already (sayJSON)
 	if !ok {
@@ -50,7 +61,25 @@ func (r *recorder) add(typ string, data any) {
 			return
 		}
 	}
+	r.mu.Lock()
+	for r.queued > 0 && r.queued+len(b) > maxQueuedBytes {
+		r.room.Wait()
+	}
+	r.queued += len(b)
+	r.mu.Unlock()
 	r.queue <- queued{ev: store.NewEvent{Type: typ, Data: b}}
+}
+
+// committed gives back the room of events written (or failed to be).
+func (r *recorder) committed(events []store.NewEvent) {
+	n := 0
+	for _, e := range events {
+		n += len(e.Data)
+	}
+	r.mu.Lock()
+	r.queued -= n
+	r.mu.Unlock()
+	r.room.Broadcast()
 }
 
 // flush returns once every event queued before it is committed (or failed to be).
@@ -124,6 +153,7 @@ func (r *recorder) run() {
 			if _, err := r.store.AppendBatch(r.job, batch); err != nil && !errors.Is(err, store.ErrClosed) {
 				r.log.Error("events not recorded", "job", r.job, "events", len(batch), "err", err)
 			}
+			r.committed(batch)
 		}
 		if flushed != nil {
 			close(flushed)

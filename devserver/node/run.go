@@ -138,7 +138,23 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 		}
 	case harnesskit.Log:
 		if ev.Kind == harnesskit.EventLog {
-			job.add(store.EventLog, map[string]any{"level": m.Level, "message": m.Message})
+			d := map[string]any{"level": m.Level, "message": m.Message}
+			if ev.More || job.logs != nil {
+				// A long log read in pieces: its pieces are masked as one text, as the says are,
+				// and each but the last says that more of it follows.
+				if job.logs == nil {
+					job.logs = n.cfg.SayStream()
+				}
+				text := job.logs.Write(m.Message)
+				if ev.More {
+					d["more"] = true
+				} else {
+					text += job.logs.Flush()
+					job.logs = nil
+				}
+				d["message"] = text
+			}
+			job.add(store.EventLog, d)
 			return
 		}
 	case harnesskit.Result, harnesskit.ErrorMessage:
@@ -154,6 +170,12 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	switch ev.Kind {
 	case harnesskit.EventEnd:
 		job.flushSays()
+		if job.logs != nil { // a long log cut short by the session's end
+			if text := job.logs.Flush(); text != "" {
+				job.add(store.EventLog, map[string]any{"level": "info", "message": text})
+			}
+			job.logs = nil
+		}
 	case harnesskit.EventStray:
 		job.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
 	case harnesskit.EventIgnored:

@@ -147,7 +147,7 @@ func (h *hub) publishChanges(batch []*op) {
 	}
 	offer := func(c Change) {
 		for _, wt := range h.watch.list {
-			wt.offer(c)
+			wt.offer(c, 0)
 		}
 	}
 	for _, o := range batch {

@@ -345,6 +345,10 @@ func (s *Store) Close() error {
 		s.writerW.Wait()
 		s.cancel()
 		s.subsW.Wait()
+		// Everything is written and no reader is left: the write-ahead log goes into the
+		// database and is cut to nothing, even if a process outside holds the database open
+		// (then SQLite cannot remove it when the last connection here closes, as it does).
+		_, _ = s.cdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 		s.closeErr = s.closeDBs()
 		unlockDir(s.lock)
 	})

@@ -38,26 +38,45 @@ type liveBuffer[T any] struct {
 	lagged atomic.Bool
 	kick   chan struct{} // one token: "you are lagging"
 	lags   *atomic.Int64 // the store's count
+	bytes  atomic.Int64  // the size of what live holds, as offer was told it
 }
+
+// maxLiveBytes bounds the data a live reader may fall behind by, whatever the number of events:
+// a job that says megabytes (in pieces of 64 KiB) to a slow reader sends it back to the database
+// rather than filling the server's memory.
+const maxLiveBytes = 8 << 20
 
 func newLiveBuffer[T any](size int, lags *atomic.Int64) liveBuffer[T] {
 	return liveBuffer[T]{live: make(chan T, size), kick: make(chan struct{}, 1), lags: lags}
 }
 
-// offer passes v on, or marks the reader lagging.
-func (b *liveBuffer[T]) offer(v T) {
+// offer passes v, of size bytes, on, or marks the reader lagging; the reader calls took with
+// the size of each it takes.
+func (b *liveBuffer[T]) offer(v T, size int64) {
 	if b.lagged.Load() {
+		return
+	}
+	if b.bytes.Add(size) > maxLiveBytes && len(b.live) > 0 {
+		b.bytes.Add(-size)
+		b.lag()
 		return
 	}
 	select {
 	case b.live <- v:
 	default:
-		b.lagged.Store(true)
-		b.lags.Add(1)
-		select {
-		case b.kick <- struct{}{}:
-		default:
-		}
+		b.bytes.Add(-size)
+		b.lag()
+	}
+}
+
+func (b *liveBuffer[T]) took(size int64) { b.bytes.Add(-size) }
+
+func (b *liveBuffer[T]) lag() {
+	b.lagged.Store(true)
+	b.lags.Add(1)
+	select {
+	case b.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -109,7 +128,7 @@ func (h *hub) publish(batch []*op) {
 				job, subs = e.Job, h.subs[e.Job]
 			}
 			for _, sb := range subs {
-				sb.offer(e)
+				sb.offer(e, int64(len(e.Data)))
 			}
 		}
 	}
@@ -236,6 +255,7 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 	for {
 		select {
 		case e := <-sb.live:
+			sb.took(int64(len(e.Data)))
 			if e.Seq <= last {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,4 +258,26 @@ func TestSubscribeSeesInterrupt(t *testing.T) {
 			t.Fatalf("%+v %v", evs, sub.Err())
 		}
 	}
+}
+
+// A subscriber that reads nothing holds no more than maxLiveBytes of event data in its live
+// buffer (beside the 64 events its channel holds), however few the events: 120 events of 256 KiB
+// (far under LiveBuffer events) send it back to the database, from which it later gets every one,
+// in order.
+func TestSlowSubscriberBoundedInBytes(t *testing.T) {
+	s := newStore(t, Options{LiveBuffer: 1024})
+	j := newJob(t, s)
+	sub, _ := s.Subscribe(t.Context(), j.ID, 0)
+	data := json.RawMessage(`{"text":"` + strings.Repeat("s", 256<<10) + `"}`)
+	const n = 120
+	for range n {
+		if _, err := s.Append(j.ID, EventSay, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Stats().Lags == 0 {
+		t.Errorf("a subscriber that read nothing holds %d MiB of events", n/4)
+	}
+	s.SetStatus(j.ID, StatusFailed, "x")
+	checkSeqs(t, collect(t, sub), 1, n+2)
 }

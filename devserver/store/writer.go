@@ -164,6 +164,17 @@ func (w *writerState) prepare() error {
 }
 
 func (w *writerState) close() {
+	// The statements first: a connection closed with statements left open is not closed by
+	// SQLite, which then neither checkpoints nor removes the write-ahead log.
+	stmts := []*sql.Stmt{w.beginStmt, w.commitStmt, w.rollbackStmt, w.insExchange, w.selJob, w.maxSeq, w.updStatus, w.insJob, w.updUsage}
+	for _, st := range w.insEvents {
+		stmts = append(stmts, st)
+	}
+	for _, st := range stmts {
+		if st != nil {
+			st.Close()
+		}
+	}
 	if w.conn != nil {
 		w.conn.Close()
 	}

@@ -173,6 +173,22 @@ func TestBrowser(t *testing.T) {
 		br.shot("job")
 	})
 
+	t.Run("a long log read in pieces is one row of the timeline", func(t *testing.T) {
+		br.t = t
+		// The pieces as the node stores them, each but the last with more: true; stderr between
+		// them does not break the row.
+		got := evaluate[string](br, `import('/ui/timeline.js').then((m) => JSON.stringify(m.spans([
+			{seq: 1, time: '2026-12-01T10:00:00Z', type: 'log', data: {level: 'info', message: 'aa', more: true}},
+			{seq: 2, time: '2026-12-01T10:00:01Z', type: 'stderr', data: {line: 'x'}},
+			{seq: 3, time: '2026-12-01T10:00:02Z', type: 'log', data: {level: 'info', message: 'bb', more: true}},
+			{seq: 4, time: '2026-12-01T10:00:03Z', type: 'log', data: {level: 'info', message: 'cc'}},
+			{seq: 5, time: '2026-12-01T10:00:04Z', type: 'log', data: {level: 'warning', message: 'next'}},
+		]).filter((r) => r.kind === 'log').map((r) => r.detail)))`, chromedp.EvalAwaitPromise)
+		if want := `["aabbcc","next"]`; got != want {
+			t.Errorf("the timeline's log rows: %s, want %s", got, want)
+		}
+	})
+
 	var second string
 	t.Run("the jobs list updates live; deny with a reason", func(t *testing.T) {
 		br.t = t

@@ -27,6 +27,8 @@ func (r runner) Submit(agent, input string) (store.Job, error) {
 	return r.st.CreateJob(store.NewJob{Agent: agent, Input: in, InputText: input, Limits: store.Limits{MaxSteps: 10, Timeout: time.Minute}})
 }
 
+func (r runner) Waiting(string) string { return "" }
+
 func (r runner) Cancel(id string) bool {
 	return r.st.FinishJob(id, store.StatusCancelled, "cancelled", nil) == nil
 }

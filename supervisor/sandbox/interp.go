@@ -95,7 +95,7 @@ func (a *interpreter) answer(program string, env []string, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, program, "-c", "import sys; print(sys.executable)")
-	cmd.Env, cmd.Dir = env, dir
+	cmd.Env, cmd.Dir, cmd.SysProcAttr = env, dir, askAttr()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

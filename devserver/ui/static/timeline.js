@@ -10,6 +10,7 @@ export function spans(events) {
   const tools = new Map(); // permission request id → its row
   let say = null; // the row of the says in a row, until another event
   let wait = null; // the row of a wait for approval, until the job runs again
+  let log = null; // the row of a long log line read in pieces (more: true), until its last piece
   for (const ev of events) {
     const t = Date.parse(ev.time);
     const d = ev.data || {};
@@ -87,7 +88,14 @@ export function spans(events) {
         break;
       }
       case 'log':
-        row(rows, ev, 'log', t, t, `log ${d.level || ''}`.trim(), d.message || '');
+        if (log) {
+          log.end = t;
+          log.events.push(ev);
+          log.detail += d.message || '';
+        } else {
+          log = row(rows, ev, 'log', t, t, `log ${d.level || ''}`.trim(), d.message || '');
+        }
+        if (!d.more) log = null;
         break;
       case 'stderr':
         row(rows, ev, 'stderr', t, t, 'stderr', d.line || d.tail || d.note || '');

@@ -631,6 +631,33 @@ var rawModes = map[string]func(arg string){
 		}
 		put(`{"type":"result","output":"flooded"}`)
 	},
+	// lines writes the file ARG to stdout as it is, after the session request: the test writes
+	// the lines, the answer included.
+	"lines": func(arg string) {
+		readRequest()
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testharness:", err)
+			os.Exit(6)
+		}
+		stdout.Write(b)
+	},
+	// longsays says 4 × 4 MiB as the SDKs write says, then answers.
+	"longsays": func(string) {
+		readRequest()
+		line := `{"type":"say","text":"` + strings.Repeat("s", 4<<20) + `"}`
+		for range 4 {
+			put(line)
+		}
+		put(`{"type":"result","output":"said"}`)
+	},
+	// longsecret says a long text with the job's input text across the first boundary of the
+	// pieces a long say is read in (harnesskit.PieceSize), then answers.
+	"longsecret": func(string) {
+		req := readRequest()
+		text, _ := json.Marshal(strings.Repeat("a", harnesskit.PieceSize-5) + req.Text + strings.Repeat("b", harnesskit.PieceSize))
+		put(`{"type": "say", "text": `+string(text)+`}`, `{"type":"result","output":"said"}`)
+	},
 	// runsanyway asks to run notify_team, then runs it with its own arguments whatever the
 	// answer, and answers.
 	"runsanyway": func(string) {
