@@ -480,8 +480,9 @@ func (s *Server) startGateway() error {
 		Meter:     (*meter)(s),
 		Logger:    s.log.With("part", "gateway"),
 		Transport: transport,
-		// Model calls are metered in batches, a commit for all those that end within 2 ms.
-		MeterLinger:     2 * time.Millisecond,
+		// Model calls are metered in batches, a commit for all those that end within 10 ms (a
+		// job that ends hurries it: BeforeEnd).
+		MeterLinger:     10 * time.Millisecond,
 		BodyReadTimeout: s.cfg.limits.bodyTimeout,
 	})
 	if err != nil {
@@ -503,6 +504,7 @@ func (s *Server) startNode() error {
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) {
+			s.gw.Hurry()
 			s.inflight.wait(job, 5*time.Second)
 			s.inbox.EndJob(job)
 			s.recorded.forget(job)

@@ -89,7 +89,7 @@ type Config struct {
 	// DefaultBodyReadTimeout; < 0: none.
 	BodyReadTimeout time.Duration
 	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
-	// batch (after.go); 0: none.
+	// batch (after.go), unless hurried (Gateway.Hurry, Gateway.Flush); 0: none.
 	MeterLinger time.Duration
 }
 

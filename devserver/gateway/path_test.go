@@ -145,3 +145,26 @@ func TestStreamHeadersReachTheClientBeforeTheFirstEvent(t *testing.T) {
 		t.Errorf("the stream's headers: %d %v", resp.StatusCode, resp.Header)
 	}
 }
+
+// Hurry has the calls that ended metered without the rest of the meter's linger: a job about to
+// end does not wait for it.
+func TestHurryCutsTheLinger(t *testing.T) {
+	m := &batchMeter{}
+	e := newEnv(t, helloScript, withConfig(func(c *Config) { c.Meter = m; c.MeterLinger = 10 * liveness }))
+	key := e.issue("job_h", "agent", Limits{}, Budget{})
+	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), anthBody); r.status != 200 {
+		t.Fatalf("call: %d", r.status)
+	}
+	e.gw.Hurry()
+	for deadline := time.Now().Add(liveness); ; time.Sleep(5 * time.Millisecond) {
+		m.mu.Lock()
+		n := len(m.batches)
+		m.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call was not metered in %s of a %s linger, hurried", liveness, 10*liveness)
+		}
+	}
+}
