@@ -53,11 +53,10 @@ func TestFailedStartLeavesNoStateDir(t *testing.T) {
 	}
 }
 
-// A plugin with findings stops the start, with its findings as the error, whatever the state
-// directory would have said; and a plugin directory that does not exist is said so, not made by
-// the state directory's open inside it. (Kept for whoever opens the state beside the lint: done
-// once, it made the start slower on a loaded machine, docs/performance.md.)
-func TestLintBeforeState(t *testing.T) {
+// The plugins are linted while the state directory opens: a plugin with findings still stops the
+// start, with its findings as the error, whatever the state's open said; and a plugin directory
+// that does not exist is said so, not made by the state directory's open inside it.
+func TestLintBesideState(t *testing.T) {
 	plug := goPlugin(t, "hello", "./none")
 	if err := os.WriteFile(filepath.Join(plug, "oz0-plugin.yaml"), []byte("name: [\n"), 0o644); err != nil {
 		t.Fatal(err)
