@@ -349,7 +349,8 @@ func gwbench(s *harness.Session, _ string) (any, error) {
 	if len(in.Body) > 0 {
 		body = in.Body
 		if in.Stream { // the same request with "stream":true as its last member
-			body = append(append(bytes.TrimRight(slices.Clone(body), "} \n"), `,"stream":true`...), '}')
+			obj := bytes.TrimSpace(body)
+			body = append(append(slices.Clone(obj[:len(obj)-1]), `,"stream":true`...), '}')
 		}
 	}
 	type target struct {
