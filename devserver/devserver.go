@@ -159,8 +159,14 @@ func Start(cfg Config) (_ *Server, err error) {
 		tier, warning, err := sandbox.Resolve(s.cfg.Sandbox)
 		s.tierCh <- resolvedTier{tier, warning, err}
 	}()
+	// The plugins are linted while the state directory opens (SQLite's open and migrations):
+	// neither needs the other, and each is a good part of the start. A plugin with findings still
+	// stops the start, and its findings are the error, whatever the state's open said.
+	if err := s.lintBesideState(); err != nil {
+		return nil, err
+	}
 	// The node is the first step that needs the tier: the probe has until then.
-	for _, step := range []func() error{s.loadPlugins, s.openState, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
+	for _, step := range []func() error{s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -290,6 +296,29 @@ func (s *Server) loadPlugins() error {
 	return nil
 }
 
+// lintBesideState loads (lints) the plugins and opens the state directory at the same time. The
+// state opens beside the lint only where it cannot change what the lint sees: its default
+// directory is in the first plugin's, which must exist already (else the lint says so, and the
+// state is not opened).
+func (s *Server) lintBesideState() error {
+	if s.cfg.StateDir == "" && !s.cfg.Ephemeral {
+		if st, err := os.Stat(s.cfg.PluginDirs[0]); err != nil || !st.IsDir() {
+			if err := s.loadPlugins(); err != nil {
+				return err
+			}
+			return s.openState()
+		}
+	}
+	state := make(chan error, 1)
+	go func() { state <- s.openState() }()
+	lintErr := s.loadPlugins()
+	stateErr := <-state // before any return: Start's unwinding undoes what openState made
+	if lintErr != nil {
+		return lintErr
+	}
+	return stateErr
+}
+
 // openState opens the state directory: the job store, the secrets, the approvals inbox. What
 // was live when oz0 dev last stopped is marked interrupted.
 func (s *Server) openState() error {
@@ -303,7 +332,12 @@ func (s *Server) openState() error {
 		s.StateDir = dir
 		s.undo = append(s.undo, func() error { return os.RemoveAll(dir) })
 	case s.StateDir == "":
-		s.StateDir = filepath.Join(s.Plugins()[0].Dir, ".oz0", "dev")
+		// The first plugin's directory, as lint.Load makes it absolute.
+		dir, err := filepath.Abs(s.cfg.PluginDirs[0])
+		if err != nil {
+			return err
+		}
+		s.StateDir = filepath.Join(dir, ".oz0", "dev")
 	default:
 		// Absolute, for the banner and so the plugin watcher can tell it apart from the plugin.
 		abs, err := filepath.Abs(s.StateDir)
@@ -480,8 +514,9 @@ func (s *Server) startGateway() error {
 		Meter:     (*meter)(s),
 		Logger:    s.log.With("part", "gateway"),
 		Transport: transport,
-		// Model calls are metered in batches, a commit for all those that end within 2 ms.
-		MeterLinger:     2 * time.Millisecond,
+		// Model calls are metered in batches, a commit for all those that end within 10 ms (a
+		// job that ends hurries it: BeforeEnd).
+		MeterLinger:     10 * time.Millisecond,
 		BodyReadTimeout: s.cfg.limits.bodyTimeout,
 	})
 	if err != nil {
@@ -503,6 +538,7 @@ func (s *Server) startNode() error {
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) {
+			s.gw.Hurry()
 			s.inflight.wait(job, 5*time.Second)
 			s.inbox.EndJob(job)
 			s.recorded.forget(job)

@@ -1,10 +1,14 @@
 package devserver
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/orchestrator-zero/oz0/diag"
 )
 
 // A start that fails leaves no trace: the state directory it made (the plugin's .oz0/dev, or a
@@ -48,5 +52,46 @@ func TestFailedStartLeavesNoStateDir(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(kept, "note")); err != nil || string(data) != "mine" {
 		t.Errorf("the existing state directory was touched: %q, %v", data, err)
+	}
+}
+
+// The plugins are linted while the state directory opens: a plugin with findings still stops the
+// start, with its findings as the error, whatever the state's open said; and a plugin directory
+// that does not exist is said so, not made by the state directory's open inside it.
+func TestLintBesideState(t *testing.T) {
+	plug := goPlugin(t, "hello", "./none")
+	if err := os.WriteFile(filepath.Join(plug, "oz0-plugin.yaml"), []byte("name: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{
+		{PluginDirs: []string{plug}, Poll: -1},
+		{PluginDirs: []string{plug}, Ephemeral: true, Poll: -1},
+		{PluginDirs: []string{plug}, StateDir: notADir, Poll: -1},
+	} {
+		s, err := Start(cfg)
+		if err == nil {
+			s.Close()
+			t.Fatalf("%+v: a plugin with findings started", cfg)
+		}
+		var re *diag.ReportError
+		if !errors.As(err, &re) {
+			t.Errorf("state dir %q: the error is %v, not the plugin's findings", cfg.StateDir, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(plug, ".oz0")); !os.IsNotExist(err) {
+		t.Errorf("a start that failed left %s (%v)", filepath.Join(plug, ".oz0"), err)
+	}
+
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	_, err := Start(Config{PluginDirs: []string{missing}, Poll: -1})
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a missing plugin directory: %v", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("the missing plugin directory was made (%v)", err)
 	}
 }

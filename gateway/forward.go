@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -188,6 +189,14 @@ func newUpstreamBody(body []byte, edits []edit) *upstreamBody {
 
 var errBodyReleased = errors.New("oz0 gateway: the request body was already released")
 
+// oneWriteBody is the largest body sent upstream from one in-memory reader, which net/http's
+// transport writes in the same write as the request's headers when both fit its write buffer
+// (32 KiB in NewTransport). A body from a reader it does not know goes after a flush of the
+// headers: one more system call, and one more wake of the upstream, on every call (as a bare
+// httputil.ReverseProxy does). A larger body is read out in segments and dropped as it goes, so
+// that the memory it holds is given back as the upstream has it.
+const oneWriteBody = 64 << 10
+
 // open returns a reader of the body from its start (http.Request.GetBody).
 func (u *upstreamBody) open() (io.ReadCloser, error) {
 	u.mu.Lock()
@@ -197,6 +206,12 @@ func (u *upstreamBody) open() (io.ReadCloser, error) {
 		return nil, errBodyReleased
 	case u.size == 0:
 		return http.NoBody, nil
+	case u.size <= oneWriteBody:
+		one := u.segs[0]
+		if len(u.segs) > 1 { // the model's name edited: a copy, of a small body
+			one = bytes.Join(u.segs, nil)
+		}
+		return io.NopCloser(bytes.NewReader(one)), nil
 	}
 	return &segReader{bufs: slices.Clone(net.Buffers(u.segs))}, nil
 }
@@ -411,16 +426,14 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 	mw := &maskWriter{w: clientWriter{c}, key: c.keyBytes}
 	sp := &sseParser{face: c.rt.face, strip: info.injected}
 	c.writeHeader(resp.StatusCode)
-	if flush(rc) != nil {
-		c.clientWriteFailed()
-		return
-	}
+	hf := startHeaderFlush(rc)
+	defer hf.stop()
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			c.watchdog.Reset(c.g.idle)
 			if out := sp.feed(buf[:n]); len(out) > 0 {
-				if mw.Write(out) != nil || flush(rc) != nil {
+				if hf.stop() != nil || mw.Write(out) != nil || flush(rc) != nil {
 					c.clientWriteFailed()
 					c.rec.Usage = sp.usage
 					return
@@ -431,6 +444,7 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 			}
 		}
 		if err != nil {
+			hf.stop() // a client gone is seen below, in the writes
 			c.rec.Usage, c.rec.StreamError = sp.usage, sp.streamErr
 			// A client that hangs up once it has the last event (as the SDKs do on [DONE]) may
 			// cancel the upstream read before its EOF: the stream is complete all the same.
@@ -459,6 +473,44 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 			return
 		}
 	}
+}
+
+// streamHeaderWait is how long a stream's headers wait for its first events, to go out with them
+// in one write. An upstream sends its first event with its headers or right after (Anthropic's
+// message_start, OpenAI's first chunk); a flush of the headers alone was one more write to the
+// client and one more wake of it, on every stream. An upstream slower than this gets its headers
+// to the client on their own, as before.
+const streamHeaderWait = 20 * time.Millisecond
+
+// headerFlush flushes a stream's headers after streamHeaderWait, unless stopped first.
+type headerFlush struct {
+	t     *time.Timer
+	fired chan struct{} // closed once the timer's flush is done
+	err   error         // the timer's flush's, once fired is closed
+	done  bool
+}
+
+func startHeaderFlush(rc *http.ResponseController) *headerFlush {
+	hf := &headerFlush{fired: make(chan struct{})}
+	hf.t = time.AfterFunc(streamHeaderWait, func() {
+		hf.err = flush(rc)
+		close(hf.fired)
+	})
+	return hf
+}
+
+// stop stops the timer, or waits for its flush when it has fired: from then on the handler may
+// write. It returns the flush's error, which says the client has gone.
+func (hf *headerFlush) stop() error {
+	if hf.done {
+		return nil
+	}
+	hf.done = true
+	if hf.t.Stop() {
+		return nil
+	}
+	<-hf.fired
+	return hf.err
 }
 
 // flush sends what has been written to the client; a writer that cannot flush is not an error.

@@ -89,7 +89,7 @@ type Config struct {
 	// DefaultBodyReadTimeout; < 0: none.
 	BodyReadTimeout time.Duration
 	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
-	// batch (after.go); 0: none.
+	// batch (after.go), unless hurried (Gateway.Hurry, Gateway.Flush); 0: none.
 	MeterLinger time.Duration
 }
 
@@ -631,22 +631,11 @@ func (c *call) finish() {
 	if c.keyBytes != nil {
 		c.rec.Error = c.mask(c.rec.Error)
 	}
-	if k := c.capture; k != nil && (c.answered || k.ex.Gateway) {
-		c.rec.Exchange = k.exchange(c.rec.Status, c.rec.Usage)
-	}
-	c.end = endedCall{rec: c.rec, method: c.r.Method, path: c.r.URL.Path, metered: c.grant != nil}
-	q := c.g.after
-	q.waitRoom()
 	js := c.js
-	if js == nil {
-		if !q.push(c.end) {
-			c.g.report([]endedCall{c.end}, nil)
-			q.finished(1)
-		}
-		return
-	}
-	js.mu.Lock()
-	if c.registered {
+	// The account first: a session's next call, which may come as soon as this answer is out,
+	// is checked against its limits with this call's tokens.
+	if js != nil && c.registered {
+		js.mu.Lock()
 		if c.writeDeadline {
 			http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
 		}
@@ -658,7 +647,29 @@ func (c *call) finish() {
 			c.ss.usage = c.ss.usage.Add(c.rec.Usage)
 			c.ss.cost += c.rec.CostUSD
 		}
+		js.mu.Unlock()
 	}
+	// Then the answer goes to the client, not when the handler returns: what follows (the
+	// recording's copy, the hand-over to the meter) is after it, where a bare reverse proxy would
+	// have returned. A sized answer is all out with this write; a stream's last events are out
+	// already, and net/http ends it when the handler returns.
+	if c.wroteHeader && !c.clientGone && !c.abortConn {
+		http.NewResponseController(c.w).Flush()
+	}
+	if k := c.capture; k != nil && (c.answered || k.ex.Gateway) {
+		c.rec.Exchange = k.exchange(c.rec.Status, c.rec.Usage)
+	}
+	c.end = endedCall{rec: c.rec, method: c.r.Method, path: c.r.URL.Path, metered: c.grant != nil}
+	q := c.g.after
+	q.waitRoom()
+	if js == nil {
+		if !q.push(c.end) {
+			c.g.report([]endedCall{c.end}, nil)
+			q.finished(1)
+		}
+		return
+	}
+	js.mu.Lock()
 	c.ended = true
 	if !c.queued {
 		c.queued = true

@@ -92,21 +92,47 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-// BenchmarkGatewayThroughDev is the gateway where users meet it: a harness session under a real
-// `oz0 dev` (keeping each call, as it does by default, metering and limits on, its log going to a file) times its calls
-// alternated one at a time between the upstream directly (`oz0 fake-model serve`, a process of
-// its own), a bare httputil.ReverseProxy in its own process (the floor: one more loopback hop
-// between processes) and the gateway with the session's key. added-* is the gateway less the
-// bare proxy: the gateway's own work.
-func BenchmarkGatewayThroughDev(b *testing.B) {
-	const rounds = 500
+// tinyRequest is the request of the harness written apart from this one (issue 24): the least an
+// SDK sends.
+const tinyRequest = `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+
+// gwHarness is how gwbench calls, and what it calls.
+type gwHarness struct {
+	upstream   string // "fake": oz0 fake-model serve; "mini": the least model API (testbin.MiniUpstream)
+	body       string // the request; "": "Say hello." to the session's model
+	oneClient  bool   // one keep-alive http.Client for the three paths, as Go makes it
+	oz0Headers bool   // the session's Oz0-Job and Oz0-Agent headers on every call
+}
+
+var (
+	// gwFake is this benchmark's own harness from the start: the fake model, its request, a tuned
+	// client per path, the session's headers.
+	gwFake = gwHarness{upstream: "fake", oz0Headers: true}
+	// gwTiny is the harness written apart from it: the least model API, the tiny request, one
+	// client.
+	gwTiny = gwHarness{upstream: "mini", body: tinyRequest, oneClient: true}
+)
+
+// gwBench is a real `oz0 dev` (keeping each call, as it does by default, metering and limits on,
+// tier standard, its log going to a file) with the upstreams gwbench calls, each behind a bare
+// httputil.ReverseProxy in its own process (the floor: one more loopback hop between processes).
+type gwBench struct {
+	c         *client.Client
+	upstreams map[string][2]string // name → its URL and its bare proxy's
+}
+
+func startGWBench(b *testing.B) *gwBench {
 	bin := oz0Binary(b)
 	harnessBin := goProgram(b, testbin.TestHarness)
 	proxyBin := goProgram(b, testbin.BareProxy)
+	miniBin := goProgram(b, testbin.MiniUpstream)
 	tmp := b.TempDir()
-
+	g := &gwBench{upstreams: map[string][2]string{}}
 	fake := startReady(b, nil, filepath.Join(tmp, "fm.url"), bin, "fake-model", "serve", "--ready-file", filepath.Join(tmp, "fm.url"))
-	proxy := startReady(b, nil, filepath.Join(tmp, "proxy.url"), proxyBin, fake, filepath.Join(tmp, "proxy.url"))
+	mini := startReady(b, nil, filepath.Join(tmp, "mini.url"), miniBin, filepath.Join(tmp, "mini.url"))
+	for name, up := range map[string]string{"fake": fake, "mini": mini} {
+		g.upstreams[name] = [2]string{up, startReady(b, nil, filepath.Join(tmp, name+".proxy"), proxyBin, up, filepath.Join(tmp, name+".proxy"))}
+	}
 	dir := benchPlugin(b, "gwbench", harnessBin, "gwbench")
 	ctxFile := filepath.Join(tmp, "ctx")
 	ctxLine := startReady(b, append(profileEnv(), "OZ0_ANTHROPIC_BASE_URL="+fake), ctxFile,
@@ -115,65 +141,118 @@ func BenchmarkGatewayThroughDev(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := client.New(devCtx)
+	g.c = client.New(devCtx)
+	return g
+}
+
+// run runs jobs of gwbench, 500 rounds each, with h, and reports each path's p50 and p99, its
+// failed calls, and the gateway's figures over the bare proxy's: added-* (the difference, the
+// gateway's own work) and ratio-* (the quotient, which should not move from machine to machine).
+func (g *gwBench) run(b *testing.B, h gwHarness, stream bool) {
+	const rounds = 500
 	ctx := context.Background()
-	if err := c.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-ant-bench-0123456789", ""); err != nil {
+	up := g.upstreams[h.upstream]
+	// The session's record goes to the harness's upstream from its next job on.
+	if err := g.c.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-ant-bench-0123456789", up[0]); err != nil {
 		b.Fatal(err)
 	}
-
-	for _, stream := range []bool{false, true} {
-		name := "messages"
-		if stream {
-			name = "stream"
+	in := map[string]any{"direct": up[0], "proxy": up[1], "rounds": rounds, "stream": stream,
+		"one_client": h.oneClient, "oz0_headers": h.oz0Headers}
+	if h.body != "" {
+		in["body"] = json.RawMessage(h.body)
+	}
+	input, _ := json.Marshal(in)
+	took := map[string][]float64{}
+	errs := map[string]int{}
+	for b.Loop() {
+		j, err := g.c.CreateJob(ctx, apiv1.JobRequest{Agent: "gwbench", Input: string(input)})
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			took := map[string][]float64{}
-			errs := map[string]int{}
-			input, _ := json.Marshal(map[string]any{"direct": fake, "proxy": proxy, "rounds": rounds, "stream": stream})
-			for b.Loop() {
-				j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "gwbench", Input: string(input)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := c.Events(ctx, j.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
-					b.Fatal(err)
-				}
-				end, err := c.Job(ctx, j.ID)
-				if err != nil || end.Status != apiv1.StatusSucceeded {
-					b.Fatalf("job %s: %s %s %v", j.ID, end.Status, end.Reason, err)
-				}
-				var out struct {
-					Direct, Proxy, Gateway []float64
-					Errors                 map[string]int
-				}
-				if err := json.Unmarshal(end.Output, &out); err != nil {
-					b.Fatal(err)
-				}
-				took["direct"] = append(took["direct"], out.Direct...)
-				took["proxy"] = append(took["proxy"], out.Proxy...)
-				took["gateway"] = append(took["gateway"], out.Gateway...)
-				for k, n := range out.Errors {
-					errs[k] += n
-				}
+		if err := g.c.Events(ctx, j.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
+			b.Fatal(err)
+		}
+		end, err := g.c.Job(ctx, j.ID)
+		if err != nil || end.Status != apiv1.StatusSucceeded {
+			b.Fatalf("job %s: %s %s %v", j.ID, end.Status, end.Reason, err)
+		}
+		var out struct {
+			Direct, Proxy, Gateway []float64
+			Errors                 map[string]int
+		}
+		if err := json.Unmarshal(end.Output, &out); err != nil {
+			b.Fatal(err)
+		}
+		took["direct"] = append(took["direct"], out.Direct...)
+		took["proxy"] = append(took["proxy"], out.Proxy...)
+		took["gateway"] = append(took["gateway"], out.Gateway...)
+		for k, n := range out.Errors {
+			errs[k] += n
+		}
+	}
+	p := map[string][2]float64{}
+	for k, v := range took {
+		slices.Sort(v)
+		p[k] = [2]float64{percentile(v, 0.5), percentile(v, 0.99)}
+	}
+	for _, k := range []string{"direct", "proxy", "gateway"} {
+		b.ReportMetric(p[k][0], k+"-p50-µs")
+		b.ReportMetric(p[k][1], k+"-p99-µs")
+		b.ReportMetric(float64(errs[k]), k+"-errors") // a floor that fails is not a floor
+	}
+	b.ReportMetric(p["gateway"][0]-p["proxy"][0], "added-p50-µs")
+	b.ReportMetric(p["gateway"][1]-p["proxy"][1], "added-p99-µs")
+	b.ReportMetric(p["gateway"][0]/p["proxy"][0], "ratio-p50")
+	b.ReportMetric(p["gateway"][1]/p["proxy"][1], "ratio-p99")
+	b.ReportMetric(0, "ns/op") // the job's time is the harness's, not a figure here
+}
+
+// BenchmarkGatewayThroughDev is the gateway where users meet it: a harness session under a real
+// `oz0 dev` (startGWBench) times its calls alternated one at a time, the order rotating, between
+// the upstream directly, a bare httputil.ReverseProxy in front of it and the gateway with the
+// session's key, in two shapes: fake, this benchmark's own from the start (oz0 fake-model serve,
+// "Say hello." to the session's model, a client per path, the session's headers), and tiny, the
+// harness written apart from it (the least model API, the tiny request, one client). Each streamed
+// and not.
+func BenchmarkGatewayThroughDev(b *testing.B) {
+	g := startGWBench(b)
+	for _, shape := range []struct {
+		name string
+		h    gwHarness
+	}{{"fake", gwFake}, {"tiny", gwTiny}} {
+		for _, stream := range []bool{false, true} {
+			name := shape.name + "/messages"
+			if stream {
+				name = shape.name + "/stream"
 			}
-			p := map[string][2]float64{}
-			for k, v := range took {
-				slices.Sort(v)
-				p[k] = [2]float64{percentile(v, 0.5), percentile(v, 0.99)}
+			b.Run(name, func(b *testing.B) { g.run(b, shape.h, stream) })
+		}
+	}
+}
+
+// BenchmarkGatewayHarnessFactors takes the tiny harness and changes one thing at a time towards
+// the fake one (the upstream, the request, the session's headers, the clients), to find which
+// makes the two disagree; all is every change at once, the fake harness itself.
+func BenchmarkGatewayHarnessFactors(b *testing.B) {
+	g := startGWBench(b)
+	for _, f := range []struct {
+		name string
+		h    gwHarness
+	}{
+		{"tiny", gwTiny},
+		{"upstream=fake", gwHarness{upstream: "fake", body: tinyRequest, oneClient: true}},
+		{"request=hello", gwHarness{upstream: "mini", oneClient: true}},
+		{"oz0-headers", gwHarness{upstream: "mini", body: tinyRequest, oneClient: true, oz0Headers: true}},
+		{"client-per-path", gwHarness{upstream: "mini", body: tinyRequest}},
+		{"all", gwFake},
+	} {
+		for _, stream := range []bool{false, true} {
+			name := f.name + "/messages"
+			if stream {
+				name = f.name + "/stream"
 			}
-			for _, k := range []string{"direct", "proxy", "gateway"} {
-				b.ReportMetric(p[k][0], k+"-p50-µs")
-				b.ReportMetric(p[k][1], k+"-p99-µs")
-			}
-			for _, k := range []string{"direct", "proxy", "gateway"} {
-				if errs[k] > 0 {
-					b.ReportMetric(float64(errs[k]), k+"-errors")
-				}
-			}
-			b.ReportMetric(p["gateway"][0]-p["proxy"][0], "added-p50-µs")
-			b.ReportMetric(p["gateway"][1]-p["proxy"][1], "added-p99-µs")
-			b.ReportMetric(0, "ns/op") // the job's time is the harness's, not a figure here
-		})
+			b.Run(name, func(b *testing.B) { g.run(b, f.h, stream) })
+		}
 	}
 }
 

@@ -99,6 +99,17 @@ func (u *usageDelta) add(v *usageDelta) {
 }
 
 func modelCallUsage(data []byte) *usageDelta {
+	if u, refused, ok := scanUsage(data); ok {
+		if !refused {
+			u.calls = 1
+		}
+		return &u
+	}
+	return modelCallUsageJSON(data)
+}
+
+// modelCallUsageJSON is modelCallUsage by encoding/json, for what scanUsage does not read.
+func modelCallUsageJSON(data []byte) *usageDelta {
 	var m struct {
 		InputTokens         int64   `json:"input_tokens"`
 		OutputTokens        int64   `json:"output_tokens"`

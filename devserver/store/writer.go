@@ -148,11 +148,9 @@ func (w *writerState) prepare() error {
 	w.beginStmt = p(`BEGIN IMMEDIATE`)
 	w.commitStmt = p(`COMMIT`)
 	w.rollbackStmt = p(`ROLLBACK`)
+	// The multi-row INSERTs are prepared when first used (insertStmt): compiling the 64-row one
+	// was the largest part of the store's open, on oz0 dev's way to its first answer.
 	w.insEvents = map[int]*sql.Stmt{}
-	for _, k := range insertChunks {
-		q := `INSERT INTO events (job, seq, time, type, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, k-1)
-		w.insEvents[k] = p(q)
-	}
 	w.insExchange = p(`INSERT INTO events (job, seq, time, type, data, exchange) VALUES (?, ?, ?, ?, ?, ?)`)
 	w.selJob = p(`SELECT n, status FROM jobs WHERE id = ?`)
 	w.maxSeq = p(`SELECT coalesce(max(seq), 0) FROM events WHERE job = ?`)
@@ -161,6 +159,20 @@ func (w *writerState) prepare() error {
 	w.updUsage = p(`UPDATE jobs SET model_calls = model_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 		cache_read_tokens = cache_read_tokens + ?, cache_creation_tokens = cache_creation_tokens + ?, cost_usd = cost_usd + ? WHERE n = ?`)
 	return err
+}
+
+// insertStmt is the INSERT of k events, prepared on its first use.
+func (w *writerState) insertStmt(k int) (*sql.Stmt, error) {
+	if st := w.insEvents[k]; st != nil {
+		return st, nil
+	}
+	q := `INSERT INTO events (job, seq, time, type, data) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, k-1)
+	st, err := w.conn.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	w.insEvents[k] = st
+	return st, nil
 }
 
 func (w *writerState) close() {
@@ -332,7 +344,11 @@ func (w *writerState) flushRows() error {
 					args = append(args, r.job, r.seq, r.time, r.typ, bytesString(r.data))
 				}
 				w.args = args
-				if _, err := w.insEvents[k].Exec(args...); err != nil {
+				st, err := w.insertStmt(k)
+				if err != nil {
+					return err
+				}
+				if _, err := st.Exec(args...); err != nil {
 					return err
 				}
 				rows = rows[k:]

@@ -28,6 +28,10 @@ const CrashHook = "github.com/orchestrator-zero/oz0/harnesskit/hook/internal/cra
 // floor the gateway's added latency is measured against.
 const BareProxy = "github.com/orchestrator-zero/oz0/internal/testbin/bareproxy"
 
+// MiniUpstream is the import path of the least model API there is: one fixed Anthropic message,
+// streamed or not, in a process of its own.
+const MiniUpstream = "github.com/orchestrator-zero/oz0/internal/testbin/miniupstream"
+
 var (
 	mu    sync.Mutex
 	dir   string

@@ -281,7 +281,11 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 	},
 	// gwbench times model calls alternated one at a time between the upstream directly, a bare
 	// proxy and the gateway (the session's own ANTHROPIC_BASE_URL and key), as the input says:
-	// {"direct": URL, "proxy": URL, "rounds": N, "stream": false}. It answers with each path's
+	// {"direct": URL, "proxy": URL, "rounds": N, "stream": false, "body": {…}, "one_client":
+	// false, "oz0_headers": false}. body is the request ("stream" is added when it is true); none:
+	// "Say hello." to the session's model. one_client sends every call through one keep-alive
+	// http.Client as Go makes it, instead of one tuned client per path; oz0_headers adds the
+	// session's Oz0-Job and Oz0-Agent headers to every call. It answers with each path's
 	// latencies in microseconds and its failed calls: {"direct": […], "proxy": […],
 	// "gateway": […], "errors": {"proxy": N, …}}.
 	"gwbench": gwbench,
@@ -331,6 +335,9 @@ func gwbench(s *harness.Session, _ string) (any, error) {
 		Direct, Proxy string
 		Rounds        int
 		Stream        bool
+		Body          json.RawMessage
+		OneClient     bool `json:"one_client"`
+		Oz0Headers    bool `json:"oz0_headers"`
 	}
 	if err := json.Unmarshal([]byte(s.Text()), &in); err != nil {
 		return nil, fmt.Errorf("gwbench input: %w", err)
@@ -339,6 +346,13 @@ func gwbench(s *harness.Session, _ string) (any, error) {
 		"model": s.Model().Name, "max_tokens": 64, "stream": in.Stream,
 		"messages": []map[string]string{{"role": "user", "content": "Say hello."}},
 	})
+	if len(in.Body) > 0 {
+		body = in.Body
+		if in.Stream { // the same request with "stream":true as its last member
+			obj := bytes.TrimSpace(body)
+			body = append(append(slices.Clone(obj[:len(obj)-1]), `,"stream":true`...), '}')
+		}
+	}
 	type target struct {
 		name, url, key string
 		client         *http.Client
@@ -353,8 +367,11 @@ func gwbench(s *harness.Session, _ string) (any, error) {
 		{name: "proxy", url: in.Proxy, key: "bench"},
 		{name: "gateway", url: os.Getenv("ANTHROPIC_BASE_URL"), key: os.Getenv("ANTHROPIC_API_KEY")},
 	}
+	one := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	for _, t := range targets {
-		t.client = newClient()
+		if t.client = newClient(); in.OneClient {
+			t.client = one
+		}
 	}
 	call := func(t *target) (time.Duration, error) {
 		req, err := http.NewRequest(http.MethodPost, strings.TrimRight(t.url, "/")+"/v1/messages", bytes.NewReader(body))
@@ -364,8 +381,10 @@ func gwbench(s *harness.Session, _ string) (any, error) {
 		req.Header.Set("x-api-key", t.key)
 		req.Header.Set("anthropic-version", harness.AnthropicVersion)
 		req.Header.Set("content-type", "application/json")
-		req.Header.Set("Oz0-Job", s.Job())
-		req.Header.Set("Oz0-Agent", s.Agent())
+		if in.Oz0Headers {
+			req.Header.Set("Oz0-Job", s.Job())
+			req.Header.Set("Oz0-Agent", s.Agent())
+		}
 		start := time.Now()
 		resp, err := t.client.Do(req)
 		if err != nil {
