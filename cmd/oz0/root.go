@@ -57,6 +57,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
 	root.AddCommand(newCmdSchema(f, nil))
+	root.AddCommand(newCmdEval(f, nil))
 	noFileArgs(root)
 	return root
 }
