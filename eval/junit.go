@@ -12,8 +12,9 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
-// JUnit XML as CI systems read it (Jenkins, GitLab, GitHub's test reporters): one testsuite an
-// eval file, one testcase a case, a failure for each failed case (its message the first failure,
+// JUnit XML as CI systems read it (Jenkins, GitLab, GitHub's test reporters), within what Ant's
+// format as Jenkins documents it allows (testdata/junit/junit.xsd): one testsuite an eval file
+// (its classname), one testcase a case, a failure for each failed case (its message the first failure,
 // its text every failure at its place in the eval file), skipped for a skipped one.
 
 type junitSuites struct {
@@ -40,8 +41,6 @@ type junitSuite struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
-	File      string        `xml:"file,attr,omitempty"`
-	Line      int           `xml:"line,attr,omitempty"`
 	Time      string        `xml:"time,attr"`
 	Skipped   *junitSkipped `xml:"skipped"`
 	Failure   *junitFailure `xml:"failure"`
@@ -72,7 +71,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		}
 		s := &out.Suites[i]
 		secs := c.Elapsed().Seconds()
-		jc := junitCase{Name: c.Case, Classname: c.File, File: c.File, Line: c.Line, Time: timeAttr(secs),
+		jc := junitCase{Name: c.Case, Classname: c.File, Time: timeAttr(secs),
 			SystemOut: xmlText(fmt.Sprintf("job %s (%s): %d model calls, %d tokens, $%s", dash(c.Job), c.Source, c.ModelCalls, c.Tokens, money(c.CostUSD)))}
 		if len(c.Notes) > 0 {
 			jc.SystemOut += "\n" + xmlText(strings.Join(c.Notes, "\n"))
