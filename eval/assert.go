@@ -27,16 +27,6 @@ type outcome struct {
 	asked  []toolCall        // the tools the harness asked for, in order
 	denied map[string]bool   // permission id → the call was refused
 	reason map[string]string // permission id → why it was refused
-	live   bool              // the job ran on the live model records
-	judge  Judge             // asks a model a rubric question; nil offline
-	notes  []string          // what checks said beyond pass or fail (a judge's answer)
-}
-
-// takeNotes returns the notes the last checks made, and forgets them.
-func (o *outcome) takeNotes() []string {
-	n := o.notes
-	o.notes = nil
-	return n
 }
 
 type toolCall struct {
@@ -114,10 +104,9 @@ func (o *outcome) duration() time.Duration {
 	return o.job.EndedAt.Sub(start)
 }
 
-// check is one assertion, ready to check an outcome: ok, or what failed. skip says why it was
-// not checked ("" when it was).
+// check is one assertion, ready to check an outcome: ok, or what failed.
 type check interface {
-	check(o *outcome) (ok bool, failed string, skip string)
+	check(o *outcome) (ok bool, failed string)
 }
 
 // newCheck makes the check of an assertion; dir is the eval file's directory (a schema file is
@@ -186,8 +175,6 @@ func newCheck(a evalfile.Assertion, dir string) (check, error) {
 	case "max_duration":
 		d, err := time.ParseDuration(a.Value.(string))
 		return maxDuration(d), err
-	case "judge":
-		return judge(a.Value.(string)), nil
 	}
 	return nil, fmt.Errorf("unknown assertion %s", a.Kind)
 }
@@ -220,11 +207,11 @@ func number(v any) float64 {
 
 type statusIs string
 
-func (s statusIs) check(o *outcome) (bool, string, string) {
+func (s statusIs) check(o *outcome) (bool, string) {
 	if string(o.job.Status) == string(s) {
-		return true, "", ""
+		return true, ""
 	}
-	return false, fmt.Sprintf("the job %s, not %s%s", o.job.Status, s, reasonOf(o.job)), ""
+	return false, fmt.Sprintf("the job %s, not %s%s", o.job.Status, s, reasonOf(o.job))
 }
 
 func reasonOf(j apiv1.Job) string {
@@ -236,19 +223,19 @@ func reasonOf(j apiv1.Job) string {
 
 type equals struct{ want any }
 
-func (e equals) check(o *outcome) (bool, string, string) {
+func (e equals) check(o *outcome) (bool, string) {
 	want := normalize(e.want)
 	if s, isText := want.(string); isText {
 		if o.text() == s {
-			return true, "", ""
+			return true, ""
 		}
-		return false, fmt.Sprintf("the output is %s, not %s", quote(o.text()), quote(s)), ""
+		return false, fmt.Sprintf("the output is %s, not %s", quote(o.text()), quote(s))
 	}
 	got, ok := o.value()
 	if ok && reflect.DeepEqual(normalize(got), want) {
-		return true, "", ""
+		return true, ""
 	}
-	return false, fmt.Sprintf("the output is %s, not %s", quote(o.text()), compact(want)), ""
+	return false, fmt.Sprintf("the output is %s, not %s", quote(o.text()), compact(want))
 }
 
 type contains struct {
@@ -256,36 +243,36 @@ type contains struct {
 	want bool
 }
 
-func (c contains) check(o *outcome) (bool, string, string) {
+func (c contains) check(o *outcome) (bool, string) {
 	if strings.Contains(o.text(), c.text) == c.want {
-		return true, "", ""
+		return true, ""
 	}
 	if c.want {
-		return false, fmt.Sprintf("the output does not contain %s: it is %s", quote(c.text), quote(o.text())), ""
+		return false, fmt.Sprintf("the output does not contain %s: it is %s", quote(c.text), quote(o.text()))
 	}
-	return false, fmt.Sprintf("the output contains %s: it is %s", quote(c.text), quote(o.text())), ""
+	return false, fmt.Sprintf("the output contains %s: it is %s", quote(c.text), quote(o.text()))
 }
 
 type matches struct{ re *regexp.Regexp }
 
-func (m matches) check(o *outcome) (bool, string, string) {
+func (m matches) check(o *outcome) (bool, string) {
 	if m.re.MatchString(o.text()) {
-		return true, "", ""
+		return true, ""
 	}
-	return false, fmt.Sprintf("the output does not match %s: it is %s", quote(m.re.String()), quote(o.text())), ""
+	return false, fmt.Sprintf("the output does not match %s: it is %s", quote(m.re.String()), quote(o.text()))
 }
 
 type validates struct{ schema *jsonschema.Schema }
 
-func (v validates) check(o *outcome) (bool, string, string) {
+func (v validates) check(o *outcome) (bool, string) {
 	got, ok := o.value()
 	if !ok {
-		return false, fmt.Sprintf("the output is not JSON: it is %s", quote(o.text())), ""
+		return false, fmt.Sprintf("the output is not JSON: it is %s", quote(o.text()))
 	}
 	if err := v.schema.Validate(got); err != nil {
-		return false, "the output does not validate against the schema: " + schemaError(err), ""
+		return false, "the output does not validate against the schema: " + schemaError(err)
 	}
-	return true, "", ""
+	return true, ""
 }
 
 // schemaError is the validation error's first problem, as oz0 words schema problems, on one line.
@@ -310,21 +297,21 @@ type pathValue struct {
 
 type pathValues []pathValue
 
-func (ps pathValues) check(o *outcome) (bool, string, string) {
+func (ps pathValues) check(o *outcome) (bool, string) {
 	got, ok := o.value()
 	if !ok {
-		return false, fmt.Sprintf("the output is not JSON: it is %s", quote(o.text())), ""
+		return false, fmt.Sprintf("the output is not JSON: it is %s", quote(o.text()))
 	}
 	for _, p := range ps {
 		v, found := lookup(got, p.toks)
 		switch {
 		case !found:
-			return false, fmt.Sprintf("the output has nothing at %s: it is %s", p.path, quote(o.text())), ""
+			return false, fmt.Sprintf("the output has nothing at %s: it is %s", p.path, quote(o.text()))
 		case p.has && !reflect.DeepEqual(normalize(v), normalize(p.want)):
-			return false, fmt.Sprintf("%s is %s, not %s", p.path, compact(v), compact(normalize(p.want))), ""
+			return false, fmt.Sprintf("%s is %s, not %s", p.path, compact(v), compact(normalize(p.want)))
 		}
 	}
-	return true, "", ""
+	return true, ""
 }
 
 func lookup(v any, toks []string) (any, bool) {
@@ -353,24 +340,24 @@ type called struct {
 	args map[string]any
 }
 
-func (c called) check(o *outcome) (bool, string, string) {
+func (c called) check(o *outcome) (bool, string) {
 	var seen []string
 	for _, a := range o.asked {
 		if a.Tool != c.name {
 			continue
 		}
 		if c.args == nil || subset(normalize(c.args), normalize(a.Args)) {
-			return true, "", ""
+			return true, ""
 		}
 		seen = append(seen, compact(a.Args))
 	}
 	switch {
 	case len(seen) > 0:
-		return false, fmt.Sprintf("%s was called with %s, not with %s", c.name, strings.Join(seen, ", then "), compact(normalize(c.args))), ""
+		return false, fmt.Sprintf("%s was called with %s, not with %s", c.name, strings.Join(seen, ", then "), compact(normalize(c.args)))
 	case len(o.asked) == 0:
-		return false, fmt.Sprintf("%s was not called: no tool was", c.name), ""
+		return false, fmt.Sprintf("%s was not called: no tool was", c.name)
 	}
-	return false, fmt.Sprintf("%s was not called: only %s", c.name, strings.Join(toolNames(o.asked), ", ")), ""
+	return false, fmt.Sprintf("%s was not called: only %s", c.name, strings.Join(toolNames(o.asked), ", "))
 }
 
 func toolNames(cs []toolCall) []string {
@@ -405,18 +392,18 @@ func subset(want, got any) bool {
 
 type notCalled string
 
-func (n notCalled) check(o *outcome) (bool, string, string) {
+func (n notCalled) check(o *outcome) (bool, string) {
 	for _, a := range o.asked {
 		if a.Tool == string(n) {
-			return false, fmt.Sprintf("%s was called, with %s", n, compact(a.Args)), ""
+			return false, fmt.Sprintf("%s was called, with %s", n, compact(a.Args))
 		}
 	}
-	return true, "", ""
+	return true, ""
 }
 
 type refused string
 
-func (r refused) check(o *outcome) (bool, string, string) {
+func (r refused) check(o *outcome) (bool, string) {
 	asked := false
 	for _, a := range o.asked {
 		if a.Tool != string(r) {
@@ -424,13 +411,13 @@ func (r refused) check(o *outcome) (bool, string, string) {
 		}
 		asked = true
 		if o.denied[a.ID] {
-			return true, "", ""
+			return true, ""
 		}
 	}
 	if asked {
-		return false, fmt.Sprintf("%s was called and allowed", r), ""
+		return false, fmt.Sprintf("%s was called and allowed", r)
 	}
-	return false, fmt.Sprintf("%s was not called, so not refused", r), ""
+	return false, fmt.Sprintf("%s was not called, so not refused", r)
 }
 
 type atMost struct {
@@ -440,41 +427,24 @@ type atMost struct {
 	got     func(*outcome) float64
 }
 
-func (m atMost) check(o *outcome) (bool, string, string) {
+func (m atMost) check(o *outcome) (bool, string) {
 	got := m.got(o)
 	if got <= m.max {
-		return true, "", ""
+		return true, ""
 	}
 	if m.dollars {
-		return false, fmt.Sprintf("the cost is $%s, over $%s", money(got), money(m.max)), ""
+		return false, fmt.Sprintf("the cost is $%s, over $%s", money(got), money(m.max))
 	}
-	return false, fmt.Sprintf("%s %s, over %s", strconv.FormatFloat(got, 'f', -1, 64), m.what, strconv.FormatFloat(m.max, 'f', -1, 64)), ""
+	return false, fmt.Sprintf("%s %s, over %s", strconv.FormatFloat(got, 'f', -1, 64), m.what, strconv.FormatFloat(m.max, 'f', -1, 64))
 }
 
 type maxDuration time.Duration
 
-func (m maxDuration) check(o *outcome) (bool, string, string) {
+func (m maxDuration) check(o *outcome) (bool, string) {
 	if d := o.duration(); d > time.Duration(m) {
-		return false, fmt.Sprintf("it took %s, over %s", d.Round(time.Millisecond), time.Duration(m)), ""
+		return false, fmt.Sprintf("it took %s, over %s", d.Round(time.Millisecond), time.Duration(m))
 	}
-	return true, "", ""
-}
-
-type judge string
-
-func (j judge) check(o *outcome) (bool, string, string) {
-	if o.judge == nil || !o.live {
-		return true, "", "a judge asks a live model: oz0 eval --live"
-	}
-	v, err := o.judge.Ask(string(j), o.text())
-	if err != nil {
-		return false, "the judge could not answer: " + err.Error(), ""
-	}
-	if v.Yes {
-		o.notes = append(o.notes, fmt.Sprintf("the judge answered yes to %s: %s", quote(string(j)), v.Reason))
-		return true, "", ""
-	}
-	return false, fmt.Sprintf("the judge answered no to %s: %s", quote(string(j)), v.Reason), ""
+	return true, ""
 }
 
 // normalize makes YAML's and JSON's values alike: every number a float64.

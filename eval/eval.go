@@ -37,17 +37,6 @@ type Server interface {
 	Events(ctx context.Context, job string, after int64, fn func(apiv1.Event) error, reconnects func(error)) error
 }
 
-// Judge asks a model a rubric question about an output (the judge assertion, live only).
-type Judge interface {
-	Ask(question, output string) (Verdict, error)
-}
-
-// Verdict is a judge's answer.
-type Verdict struct {
-	Yes    bool
-	Reason string
-}
-
 // Mode is where the cases' model answers come from.
 type Mode int
 
@@ -61,8 +50,7 @@ const (
 
 // Options tune a run.
 type Options struct {
-	Mode  Mode
-	Judge Judge // nil: judge assertions are skipped
+	Mode Mode
 	// Progress is told of each case as it ends; may be nil.
 	Progress func(Result)
 }
@@ -100,7 +88,7 @@ type Result struct {
 	Job        string    `json:"job,omitempty"`
 	JobStatus  string    `json:"job_status,omitempty"`
 	Failures   []Failure `json:"failures,omitempty"`
-	Notes      []string  `json:"notes,omitempty"` // skipped assertions, a recording written
+	Notes      []string  `json:"notes,omitempty"` // why it was skipped, a recording not written
 	ModelCalls int64     `json:"model_calls"`
 	Tokens     int64     `json:"tokens"`
 	CostUSD    float64   `json:"cost_usd"`
@@ -246,7 +234,7 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 		return r, nil
 	}
 	if p.live {
-		r.Source = "live"
+		r.Source = string(evalfile.FromLive)
 	}
 	checks := make([]check, len(c.Asserts))
 	for i, a := range c.Asserts {
@@ -275,7 +263,6 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 		return r, &EnvError{fmt.Errorf("case %s of %s: job %s: %w", c.Name, f.Name, job.ID, err)}
 	}
 	o := newOutcome(job, events)
-	o.live, o.judge = p.live, opts.Judge
 	r.JobStatus = string(job.Status)
 	r.ModelCalls, r.Tokens, r.CostUSD = job.Usage.ModelCalls, o.tokens(), job.Usage.CostUSD
 	r.DurationMS = o.duration().Milliseconds()
@@ -304,14 +291,9 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 	hasStatus := false
 	for i, a := range c.Asserts {
 		hasStatus = hasStatus || a.Kind == "status"
-		ok, why, skip := checks[i].check(o)
-		switch {
-		case skip != "":
-			r.Notes = append(r.Notes, fmt.Sprintf("%s skipped: %s", a.Kind, skip))
-		case !ok:
+		if ok, why := checks[i].check(o); !ok {
 			r.Failures = append(r.Failures, Failure{Kind: a.Kind, Line: a.Line, Col: a.Col, Message: why})
 		}
-		r.Notes = append(r.Notes, o.takeNotes()...)
 	}
 	if !hasStatus && job.Status != apiv1.StatusSucceeded {
 		// The job's own failure comes first: the assertions on its output follow from it.
