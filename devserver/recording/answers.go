@@ -30,7 +30,13 @@ func (a *ScriptAnswers) Answer(method, path string, body []byte) (*gateway.Excha
 	// The fake routes by the path's end: /anthropic/v1/messages and /openai/chat/completions
 	// are its /v1/messages and /v1/chat/completions.
 	rec := httptest.NewRecorder()
-	a.fake.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(body)))
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if strings.HasPrefix(path, "/anthropic/") {
+		// The gateway has checked the call as its face takes it; the fake wants the header
+		// every Anthropic client sends, which the Replay is not given.
+		req.Header.Set("anthropic-version", "2023-06-01")
+	}
+	a.fake.ServeHTTP(rec, req)
 	ex := &gateway.Exchange{Method: method, Path: path, Request: string(body), Status: rec.Code, ContentType: rec.Header().Get("Content-Type")}
 	if strings.HasPrefix(ex.ContentType, "text/event-stream") {
 		ex.Streamed = true
