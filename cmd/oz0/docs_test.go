@@ -10,6 +10,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/gateway"
+	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/harnesskit/conformance"
 )
 
@@ -62,6 +63,10 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		types []reflect.Type
 	}{
 		{"| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
+		{"| `oz0 eval` |", []reflect.Type{
+			reflect.TypeFor[eval.Result](), reflect.TypeFor[eval.Failure](), reflect.TypeFor[eval.Totals](),
+			reflect.TypeFor[eval.Comparison](), reflect.TypeFor[eval.Delta](),
+		}},
 		{"| `oz0 job list`, `oz0 job show` |", []reflect.Type{
 			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),
 		}},
