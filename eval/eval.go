@@ -17,6 +17,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -238,6 +239,9 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 	}
 	checks := make([]check, len(c.Asserts))
 	for i, a := range c.Asserts {
+		if a.Kind == "judge" {
+			continue // a job of its own, once the case's has ended
+		}
 		if checks[i], err = newCheck(a, f.Dir); err != nil {
 			return r, &EnvError{fmt.Errorf("%s:%d:%d: %w", f.Name, a.Line, a.Col, err)}
 		}
@@ -291,6 +295,31 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 	hasStatus := false
 	for i, a := range c.Asserts {
 		hasStatus = hasStatus || a.Kind == "status"
+		if a.Kind == "judge" {
+			if !p.live {
+				r.Notes = append(r.Notes, "judge skipped: a judge asks a live model (oz0 eval --live)")
+				continue
+			}
+			question, _ := a.Value.(string)
+			v, judged, why, err := runJudge(ctx, srv, question, o.text())
+			if err != nil {
+				return r, &EnvError{fmt.Errorf("case %s of %s: the judge: %w", c.Name, f.Name, err)}
+			}
+			// The judge's call is metered as its job's; it counts in the case's usage.
+			r.ModelCalls += judged.Usage.ModelCalls
+			r.Tokens += judged.Usage.InputTokens + judged.Usage.OutputTokens
+			r.CostUSD += judged.Usage.CostUSD
+			switch {
+			case why != "":
+				r.Failures = append(r.Failures, Failure{Kind: a.Kind, Line: a.Line, Col: a.Col, Message: why})
+			case v.Answer == "yes":
+				r.Notes = append(r.Notes, fmt.Sprintf("judge (job %s) answered yes to %s: %s", judged.ID, quote(question), v.Reason))
+			default:
+				r.Failures = append(r.Failures, Failure{Kind: a.Kind, Line: a.Line, Col: a.Col,
+					Message: fmt.Sprintf("the judge (job %s) answered no to %s: %s", judged.ID, quote(question), v.Reason)})
+			}
+			continue
+		}
 		if ok, why := checks[i].check(o); !ok {
 			r.Failures = append(r.Failures, Failure{Kind: a.Kind, Line: a.Line, Col: a.Col, Message: why})
 		}
@@ -309,3 +338,26 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 
 // Elapsed is a Result's duration.
 func (r Result) Elapsed() time.Duration { return time.Duration(r.DurationMS) * time.Millisecond }
+
+// runJudge runs a judge job on question and output and reads its verdict; why says how the
+// judge could not answer ("" when it did).
+func runJudge(ctx context.Context, srv Server, question, output string) (v JudgeVerdict, job apiv1.Job, why string, err error) {
+	in, _ := json.Marshal(judgeInput{Question: question, Output: output})
+	job, err = srv.CreateJob(ctx, apiv1.JobRequest{Agent: JudgeAgent, Input: string(in)})
+	if err != nil {
+		return v, job, "", err
+	}
+	if err := srv.Events(ctx, job.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
+		return v, job, "", err
+	}
+	if job, err = srv.Job(ctx, job.ID); err != nil {
+		return v, job, "", err
+	}
+	if job.Status != apiv1.StatusSucceeded {
+		return v, job, fmt.Sprintf("the judge (job %s) could not answer: it %s%s", job.ID, job.Status, reasonOf(job)), nil
+	}
+	if err := json.Unmarshal(job.Output, &v); err != nil {
+		return v, job, fmt.Sprintf("the judge (job %s) answered %s, not a verdict", job.ID, compact(job.Output)), nil
+	}
+	return v, job, "", nil
+}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/eval/evalfile"
+	"github.com/orchestrator-zero/oz0/lint"
 )
 
 func testOutcome(output string) *outcome {
@@ -122,5 +125,39 @@ func TestJUnitAndGitHub(t *testing.T) {
 	want := "::error file=evals/a.yaml,line=7,col=9,title=oz0 eval%3A bad%3A contains::the output does not contain \"x\"\x01: it is \"y, z\"%0Amore\n1 passed, 1 failed, 1 skipped\n"
 	if b.String() != want {
 		t.Errorf("github:\n%q\nwant:\n%q", b.String(), want)
+	}
+}
+
+func TestParseVerdict(t *testing.T) {
+	v, err := parseVerdict("Sure.\n```json\n{\"answer\": \"Yes\", \"reason\": \"It apologises.\"}\n```")
+	if err != nil || v.Answer != "yes" || v.Reason != "It apologises." {
+		t.Errorf("%+v %v", v, err)
+	}
+	for _, bad := range []string{"yes", `{"answer": "maybe"}`, `{"answer": 1}`} {
+		if _, err := parseVerdict(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// The judge's plugin is one oz0 runs: it lints clean, its harness oz0 itself within it.
+func TestJudgePlugin(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(t.TempDir(), "oz0")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := JudgePlugin(dir, exe); err != nil {
+		t.Fatal(err)
+	}
+	p, rep, err := lint.Load(dir)
+	if err != nil {
+		t.Fatalf("%v %v", err, rep.Diagnostics)
+	}
+	if a := p.Agent(JudgeAgent); a == nil || p.Harness(JudgeAgent).Command[0] != "./bin/oz0" {
+		t.Errorf("agent %v", a)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "bin", "oz0")); err != nil || st.Mode()&0o111 == 0 {
+		t.Errorf("the program: %v %v", st, err)
 	}
 }

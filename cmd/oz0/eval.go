@@ -17,6 +17,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/eval/evalfile"
+	"github.com/orchestrator-zero/oz0/harnesskit/harness"
 	"github.com/orchestrator-zero/oz0/harnesskit/sandbox"
 	"github.com/orchestrator-zero/oz0/internal/client"
 	"github.com/orchestrator-zero/oz0/internal/cmdutil"
@@ -277,7 +278,11 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 	case opts.Update:
 		mode = eval.Update
 	}
-	srv, closeSrv, err := evalServer(opts, t.pluginDir, mode)
+	judge := mode != eval.Offline && eval.HasJudge(files)
+	if judge && opts.Dev {
+		return cmdutil.Usagef("a judge assertion runs on oz0 eval's own node, which has the judge: drop --dev, or run without --live, --record and --update (judges are then skipped)")
+	}
+	srv, closeSrv, err := evalServer(opts, t.pluginDir, mode, judge)
 	if err != nil {
 		return err
 	}
@@ -291,7 +296,7 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 
 // evalServer is the dev server the cases run on: the running oz0 dev (--dev), or one of oz0
 // eval's own, in memory, that serves the plugin alone with the provider keys of the environment.
-func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode) (*client.Client, func(), error) {
+func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool) (*client.Client, func(), error) {
 	if opts.Dev {
 		c, err := opts.Client()
 		return c, func() {}, err
@@ -307,22 +312,48 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode) (*client.Cl
 			return nil, nil, errors.New("the live model needs a provider key: set ANTHROPIC_API_KEY or OPENAI_API_KEY (OZ0_ANTHROPIC_BASE_URL, OZ0_OPENAI_BASE_URL for another upstream)")
 		}
 	}
+	dirs := []string{pluginDir}
+	cleanup := func() {}
+	if judge {
+		// The judge is a plugin of its own beside the plugin under test: oz0 itself, its harness.
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, nil, err
+		}
+		tmp, err := os.MkdirTemp("", "oz0-eval-judge-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanup = func() { os.RemoveAll(tmp) }
+		// Sessions of a node run as root run as nobody, who must reach the judge's program.
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		if err := eval.JudgePlugin(tmp, exe); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		dirs = append(dirs, tmp)
+	}
 	srv, err := devserver.Start(devserver.Config{
-		PluginDirs: []string{pluginDir}, Ephemeral: true, Version: opts.Version, Poll: -1,
+		PluginDirs: dirs, Ephemeral: true, Version: opts.Version, Poll: -1,
 		Out: discard{}, Log: discard{}, Getenv: opts.Getenv, Sandbox: opts.Sandbox,
 		MaxSessions: opts.Jobs,
 	})
 	if err != nil {
+		cleanup()
 		return nil, nil, err
 	}
 	c := client.New(srv.Context())
 	for _, k := range keys {
 		if err := c.SetSecret(context.Background(), k, opts.Getenv(k), ""); err != nil {
 			srv.Close()
+			cleanup()
 			return nil, nil, err
 		}
 	}
-	return c, func() { srv.Close() }, nil
+	return c, func() { srv.Close(); cleanup() }, nil
 }
 
 type discard struct{}
@@ -368,4 +399,19 @@ func writeEvalReport(opts *evalOptions, report *eval.Report, baseline *eval.Repo
 		return &cmdutil.FindingsError{Msg: fmt.Sprintf("%d of %d cases failed", failed, len(report.Results))}
 	}
 	return nil
+}
+
+// newCmdEvalJudgeHarness is the harness of oz0 eval's judge (eval.JudgePlugin): hidden, run by
+// the node as a session's program, never by a person.
+func newCmdEvalJudgeHarness() *cobra.Command {
+	return &cobra.Command{
+		Use:    eval.JudgeCommand,
+		Short:  "The harness of oz0 eval's judge",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			harness.Main(eval.JudgeHarness)
+			return nil
+		},
+	}
 }

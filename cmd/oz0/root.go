@@ -58,6 +58,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdFakeModel(f))
 	root.AddCommand(newCmdSchema(f, nil))
 	root.AddCommand(newCmdEval(f, nil))
+	root.AddCommand(newCmdEvalJudgeHarness())
 	noFileArgs(root)
 	return root
 }
