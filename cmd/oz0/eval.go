@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -66,7 +67,8 @@ A case's model answers come from its recording (replayed as oz0 job replay repla
 the recording does not have fails the case with the diff), a fake model script, or, with
 --live, the live model records (ANTHROPIC_API_KEY or OPENAI_API_KEY). --record runs the cases
 that have no recording yet on the live model and writes their recordings; --update records
-every recorded case again, after an intended change.
+every recorded case again, after an intended change. A judge assertion (a model's yes or no to a
+rubric question about the output) runs with the live model only, as a job of its own.
 
 --dev runs the cases on the running oz0 dev instead, so they show in its UI. --jobs N runs N
 cases at once. --baseline FILE compares with an earlier --json: the cases that now fail, and
@@ -338,7 +340,7 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 	}
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: dirs, Ephemeral: true, Version: opts.Version, Poll: -1,
-		Out: discard{}, Log: discard{}, Getenv: opts.Getenv, Sandbox: opts.Sandbox,
+		Out: io.Discard, Log: io.Discard, Getenv: opts.Getenv, Sandbox: opts.Sandbox,
 		MaxSessions: opts.Jobs,
 	})
 	if err != nil {
@@ -355,10 +357,6 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 	}
 	return c, func() { srv.Close(); cleanup() }, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func writeEvalReport(opts *evalOptions, report *eval.Report, baseline *eval.Report) error {
 	var cmp *eval.Comparison
