@@ -2,7 +2,6 @@ package eval
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,8 +16,9 @@ import (
 // (its classname), one testcase a case, a failure for each failed case (its message the first failure,
 // its text every failure at its place in the eval file), skipped for a skipped one.
 
+// The report's elements. It is written by hand, not with encoding/xml, whose package init would
+// cost every oz0 command (cmd/oz0's inittrace test); the tests read it back with encoding/xml.
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
@@ -44,11 +44,11 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Skipped   *junitSkipped `xml:"skipped"`
 	Failure   *junitFailure `xml:"failure"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	SystemOut string        `xml:"system-out"`
 }
 
 type junitSkipped struct {
-	Message string `xml:"message,attr,omitempty"`
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -102,17 +102,40 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		s.Cases = append(s.Cases, jc)
 	}
 	out.Time = timeAttr(total)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
+	b := &strings.Builder{}
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	fmt.Fprintf(b, "<testsuites name=%s tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%s\">\n",
+		attr(out.Name), out.Tests, out.Failures, out.Errors, out.Skipped, out.Time)
+	for _, s := range out.Suites {
+		fmt.Fprintf(b, "  <testsuite name=%s tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%s\">\n",
+			attr(s.Name), s.Tests, s.Failures, s.Errors, s.Skipped, s.Time)
+		for _, c := range s.Cases {
+			fmt.Fprintf(b, "    <testcase name=%s classname=%s time=\"%s\">\n", attr(c.Name), attr(c.Classname), c.Time)
+			if c.Skipped != nil {
+				fmt.Fprintf(b, "      <skipped message=%s></skipped>\n", attr(c.Skipped.Message))
+			}
+			if c.Failure != nil {
+				fmt.Fprintf(b, "      <failure message=%s type=%s>%s</failure>\n", attr(c.Failure.Message), attr(c.Failure.Type), text(c.Failure.Text))
+			}
+			fmt.Fprintf(b, "      <system-out>%s</system-out>\n", text(c.SystemOut))
+			b.WriteString("    </testcase>\n")
+		}
+		b.WriteString("  </testsuite>\n")
 	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
+	b.WriteString("</testsuites>\n")
+	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+var (
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\r", "&#xD;")
+	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "\n", "&#xA;", "\r", "&#xD;", "\t", "&#x9;")
+)
+
+// text is character data, escaped; attr an attribute's value, escaped and quoted. Both drop what
+// XML 1.0 cannot hold (xmlText).
+func text(s string) string { return textEscaper.Replace(xmlText(s)) }
+func attr(s string) string { return `"` + attrEscaper.Replace(xmlText(s)) + `"` }
 
 // WriteJUnitFile writes the JUnit report to path.
 func WriteJUnitFile(path string, r *Report) error {

@@ -117,6 +117,9 @@ eval file, 3 the environment (no key for --live, a recording that cannot be writ
 				return cmdutil.Usagef("--sandbox sets oz0 eval's own node; with --dev, oz0 dev's --sandbox is the tier")
 			}
 			opts.Sandbox = tier
+			if err := checkOutputFile("--junit", opts.JUnit); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -242,15 +245,16 @@ func loadEvals(t *evalTarget, p *plugin.Plugin) ([]*eval.File, *diag.Report, err
 func evalRun(ctx context.Context, opts *evalOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var baseline *eval.Report
+	if opts.Baseline != "" {
+		var err error
+		if baseline, err = eval.ReadBaseline(opts.Baseline); err != nil {
+			return cmdutil.Usagef("--baseline: %s", cmdutil.Message(err))
+		}
+	}
 	t, err := findEvals(opts.Path)
 	if err != nil {
 		return err
-	}
-	var baseline *eval.Report
-	if opts.Baseline != "" {
-		if baseline, err = eval.ReadBaseline(opts.Baseline); err != nil {
-			return cmdutil.Usagef("--baseline: %v", err)
-		}
 	}
 	p, _, err := lint.Load(t.pluginDir) // a plugin with lint errors gives a *diag.ReportError
 	if err != nil {
