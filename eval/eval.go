@@ -36,6 +36,7 @@ type Server interface {
 	Job(ctx context.Context, id string) (apiv1.Job, error)
 	Calls(ctx context.Context, id string) (apiv1.Calls, error)
 	Events(ctx context.Context, job string, after int64, fn func(apiv1.Event) error, reconnects func(error)) error
+	Cancel(ctx context.Context, id string) (apiv1.Job, error)
 }
 
 // Mode is where the cases' model answers come from.
@@ -261,6 +262,9 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 		events = append(events, ev)
 		return nil
 	}, nil); err != nil {
+		if ctx.Err() != nil {
+			cancelJob(ctx, srv, job.ID)
+		}
 		return r, &EnvError{fmt.Errorf("case %s of %s: job %s: %w", c.Name, f.Name, job.ID, err)}
 	}
 	if job, err = srv.Job(ctx, job.ID); err != nil {
@@ -360,4 +364,12 @@ func runJudge(ctx context.Context, srv Server, question, output string) (v Judge
 		return v, job, fmt.Sprintf("the judge (job %s) answered %s, not a verdict", job.ID, compact(job.Output)), nil
 	}
 	return v, job, "", nil
+}
+
+// cancelJob cancels a case's job when the run is interrupted: on oz0 dev (--dev) it would
+// otherwise go on after oz0 eval has gone.
+func cancelJob(ctx context.Context, srv Server, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = srv.Cancel(ctx, id) // best effort: oz0 eval is stopping, and says why
 }

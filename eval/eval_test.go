@@ -2,11 +2,15 @@ package eval
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,5 +163,56 @@ func TestJudgePlugin(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "bin", "oz0")); err != nil || st.Mode()&0o111 == 0 {
 		t.Errorf("the program: %v %v", st, err)
+	}
+}
+
+// fakeServer runs no job: each stays running until the run is interrupted.
+type fakeServer struct {
+	mu        sync.Mutex
+	cancelled []string
+	created   chan string
+}
+
+func (s *fakeServer) CreateJob(_ context.Context, r apiv1.JobRequest) (apiv1.Job, error) {
+	id := "job_" + r.Input
+	s.created <- id
+	return apiv1.Job{ID: id, Status: apiv1.StatusRunning}, nil
+}
+func (s *fakeServer) Job(context.Context, string) (apiv1.Job, error)     { return apiv1.Job{}, nil }
+func (s *fakeServer) Calls(context.Context, string) (apiv1.Calls, error) { return apiv1.Calls{}, nil }
+func (s *fakeServer) Events(ctx context.Context, _ string, _ int64, _ func(apiv1.Event) error, _ func(error)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (s *fakeServer) Cancel(ctx context.Context, id string) (apiv1.Job, error) {
+	if ctx.Err() != nil {
+		return apiv1.Job{}, ctx.Err()
+	}
+	s.mu.Lock()
+	s.cancelled = append(s.cancelled, id)
+	s.mu.Unlock()
+	return apiv1.Job{ID: id, Status: apiv1.StatusCancelled}, nil
+}
+
+// An interrupted run cancels the jobs it started (they would go on in oz0 dev).
+func TestInterruptCancelsJobs(t *testing.T) {
+	dir := t.TempDir()
+	ef, ds := evalfile.Parse("e.yaml", []byte("agent: a\ncases:\n  - {name: one, input: one, live: true}\n  - {name: two, input: two, live: true}\n"))
+	if len(ds) > 0 {
+		t.Fatal(ds)
+	}
+	srv := &fakeServer{created: make(chan string, 2)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-srv.created
+		<-srv.created
+		cancel()
+	}()
+	if _, err := Run(ctx, srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	slices.Sort(srv.cancelled)
+	if strings.Join(srv.cancelled, ",") != "job_one,job_two" {
+		t.Errorf("cancelled %v", srv.cancelled)
 	}
 }
