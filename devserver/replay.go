@@ -1,11 +1,12 @@
 package devserver
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/api"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/recording"
@@ -105,23 +106,36 @@ func (s *Server) Replay(id string, upstream bool) (store.Job, error) {
 	if err != nil {
 		return store.Job{}, err
 	}
-	var format gateway.Format
-	for _, ex := range exs {
-		switch {
-		case strings.HasPrefix(ex.Path, "/anthropic/"):
-			format = gateway.AnthropicMessages
-		case strings.HasPrefix(ex.Path, "/openai/"):
-			format = gateway.OpenAIChat
-		}
-		if format != "" {
-			break
-		}
-	}
 	return s.node.SubmitWith(j.Agent, j.InputText, node.SubmitOptions{
 		Replay: recording.NewReplay(j.ID, exs, s.secrets.Masker(), upstream),
-		Model:  &node.ModelAs{Record: j.ModelRecord, Name: j.ModelName, Format: format},
+		Model:  &node.ModelAs{Record: j.ModelRecord, Name: j.ModelName, Format: recording.Format(exs)},
 		Record: s.cfg.Record,
 	})
+}
+
+// SubmitAnswered starts a job of agent on input whose model calls are answered as a says: from
+// recorded calls (on the record and model they were made on), or from a fake model script (on
+// the agent's model); its own calls are kept when record.
+func (s *Server) SubmitAnswered(agent, input string, a apiv1.Answers, record bool) (store.Job, error) {
+	opts := node.SubmitOptions{Record: record, NoRecord: !record}
+	switch {
+	case a.Script != "":
+		script, err := fakemodel.ParseScript(cmp.Or(a.ScriptName, "the answers' script"), []byte(a.Script))
+		if err != nil {
+			return store.Job{}, fmt.Errorf("%w: %v", api.ErrBadAnswers, err)
+		}
+		opts.Replay = recording.NewScriptAnswers(script)
+	case len(a.Calls) > 0:
+		exs, err := recording.Decode(a.Calls)
+		if err != nil {
+			return store.Job{}, fmt.Errorf("%w: %v", api.ErrBadAnswers, err)
+		}
+		opts.Replay = recording.NewReplay(cmp.Or(a.Job, "(unnamed)"), exs, s.secrets.Masker(), false)
+		opts.Model = &node.ModelAs{Record: a.Record, Name: a.Model, Format: recording.Format(exs)}
+	default:
+		return store.Job{}, fmt.Errorf("%w: answers need recorded calls or a script", api.ErrBadAnswers)
+	}
+	return s.node.SubmitWith(agent, input, opts)
 }
 
 // Script is a job's recorded model calls as a fake model script.

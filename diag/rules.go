@@ -63,6 +63,7 @@ const (
 	BadRegex
 	BadPlugin
 	BadDuration
+	EvalCase
 
 	numRules // one past the last
 )
@@ -442,5 +443,12 @@ var catalogue = [numRules]Rule{
 		Help:    "timeout is how long oz0 waits for a plugin hook's answer to one call: a Go duration (500ms, 2s, 1m) of at least 1ms and at most 5m. A hook that does not answer in time denies the call (hooks fail closed).",
 		Example: "`timeout` must be a duration such as 500ms, 2s or 1m, not `soon`",
 		Fix:     "Write a duration within the range.",
+	},
+	EvalCase: {
+		name: "eval-case", Severity: Error,
+		Short:   "An eval file's case cannot run as written.",
+		Help:    "oz0 eval runs the cases of evals/*.yaml (schemas/eval.schema.json) through the agent the file names. The agent must be one of the plugin's, case names must be unique in the file (each names its recording), and each assertion must be one oz0 can check: a regular expression that compiles, a path it can read, a JSON Schema that compiles, a duration.",
+		Example: "case name `billing` is used twice (first on line 6); names must be unique",
+		Fix:     "Correct the case as the message says; oz0 eval --help and docs/eval.md describe the format.",
 	},
 }

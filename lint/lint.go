@@ -30,6 +30,10 @@ import (
 // be read at all or in part (dir missing or not a directory, permission denied, I/O errors);
 // everything about the plugin's content, a missing oz0-plugin.yaml included, is a finding.
 func Load(dir string) (*plugin.Plugin, *diag.Report, error) {
+	return load(dir, false)
+}
+
+func load(dir string, evals bool) (*plugin.Plugin, *diag.Report, error) {
 	if dir == "" {
 		return nil, nil, errors.New("the plugin directory is an empty path; pass a plugin's directory, or . for the current one")
 	}
@@ -52,7 +56,7 @@ func Load(dir string) (*plugin.Plugin, *diag.Report, error) {
 		return nil, nil, fmt.Errorf("cannot read plugin directory %s: %w", dir, err)
 	}
 	defer root.Close()
-	l := &linter{fsys: root.FS(), dir: dir, abs: abs}
+	l := &linter{fsys: root.FS(), dir: dir, abs: abs, evals: evals}
 	rep, err := l.lint()
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read plugin %s: %w; check its permissions", dir, err)
@@ -63,9 +67,10 @@ func Load(dir string) (*plugin.Plugin, *diag.Report, error) {
 	return l.build(), rep, nil
 }
 
-// Run lints the plugin in dir: Load, for a caller that wants the findings only.
+// Run lints the plugin in dir, its eval files (evals/*.yaml) included: Load, for a caller that
+// wants the findings only.
 func Run(dir string) (*diag.Report, error) {
-	_, rep, err := Load(dir)
+	_, rep, err := load(dir, true)
 	var re *diag.ReportError
 	if errors.As(err, &re) {
 		return rep, nil
@@ -76,7 +81,7 @@ func Run(dir string) (*diag.Report, error) {
 // RunFS lints the plugin at the root of fsys (for example a template rendered into an
 // fstest.MapFS). Errors are as for Run.
 func RunFS(fsys fs.FS) (*diag.Report, error) {
-	return (&linter{fsys: fsys}).lint()
+	return (&linter{fsys: fsys, evals: true}).lint()
 }
 
 // RunMany lints each of dirs, in parallel over GOMAXPROCS workers (or workers, when positive).

@@ -32,6 +32,10 @@ type linter struct {
 	abs      string // the real directory, "" for RunFS: to tell a link that leads out from other errors
 	findings []diag.Diagnostic
 	fatal    error
+	// evals: the plugin's eval files are checked too (Run, RunFS: oz0 plugin lint). Load leaves
+	// them out: what runs the plugin does not read them, and oz0 eval reports their findings as
+	// its own (a bad eval file is a usage error there).
+	evals bool
 
 	// From the manifest; harnessesKnown is false when it could not be read,
 	// and then no agent rule that needs the harnesses runs.

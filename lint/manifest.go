@@ -56,6 +56,9 @@ func (l *linter) run() error {
 	}
 	l.lintPyproject()
 	l.lintPackageJSON()
+	if l.evals {
+		l.lintEvals()
+	}
 	return l.fatal
 }
 

@@ -105,8 +105,8 @@ func TestModelinesServeSchemas(t *testing.T) {
 					checkURL(tmpl+": "+f.Path, url)
 				}
 			}
-			if lines != 2 {
-				t.Errorf("%s: %d yaml-language-server lines, want 2 (the manifest and the agent)", tmpl, lines)
+			if lines != 3 {
+				t.Errorf("%s: %d yaml-language-server lines, want 3 (the manifest, the agent and the eval file)", tmpl, lines)
 			}
 		}
 	}

@@ -42,6 +42,7 @@ func TestRenderFillsEveryPlaceholder(t *testing.T) {
 		"src/acme_triage/adapters.py", "src/acme_triage/__init__.py", "src/acme_triage/__main__.py",
 		"tests/sessions.py", "tests/test_harness.py", "tests/test_agent.py", "AGENTS.md", ".claude/skills/oz0-plugin/SKILL.md",
 		"pyproject.toml", ".gitignore", "README.md", ".github/workflows/ci.yml",
+		"evals/triage.yaml", "evals/recordings/triage/billing.json", "evals/recordings/triage/login.json", "evals/recordings/triage/refusal.json",
 	} {
 		if !paths[want] {
 			t.Errorf("missing %s", want)

@@ -2,7 +2,8 @@
 # Every Python template, rendered with the longest plugin name there can be (63 characters, so
 # that no line of a template is too long for any plugin's name), as its author gets it, on its real
 # pinned framework: the guide's steps (uv lock, uv sync, uv run pytest, oz0 plugin lint), then
-# oz0 plugin test (every scenario that applies passes), ruff (check and format, the template's
+# oz0 plugin test (every scenario that applies passes), oz0 eval (the template's eval cases pass
+# offline, from the recordings it ships), ruff (check and format, the template's
 # [tool.ruff]) and pyright (standard mode, the template's [tool.pyright], against the .venv uv sync
 # made), as a plugin author's editor and CI would.
 #
@@ -60,6 +61,8 @@ for t in "${templates[@]}"; do
     step "$OZ0" plugin lint
     # Sessions import the framework first: allow for a slow machine.
     step "$OZ0" plugin test --timeout 5m
+    # The eval cases the template ships, offline from their recordings (no key, no model).
+    step "$OZ0" eval
     step uv run --quiet ruff check .
     step uv run --quiet ruff format --check .
     echo "-- pyright"

@@ -89,6 +89,23 @@ type JobRequest struct {
 	// GET …/calls, replay and script): true keeps them even when oz0 dev runs with --no-record,
 	// false keeps none; absent, as oz0 dev does for every job (it keeps them unless --no-record).
 	Record *bool `json:"record,omitempty"`
+	// Answers, when set, answers the job's model calls from a recording or a fake model script
+	// instead of its model (oz0 eval): a call the recording cannot answer fails the job with a
+	// diff, as a replay does.
+	Answers *Answers `json:"answers,omitempty"`
+}
+
+// Answers is where a job's model calls are answered from instead of its model: recorded calls
+// (Calls, each an exchange as GET …/calls gives it, made by job Job on the model record Record
+// under the model name Model), or a fake model script (Script, YAML; ScriptName names it in
+// errors). The job runs on the recorded record and model; a script's on the agent's.
+type Answers struct {
+	Job        string            `json:"job,omitempty"`
+	Record     string            `json:"record,omitempty"`
+	Model      string            `json:"model,omitempty"`
+	Calls      []json.RawMessage `json:"calls,omitempty"`
+	Script     string            `json:"script,omitempty"`
+	ScriptName string            `json:"script_name,omitempty"`
 }
 
 // ReplayRequest is the body of POST /api/v1/jobs/{id}/replay, which starts a new job of the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/conformance"
+	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/gateway"
 )
 
@@ -63,6 +64,10 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		types []reflect.Type
 	}{
 		{"plugin test", "| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
+		{"eval", "| `oz0 eval` |", []reflect.Type{
+			reflect.TypeFor[eval.Result](), reflect.TypeFor[eval.Failure](), reflect.TypeFor[eval.Totals](),
+			reflect.TypeFor[eval.Comparison](), reflect.TypeFor[eval.Delta](),
+		}},
 		{"job list", "| `oz0 job list`, `oz0 job show` |", []reflect.Type{
 			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),
 		}},

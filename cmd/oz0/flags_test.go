@@ -195,3 +195,16 @@ func TestUsageErrorsRunNothing(t *testing.T) {
 	run, err := parseFlags(t, newCmdRun, "", "acme-triage", "hi", "--input-file", "f")
 	expectUsage("run with INPUT and --input-file", run != nil, err)
 }
+
+func TestEvalFlags(t *testing.T) {
+	e, err := parseFlags(t, newCmdEval, "", "evals/triage.yaml", "--jobs", "3", "--junit", "j.xml", "--format", "github", "--record", "--baseline", "b.json")
+	check(t, "eval", e, err, map[string]any{"Path": "evals/triage.yaml", "Jobs": 3, "JUnit": "j.xml", "Format": "github", "Record": true, "Baseline": "b.json"})
+	e, err = parseFlags(t, newCmdEval, "", "--dev", "--live", "--json")
+	check(t, "eval --dev --live", e, err, map[string]any{"Path": ".", "Dev": true, "Live": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
+	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"}, {"a", "b"}} {
+		e, err := parseFlags(t, newCmdEval, "", args...)
+		if e != nil || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+			t.Errorf("eval %v: ran %v, err %v", args, e != nil, err)
+		}
+	}
+}

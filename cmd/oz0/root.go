@@ -58,6 +58,8 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdFakeModel(f))
 	root.AddCommand(newCmdSchema(f, nil))
+	root.AddCommand(newCmdEval(f, nil))
+	root.AddCommand(newCmdEvalJudgeHarness())
 	noFileArgs(root)
 	return root
 }

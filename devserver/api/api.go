@@ -67,7 +67,15 @@ type Recorder interface {
 	Replay(job string, upstream bool) (store.Job, error)
 	// Script is job's recording as a fake model script (YAML).
 	Script(job string) ([]byte, error)
+	// SubmitAnswered is JobRunner.Submit for a job whose model calls are answered as a says (a
+	// recording or a fake model script), its own calls kept when record. Besides Submit's
+	// errors, one wrapping ErrBadAnswers.
+	SubmitAnswered(agent, input string, a apiv1.Answers, record bool) (store.Job, error)
 }
+
+// ErrBadAnswers is wrapped by a Recorder's error for answers it cannot use: a recorded call or a
+// script that does not read.
+var ErrBadAnswers = errors.New("the answers cannot be used")
 
 // ErrNotRecorded is wrapped by a Recorder's error for a job whose model calls were not kept.
 var ErrNotRecorded = errors.New("the job's model calls were not recorded")
@@ -258,9 +266,15 @@ func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 	var j store.Job
 	var err error
 	switch {
-	case req.Record != nil && b.Recorder == nil:
+	case (req.Record != nil || req.Answers != nil) && b.Recorder == nil:
 		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not record jobs")
 		return
+	case req.Answers != nil:
+		j, err = b.Recorder.SubmitAnswered(req.Agent, req.Input, *req.Answers, req.Record != nil && *req.Record)
+		if errors.Is(err, ErrBadAnswers) {
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, err.Error())
+			return
+		}
 	case req.Record != nil:
 		j, err = b.Recorder.SubmitRecorded(req.Agent, req.Input, *req.Record)
 	default:

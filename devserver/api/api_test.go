@@ -98,6 +98,13 @@ func (r *fakeRecorder) Replay(id string, upstream bool) (store.Job, error) {
 	return r.node.Submit(j.Agent, j.InputText)
 }
 
+func (r *fakeRecorder) SubmitAnswered(agent, input string, a apiv1.Answers, record bool) (store.Job, error) {
+	if a.Script == "" && len(a.Calls) == 0 {
+		return store.Job{}, fmt.Errorf("%w: no calls and no script", ErrBadAnswers)
+	}
+	return r.SubmitRecorded(agent, input, record)
+}
+
 func (r *fakeRecorder) Script(id string) ([]byte, error) {
 	if _, err := r.recording(id); err != nil {
 		return nil, err
@@ -594,6 +601,14 @@ func TestRecordAndReplay(t *testing.T) {
 	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","record":true}`); st != 201 || len(a.rec.recorded) != 1 || !strings.Contains(body, a.rec.recorded[0]) {
 		t.Fatalf("a recorded job: %d %s", st, body)
 	}
+	// A job answered from a script or a recording is the recorder's; answers it cannot use are a 400.
+	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","answers":{"script":"rules: []"}}`); st != 201 || len(a.rec.unrecorded) != 1 || !strings.Contains(body, a.rec.unrecorded[0]) {
+		t.Fatalf("answered: %d %s", st, body)
+	}
+	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","answers":{}}`); st != 400 || !strings.Contains(body, "no calls and no script") {
+		t.Fatalf("bad answers: %d %s", st, body)
+	}
+	a.rec.unrecorded = nil
 	if st, body := a.call("POST", "/api/v1/jobs", `{"agent":"hello","input":"hi","record":false}`); st != 201 || len(a.rec.unrecorded) != 1 || !strings.Contains(body, a.rec.unrecorded[0]) {
 		t.Fatalf("a job told to keep nothing: %d %s", st, body)
 	}

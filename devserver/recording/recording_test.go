@@ -296,3 +296,28 @@ func TestReplaySkipsTheGatewaysAnswers(t *testing.T) {
 		t.Errorf("the refused call answered from the recording: %q", why)
 	}
 }
+
+// A script answers a session's calls as the fake model serving it would, on either face.
+func TestScriptAnswers(t *testing.T) {
+	script, err := fakemodel.ParseScript("s", []byte(`
+rules:
+  - match: {user: "(?i)invoice"}
+    reply: {text: "billing", usage: {input_tokens: 10, output_tokens: 2}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewScriptAnswers(script)
+	ex, up, why := a.Answer("POST", "/anthropic/v1/messages", []byte(anthReq("my invoice", system)))
+	if ex == nil || up || why != "" || ex.Status != 200 || !strings.Contains(ex.Body, `"text":"billing"`) {
+		t.Fatalf("anthropic: %+v %v %q", ex, up, why)
+	}
+	streamed := `{"model":"m","stream":true,"messages":[{"role":"user","content":"an invoice"}]}`
+	ex, _, _ = a.Answer("POST", "/openai/chat/completions", []byte(streamed))
+	if ex == nil || !ex.Streamed || len(ex.Chunks) != 1 || !strings.Contains(ex.Chunks[0].Data, "billing") || !strings.Contains(ex.Chunks[0].Data, "[DONE]") {
+		t.Fatalf("openai stream: %+v", ex)
+	}
+	if a.Divergence() != "" || a.WentUpstream() != "" {
+		t.Error("a script departs from nothing")
+	}
+}

@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/devserver"
+	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/eval"
+	"github.com/orchestrator-zero/oz0/eval/evalfile"
+	"github.com/orchestrator-zero/oz0/harnesskit/harness"
+	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+)
+
+// The formats of oz0 eval's report.
+const (
+	evalFormatTable  = "table"
+	evalFormatGitHub = "github"
+)
+
+type evalOptions struct {
+	IO *iostreams.IOStreams
+	cmdutil.JSONFlags
+	Version  string
+	Getenv   func(string) string
+	Client   func() (*client.Client, error) // the running oz0 dev, for --dev
+	Path     string                         // FILE or DIR as given
+	Jobs     int                            // 0: the node's default
+	JUnit    string
+	Format   string
+	Live     bool
+	Record   bool
+	Update   bool
+	Baseline string
+	Dev      bool
+	Sandbox  sandbox.Tier
+}
+
+func newCmdEval(f *cmdutil.Factory, runF func(*evalOptions) error) *cobra.Command {
+	opts := &evalOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv, Client: f.Client}
+	var sandboxFlag string
+	cmd := &cobra.Command{
+		Use:   "eval [FILE|DIR]",
+		Short: "Run a plugin's eval cases and check what its agents do",
+		Long: `Run the cases of the plugin's eval files (evals/*.yaml; a FILE, or the evals of the plugin in
+DIR) through a node of oz0's own, as oz0 plugin test does (no oz0 dev needed), and check what
+each case asserts of its job: the output, the tools called and refused, model calls, tokens,
+cost, duration, the status. docs/eval.md describes the file format.
+
+A case's model answers come from its recording (replayed as oz0 job replay replays one: a call
+the recording does not have fails the case with the diff), a fake model script, or, with
+--live, the live model records (ANTHROPIC_API_KEY or OPENAI_API_KEY). --record runs the cases
+that have no recording yet on the live model and writes their recordings; --update records
+every recorded case again, after an intended change. A judge assertion (a model's yes or no to a
+rubric question about the output) runs with the live model only, as a job of its own.
+
+--dev runs the cases on the running oz0 dev instead, so they show in its UI. --jobs N runs N
+cases at once. --baseline FILE compares with an earlier --json: the cases that now fail, and
+the token, cost and duration deltas. --junit FILE writes a JUnit report; --format github writes
+annotations on the eval files' lines and a job summary ($GITHUB_STEP_SUMMARY).
+
+Exit status: 0 every case passed, 1 a case failed or the plugin has lint errors, 2 usage or a bad
+eval file, 3 the environment (no key for --live, a recording that cannot be written).`,
+		Example: `  oz0 eval
+  oz0 eval evals/triage.yaml --json
+  oz0 eval --record                  # record the new cases on the live model
+  oz0 eval --format github --junit eval-junit.xml
+  oz0 eval --baseline main-eval.json`,
+		Args: argsBetween(0, 1, "at most one FILE or DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Path = "."
+			if len(args) == 1 {
+				opts.Path = args[0]
+			}
+			if err := opts.Check(); err != nil {
+				return err
+			}
+			if !slices.Contains([]string{evalFormatTable, evalFormatGitHub}, opts.Format) {
+				return cmdutil.Usagef("unknown --format %s; choose table or github", cmdutil.Quote(opts.Format))
+			}
+			if cmd.Flags().Changed("jobs") && opts.Jobs < 1 {
+				return cmdutil.Usagef("--jobs must be at least 1, not %d", opts.Jobs)
+			}
+			if opts.Dev && opts.Jobs > 0 {
+				return cmdutil.Usagef("--jobs sets the session limit of oz0 eval's own node; with --dev, oz0 dev's --max-sessions is the limit")
+			}
+			n := 0
+			for _, on := range []bool{opts.Live, opts.Record, opts.Update} {
+				if on {
+					n++
+				}
+			}
+			if n > 1 {
+				return cmdutil.Usagef("--live, --record and --update cannot be combined: --record and --update run live already")
+			}
+			tier, err := sandbox.ParseTier(sandboxFlag)
+			if err != nil {
+				return cmdutil.Usagef("--sandbox: %v", err)
+			}
+			if opts.Dev && tier != "" {
+				return cmdutil.Usagef("--sandbox sets oz0 eval's own node; with --dev, oz0 dev's --sandbox is the tier")
+			}
+			opts.Sandbox = tier
+			if err := checkOutputFile("--junit", opts.JUnit); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return evalRun(cmd.Context(), opts)
+		},
+	}
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the cases' results")
+	cmd.Flags().IntVar(&opts.Jobs, "jobs", 0, "run at most N cases at once (default: oz0 dev's session limit, 4 a core)")
+	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE")
+	cmd.Flags().StringVar(&opts.Format, "format", evalFormatTable, "report format: table, or github (annotations and a job summary)")
+	cmd.Flags().BoolVar(&opts.Live, "live", false, "run every case on the live model records (needs a provider key)")
+	cmd.Flags().BoolVar(&opts.Record, "record", false, "record the cases that have no recording on the live model, and write their recordings")
+	cmd.Flags().BoolVar(&opts.Update, "update", false, "record every recorded case again on the live model, rewriting its recording")
+	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare with an earlier oz0 eval --json (FILE)")
+	cmd.Flags().BoolVar(&opts.Dev, "dev", false, "run the cases on the running oz0 dev, so they show in its UI")
+	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{evalFormatTable, evalFormatGitHub}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("junit", "xml")
+	_ = cmd.MarkFlagFilename("baseline", "json")
+	cmd.ValidArgsFunction = completeDir
+	return cmd
+}
+
+// evalTarget is what oz0 eval runs: the plugin's directory and the eval files.
+type evalTarget struct {
+	pluginDir string
+	files     []string // as the user would name them: relative to the working directory
+}
+
+// findEvals resolves FILE or DIR: an eval file (its plugin is the directory above that has an
+// oz0-plugin.yaml), a plugin's directory (its evals/*.yaml), or an evals directory.
+func findEvals(p string) (*evalTarget, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, cmdutil.Usagef("%s does not exist; give an eval file, or a plugin's directory", p)
+		}
+		return nil, err
+	}
+	t := &evalTarget{}
+	dir := p
+	if !st.IsDir() {
+		t.files = []string{p}
+		dir = filepath.Dir(p)
+	} else if isPlugin(p) {
+		t.pluginDir = p
+		dir = filepath.Join(p, evalfile.Dir)
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() {
+			return nil, cmdutil.Usagef("the plugin in %s has no %s directory; write cases in %s/*.yaml (docs/eval.md)", p, evalfile.Dir, evalfile.Dir)
+		}
+	}
+	if t.files == nil {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") && !strings.HasPrefix(e.Name(), ".") {
+				t.files = append(t.files, filepath.Join(dir, e.Name()))
+			}
+		}
+		if len(t.files) == 0 {
+			return nil, cmdutil.Usagef("%s has no eval files (*.yaml); write cases there (docs/eval.md)", dir)
+		}
+	}
+	if t.pluginDir == "" {
+		for d := dir; ; {
+			if isPlugin(d) {
+				t.pluginDir = d
+				break
+			}
+			abs, _ := filepath.Abs(d)
+			up := filepath.Dir(abs)
+			if up == abs {
+				return nil, cmdutil.Usagef("%s is not in a plugin: no directory above it has an oz0-plugin.yaml", p)
+			}
+			d = relUp(d)
+		}
+	}
+	return t, nil
+}
+
+func relUp(d string) string {
+	if d == "." || d == "" {
+		return ".."
+	}
+	return filepath.Join(d, "..")
+}
+
+func isPlugin(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, lint.ManifestFile))
+	return err == nil && !st.IsDir()
+}
+
+// loadEvals reads and checks the eval files; their findings (with the agents the plugin lacks)
+// are the report of a usage error.
+func loadEvals(t *evalTarget, p *plugin.Plugin) ([]*eval.File, *diag.Report, error) {
+	rep := &diag.Report{}
+	var files []*eval.File
+	for _, name := range t.files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		shown := filepath.ToSlash(name)
+		ef, ds := evalfile.Parse(shown, data)
+		rep.Add(ds...)
+		if ef == nil || len(ds) > 0 {
+			continue
+		}
+		if p.Agent(ef.Agent) == nil {
+			rep.Add(diag.Diagnostic{File: shown, Line: ef.AgentLine, Col: ef.AgentCol, Severity: diag.Error, Rule: evalfile.Rule,
+				Message: fmt.Sprintf("the plugin has no agent `%s`; its agents are %s", ef.Agent, strings.Join(p.AgentNames(), ", "))})
+			continue
+		}
+		files = append(files, &eval.File{File: ef, Path: name, Dir: filepath.Dir(name)})
+	}
+	return files, rep, nil
+}
+
+func evalRun(ctx context.Context, opts *evalOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var baseline *eval.Report
+	if opts.Baseline != "" {
+		var err error
+		if baseline, err = eval.ReadBaseline(opts.Baseline); err != nil {
+			return cmdutil.Usagef("--baseline: %s", cmdutil.Message(err))
+		}
+	}
+	t, err := findEvals(opts.Path)
+	if err != nil {
+		return err
+	}
+	p, _, err := lint.Load(t.pluginDir) // a plugin with lint errors gives a *diag.ReportError
+	if err != nil {
+		return err
+	}
+	files, rep, err := loadEvals(t, p)
+	if err != nil {
+		return err
+	}
+	if rep.HasErrors() {
+		format := diag.FormatText
+		w := opts.IO.ErrOut
+		if opts.Format == evalFormatGitHub {
+			format, w = diag.FormatGitHub, opts.IO.Out
+		}
+		if err := diag.Write(w, rep, format, diag.Tool{Version: opts.Version}); err != nil {
+			return err
+		}
+		return cmdutil.Usagef("the eval files have %s; nothing was run", diag.Summary(rep))
+	}
+	mode := eval.Offline
+	switch {
+	case opts.Live:
+		mode = eval.Live
+	case opts.Record:
+		mode = eval.Record
+	case opts.Update:
+		mode = eval.Update
+	}
+	judge := mode != eval.Offline && eval.HasJudge(files)
+	if judge && opts.Dev {
+		return cmdutil.Usagef("a judge assertion runs on oz0 eval's own node, which has the judge: drop --dev, or run without --live, --record and --update (judges are then skipped)")
+	}
+	srv, closeSrv, err := evalServer(opts, t.pluginDir, mode, judge)
+	if err != nil {
+		return err
+	}
+	defer closeSrv()
+	report, err := eval.Run(ctx, srv, files, eval.Options{Mode: mode})
+	if err != nil {
+		return err
+	}
+	return writeEvalReport(opts, report, baseline)
+}
+
+// evalServer is the dev server the cases run on: the running oz0 dev (--dev), or one of oz0
+// eval's own, in memory, that serves the plugin alone with the provider keys of the environment.
+func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool) (*client.Client, func(), error) {
+	if opts.Dev {
+		c, err := opts.Client()
+		return c, func() {}, err
+	}
+	var keys []string
+	if mode != eval.Offline {
+		for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+			if opts.Getenv(k) != "" {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return nil, nil, errors.New("the live model needs a provider key: set ANTHROPIC_API_KEY or OPENAI_API_KEY (OZ0_ANTHROPIC_BASE_URL, OZ0_OPENAI_BASE_URL for another upstream)")
+		}
+	}
+	dirs := []string{pluginDir}
+	cleanup := func() {}
+	if judge {
+		// The judge is a plugin of its own beside the plugin under test: oz0 itself, its harness.
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, nil, err
+		}
+		tmp, err := os.MkdirTemp("", "oz0-eval-judge-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanup = func() { os.RemoveAll(tmp) }
+		// Sessions of a node run as root run as nobody, who must reach the judge's program.
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		if err := eval.JudgePlugin(tmp, exe); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		dirs = append(dirs, tmp)
+	}
+	srv, err := devserver.Start(devserver.Config{
+		PluginDirs: dirs, Ephemeral: true, Version: opts.Version, Poll: -1,
+		Out: io.Discard, Log: io.Discard, Getenv: opts.Getenv, Sandbox: opts.Sandbox,
+		MaxSessions: opts.Jobs,
+	})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	c := client.New(srv.Context())
+	for _, k := range keys {
+		if err := c.SetSecret(context.Background(), k, opts.Getenv(k), ""); err != nil {
+			srv.Close()
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	return c, func() { srv.Close(); cleanup() }, nil
+}
+
+func writeEvalReport(opts *evalOptions, report *eval.Report, baseline *eval.Report) error {
+	var cmp *eval.Comparison
+	if baseline != nil {
+		cmp = eval.Compare(baseline, report)
+	}
+	if opts.JUnit != "" {
+		if err := eval.WriteJUnitFile(opts.JUnit, report); err != nil {
+			return err
+		}
+	}
+	switch {
+	case opts.Enabled():
+		out := eval.JSONReport{Report: report, Baseline: cmp}
+		if err := opts.Write(opts.IO, out); err != nil {
+			return err
+		}
+	case opts.Format == evalFormatGitHub:
+		if err := eval.WriteGitHub(opts.IO.Out, report, cmp); err != nil {
+			return err
+		}
+		if path := opts.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
+			if err := eval.AppendSummary(path, report, cmp); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := eval.WriteTable(opts.IO.Out, report); err != nil {
+			return err
+		}
+		if cmp != nil {
+			if err := eval.WriteComparison(opts.IO.Out, cmp); err != nil {
+				return err
+			}
+		}
+	}
+	if _, failed, _ := report.Counts(); failed > 0 {
+		return &cmdutil.FindingsError{Msg: fmt.Sprintf("%d of %d cases failed", failed, len(report.Results))}
+	}
+	return nil
+}
+
+// newCmdEvalJudgeHarness is the harness of oz0 eval's judge (eval.JudgePlugin): hidden, run by
+// the node as a session's program, never by a person.
+func newCmdEvalJudgeHarness() *cobra.Command {
+	return &cobra.Command{
+		Use:    eval.JudgeCommand,
+		Short:  "The harness of oz0 eval's judge",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			harness.Main(eval.JudgeHarness)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,89 @@
+package evalfile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	f, ds := Parse("evals/t.yaml", []byte(`agent: triage
+cases:
+  - name: billing
+    input: I was charged twice
+    assert:
+      - contains: billing
+      - path: {team: billing, "labels[0]": urgent}
+  - name: json-in
+    input: {ticket: 42}
+    recording: saved/job.yaml
+  - name: scripted
+    input: hi
+    script: fake.yaml
+  - name: smoke
+    input: hi
+    live: true
+`))
+	if len(ds) > 0 {
+		t.Fatalf("findings: %v", ds)
+	}
+	if f.Agent != "triage" || f.AgentLine != 1 || f.AgentCol != 8 || len(f.Cases) != 4 {
+		t.Fatalf("file %+v", f)
+	}
+	c := f.Cases[0]
+	if c.Name != "billing" || c.Line != 3 || c.Col != 5 || c.Source != FromRecording || c.Path != "recordings/t/billing.json" {
+		t.Errorf("case 0 %+v", c)
+	}
+	if a := c.Asserts[1]; a.Kind != "path" || a.Line != 7 || a.Col != 9 {
+		t.Errorf("assertion %+v", a)
+	}
+	if c := f.Cases[1]; c.Input != `{"ticket":42}` || c.Source != FromScript || c.Path != "saved/job.yaml" {
+		t.Errorf("a JSON input and oz0 job script's recording: %+v", c)
+	}
+	if c := f.Cases[2]; c.Source != FromScript || c.Path != "fake.yaml" {
+		t.Errorf("script: %+v", c)
+	}
+	if c := f.Cases[3]; c.Source != FromLive {
+		t.Errorf("live: %+v", c)
+	}
+}
+
+func TestParseFindings(t *testing.T) {
+	_, ds := Parse("e.yaml", []byte(`agent: triage
+cases:
+  - name: a
+    input: x
+    recording: ../outside.json
+    assert:
+      - matches: "(x"
+      - schema: {type: 3}
+      - path: "a..b"
+      - max_duration: 0s
+  - name: a
+    input: y
+    script: x.yaml
+    live: true
+`))
+	var got []string
+	for _, d := range ds {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Line, d.Col, d.Rule))
+	}
+	want := []string{"5:16 eval-case", "7:18 eval-case", "8:17 eval-case", "9:15 eval-case", "10:23 eval-case", "11:5 invalid-value", "11:11 eval-case"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("findings:\n%s\nwant:\n%s\n%v", strings.Join(got, ", "), strings.Join(want, ", "), ds)
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	for p, want := range map[string]string{"team": "team", "labels[0]": "labels 0", "a.b[1][2].c": "a b 1 2 c", "/x~1y/0": "x/y 0"} {
+		toks, err := ParsePath(p)
+		if err != nil || strings.Join(toks, " ") != want {
+			t.Errorf("%s: %q %v", p, toks, err)
+		}
+	}
+	for _, p := range []string{"", "a..b", "a[x]", "a[1]b", ".a"} {
+		if _, err := ParsePath(p); err == nil {
+			t.Errorf("%s: no error", p)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package lint
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/eval/evalfile"
+)
+
+// lintEvals checks the plugin's eval files, evals/*.yaml, when it has an evals directory: each
+// against its schema and evalfile's checks, and the agent it names against the plugin's.
+func (l *linter) lintEvals() {
+	st, err := fs.Stat(l.fsys, evalfile.Dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			l.unreadable(evalfile.Dir, err, func(rule diag.RuleID, msg string) { l.add(evalfile.Dir, 0, 0, rule, "%s", composed(msg)) })
+		}
+		return
+	}
+	if !st.IsDir() {
+		return
+	}
+	entries, err := fs.ReadDir(l.fsys, evalfile.Dir)
+	if err != nil {
+		l.setFatal(err)
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || e.IsDir() || !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		file := path.Join(evalfile.Dir, name)
+		data, st := l.read(file)
+		if st != fileOK {
+			continue
+		}
+		f, ds := evalfile.Parse(file, data)
+		l.addProblems(file, ds, 0)
+		if f != nil && f.Agent != "" && len(ds) == 0 && l.harnessesKnown {
+			if _, ok := l.agents[f.Agent]; !ok {
+				l.add(file, f.AgentLine, f.AgentCol, evalfile.Rule, "the plugin has no agent `%s`; its agents are %s", f.Agent, strings.Join(agentNames(l.agents), ", "))
+			}
+		}
+	}
+}
+
+func agentNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
