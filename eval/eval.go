@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/eval/evalfile"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/fakemodel"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/diag"
-	"github.com/orchestrator-zero/oz0/eval/evalfile"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
 )
 
 // lintEvals checks the plugin's eval files, evals/*.yaml, when it has an evals directory: each

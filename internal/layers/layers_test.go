@@ -13,6 +13,7 @@ var floors = map[string]int{
 	"cmd":         7,
 	"devserver":   6,
 	"doctor":      6,
+	"eval":        6,
 	"conformance": 5,
 	"lint":        5,
 	"supervisor":  4,
