@@ -26,6 +26,7 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor/internal/execerr"
 	"github.com/orchestrator-zero/oz0/supervisor/internal/fds"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // Spec says what session to run and how.
@@ -1062,6 +1063,8 @@ type pipeReader struct {
 	until    time.Time
 	heldOpen atomic.Bool
 	bounded  atomic.Bool // the bound ended it, not idleness
+	// lastReads counts what lastRead gave; only the reading goroutine uses it.
+	lastReads int
 }
 
 func (p *pipeReader) drain(idle, bound time.Duration) {
@@ -1074,9 +1077,7 @@ func (p *pipeReader) drain(idle, bound time.Duration) {
 func (p *pipeReader) Read(b []byte) (int, error) {
 	if p.draining.Load() {
 		if time.Now().After(p.until) {
-			p.heldOpen.Store(true)
-			p.bounded.Store(true)
-			return 0, io.EOF
+			return p.lastRead(b, true)
 		}
 		deadline := time.Now().Add(p.idle)
 		if p.until.Before(deadline) {
@@ -1086,13 +1087,57 @@ func (p *pipeReader) Read(b []byte) (int, error) {
 	}
 	n, err := p.f.Read(b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		p.heldOpen.Store(true)
-		if !time.Now().Before(p.until) {
-			p.bounded.Store(true)
+		if n > 0 {
+			return n, nil
 		}
-		return n, io.EOF
+		return p.lastRead(b, !time.Now().Before(p.until))
 	}
 	return n, err
+}
+
+// maxLastReads is the most a pipe gives past its bound: what it can hold (a pipe's buffer is 64
+// KiB by default, 1 MiB at most unprivileged), not what a writer keeps adding.
+const maxLastReads = 1 << 20
+
+// lastRead reads, without waiting, what the pipe holds once the wait for more is over, and then
+// ends the stream: a reader that comes late (a loaded machine: its goroutine not run for the
+// idle time, or past the bound) still gets what the harness wrote before it exited. A deadline
+// that has passed fails a read before it looks at the pipe, so the deadline is cleared first.
+func (p *pipeReader) lastRead(b []byte, bounded bool) (int, error) {
+	if p.lastReads < maxLastReads {
+		n, closed := p.readNow(b[:min(len(b), maxLastReads-p.lastReads)])
+		if n > 0 {
+			p.lastReads += n
+			return n, nil
+		}
+		if closed {
+			return 0, io.EOF // every writer is gone after all
+		}
+	}
+	p.heldOpen.Store(true)
+	if bounded {
+		p.bounded.Store(true)
+	}
+	return 0, io.EOF
+}
+
+// readNow is one read of what the pipe holds: 0 when it holds nothing (or cannot be read without
+// waiting), and closed when every writer is gone.
+func (p *pipeReader) readNow(b []byte) (n int, closed bool) {
+	_ = p.f.SetReadDeadline(time.Time{})
+	rc, err := p.f.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		if fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
+			var rerr error
+			n, rerr = syscall.Read(int(fd), b)
+			closed = n == 0 && rerr == nil && len(b) > 0
+		}
+		return true // never wait
+	})
+	return max(n, 0), closed
 }
 
 // stdinWriter writes the node's lines to the harness's stdin from a goroutine of its own, so that
