@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/devserver/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/harnesskit/jobspec"
 )
@@ -57,6 +58,13 @@ func (n *Node) run(job *Job) {
 		}
 	}
 	spec := job.spec.Spec(n.cfg.GatewayURL, key, sandbox)
+	if n.cfg.ReceiveSpans {
+		// The gateway's OTLP receiver takes the session's own spans under its key, as children
+		// of the job's span.
+		spec.Env.Traceparent = telemetry.Traceparent(job.ID)
+		spec.Env.OTLPEndpoint = n.cfg.GatewayURL + "/otlp"
+		spec.Env.OTLPHeaders = "authorization=Bearer%20" + key
+	}
 	spec.Limits.Grace = n.cfg.Grace
 	spec.Decider = harnesskit.DeciderFunc(func(ctx context.Context, ask *harnesskit.Ask) harnesskit.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
@@ -285,6 +293,10 @@ func (n *Node) append(job, typ string, data any) {
 func (n *Node) finish(job string, st store.Status, reason string, output json.RawMessage) {
 	if err := n.cfg.Store.FinishJob(job, st, reason, output); err != nil && !errors.Is(err, store.ErrClosed) {
 		n.cfg.Logger.Error("could not record a job's end", "job", job, "err", err)
+		return
+	}
+	if n.cfg.AfterEnd != nil {
+		n.cfg.AfterEnd(job)
 	}
 }
 

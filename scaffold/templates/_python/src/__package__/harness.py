@@ -481,6 +481,7 @@ class Session:
                 "accept": accept,
                 "Oz0-Job": self.job,
                 "Oz0-Agent": self.agent,
+                **_trace_headers(),
             },
         )
         try:
@@ -667,6 +668,34 @@ def _speaks() -> str:
     return "this harness speaks protocol " + ", ".join(str(v) for v in PROTOCOLS)
 
 
+def _attach_trace_context() -> None:
+    """Makes the job's span (TRACEPARENT, set by the node) the current OpenTelemetry context, so
+    that the spans a framework makes are its children; nothing without OpenTelemetry installed
+    (Python's SDK does not read TRACEPARENT itself)."""
+    traceparent = os.environ.get("TRACEPARENT")
+    if not traceparent:
+        return
+    try:
+        from opentelemetry import context, propagate
+    except ImportError:
+        return
+    context.attach(propagate.extract({"traceparent": traceparent}))
+
+
+def _trace_headers() -> dict[str, str]:
+    """The trace context of a model call (the traceparent header): the current span's when
+    OpenTelemetry is in use, else the job's span (TRACEPARENT)."""
+    carrier: dict[str, str] = {}
+    if "opentelemetry.propagate" in sys.modules:
+        from opentelemetry import propagate
+
+        propagate.inject(carrier)
+    traceparent = os.environ.get("TRACEPARENT")
+    if "traceparent" not in carrier and traceparent:
+        carrier["traceparent"] = traceparent
+    return carrier
+
+
 def _exit(code: int) -> NoReturn:
     """Exits promptly, whatever threads are still blocked."""
     runner = getattr(atexit, "_run_exitfuncs", None)
@@ -715,6 +744,7 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
             _log(f"cannot write the session's last line: {lost}")
         _exit(1)
 
+    _attach_trace_context()
     inbox = _Inbox()
     reader = threading.Thread(
         target=inbox.read_from, args=(proto_in,), name="oz0-stdin", daemon=True
