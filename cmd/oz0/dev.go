@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -115,8 +116,13 @@ none.`,
 				return err
 			}
 			// The flags' values are checked here (the variables' when oz0 dev starts).
-			if _, err := telemetry.Resolve(telemetry.Config{Endpoint: opts.OTLP.Endpoint, Protocol: opts.OTLP.Protocol}); err != nil {
-				return cmdutil.Usagef("--otlp-endpoint, --otlp-protocol: %v", err)
+			if p := opts.OTLP.Protocol; p != "" && p != telemetry.ProtocolHTTP && p != telemetry.ProtocolGRPC {
+				return cmdutil.Usagef("unknown --otlp-protocol %s; choose http/protobuf or grpc", cmdutil.Quote(p))
+			}
+			if ep := opts.OTLP.Endpoint; ep != "" {
+				if u, err := url.Parse(ep); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return cmdutil.Usagef("--otlp-endpoint %s is not an http(s) URL such as http://localhost:4318", cmdutil.Quote(ep))
+				}
 			}
 			if runF != nil {
 				return runF(opts)

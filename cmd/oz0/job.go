@@ -340,6 +340,9 @@ spans oz0 dev exports: docs/observability.md), for an OpenTelemetry backend late
 		Args:    oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if opts.Content && !opts.OTLP {
+				return cmdutil.Usagef("--otlp-content goes with --otlp")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -358,9 +361,6 @@ func jobTraceRun(ctx context.Context, opts *jobTraceOptions) error {
 		return err
 	}
 	w := termtext.NewJSONWriter(opts.IO.Out) // the exact text; C1 and DEL escaped too
-	if opts.Content && !opts.OTLP {
-		return cmdutil.Usagef("--otlp-content goes with --otlp")
-	}
 	if opts.OTLP {
 		return jobTraceOTLP(ctx, c, opts, w)
 	}
