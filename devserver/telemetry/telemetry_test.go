@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -441,5 +442,56 @@ func TestResolve(t *testing.T) {
 		if err != nil || s.Enabled != c.enabled || s.Protocol != c.proto {
 			t.Errorf("%+v: %+v %v", c.cfg, s, err)
 		}
+	}
+}
+
+// traceService is an OTLP/gRPC backend that keeps what it is sent.
+type traceService struct {
+	collectorpb.UnimplementedTraceServiceServer
+	mu  sync.Mutex
+	got []*collectorpb.ExportTraceServiceRequest
+}
+
+func (s *traceService) Export(_ context.Context, req *collectorpb.ExportTraceServiceRequest) (*collectorpb.ExportTraceServiceResponse, error) {
+	s.mu.Lock()
+	s.got = append(s.got, req)
+	s.mu.Unlock()
+	return &collectorpb.ExportTraceServiceResponse{}, nil
+}
+
+func TestExportOverGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	svc := &traceService{}
+	collectorpb.RegisterTraceServiceServer(srv, svc)
+	go srv.Serve(ln)
+	defer srv.Stop()
+	rec := guideRecord()
+	cfg := Config{Endpoint: "http://" + ln.Addr().String(), Protocol: ProtocolGRPC}
+	s, err := Resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(cfg, s, func(string) (Record, error) { return rec, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.JobEnded(rec.Job.ID)
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	names := map[string]bool{}
+	for _, req := range svc.got {
+		for name := range flatten(req) {
+			names[name] = true
+		}
+	}
+	if !names["invoke_agent acme-triage"] || !names["chat claude-sonnet-4-5"] || !names["execute_tool notify_team"] {
+		t.Errorf("over gRPC the backend got %v", names)
 	}
 }
