@@ -29,6 +29,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/devserver/tenanthooks"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/diag"
@@ -82,6 +83,9 @@ type Config struct {
 	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
 	// (a release's tag); "" is main.
 	Ref string
+	// Telemetry says where each job's trace is exported over OTLP (oz0 dev's --otlp-* flags; the
+	// standard OTEL_* variables, read with Getenv, otherwise).
+	Telemetry telemetry.Config
 	// TokenFiles are files outside the state directory that hold the token (oz0 dev's
 	// --ready-file): sessions must not see them, as they must not see the state directory,
 	// wherever they lie (in the plugin, beside it).
@@ -97,35 +101,38 @@ type Server struct {
 	Token    string
 	StateDir string
 
-	store       *store.Store
-	secrets     *secrets.Store
-	gw          *gateway.Gateway
-	fake        func() *fakemodel.Server
-	keys        *gateway.MemResolver
-	inflight    *inflight
-	inbox       *approvals.Inbox
-	hooks       *liveHooks
-	hooksFile   string
-	node        *node.Node
-	ui          *ui.UI
-	http        *http.Server
-	listener    net.Listener
-	self        *selfListener // the server's calls to itself (limits.go)
-	selfHTTP    *http.Server
-	conns       *connCount
-	plugins     atomic.Pointer[[]*plugin.Plugin]
-	records     *records
-	interrupted []string             // jobs marked interrupted at start-up, for the banner
-	leftovers   supervisor.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
-	madeState   string               // the outermost directory openState made, removed if Start fails
-	kept        discovery.Kept       // the port and token of the last run on this state directory
-	portNote    string               // why the port is not the default one, for the banner
-	tier        sandbox.Tier
-	tierCh      chan resolvedTier
-	recorded    recordedBytes
-	log         *slog.Logger
-	out         io.Writer
-	outMu       sync.Mutex
+	store        *store.Store
+	secrets      *secrets.Store
+	gw           *gateway.Gateway
+	fake         func() *fakemodel.Server
+	keys         *gateway.MemResolver
+	inflight     *inflight
+	inbox        *approvals.Inbox
+	hooks        *liveHooks
+	hooksFile    string
+	node         *node.Node
+	ui           *ui.UI
+	http         *http.Server
+	listener     net.Listener
+	self         *selfListener // the server's calls to itself (limits.go)
+	selfHTTP     *http.Server
+	conns        *connCount
+	plugins      atomic.Pointer[[]*plugin.Plugin]
+	records      *records
+	interrupted  []string             // jobs marked interrupted at start-up, for the banner
+	leftovers    supervisor.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
+	madeState    string               // the outermost directory openState made, removed if Start fails
+	kept         discovery.Kept       // the port and token of the last run on this state directory
+	portNote     string               // why the port is not the default one, for the banner
+	tier         sandbox.Tier
+	tierCh       chan resolvedTier
+	recorded     recordedBytes
+	otlp         *telemetry.Exporter // nil: no backend
+	otlpSettings telemetry.Settings
+	spans        *telemetry.Receiver
+	log          *slog.Logger
+	out          io.Writer
+	outMu        sync.Mutex
 
 	undo      []func() error // what the steps of Start made, undone in reverse by Close
 	stopWatch chan struct{}
@@ -166,7 +173,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	// The node is the first step that needs the tier: the probe has until then.
-	for _, step := range []func() error{s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
+	for _, step := range []func() error{s.loadPlugins, s.openState, s.startTelemetry, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -533,6 +540,7 @@ func (s *Server) startNode() error {
 	// A strict session's network has the gateway and nothing else of the dev server.
 	gatewayOnly := http.NewServeMux()
 	gatewayOnly.Handle("/gateway/", s.gatewayFace())
+	gatewayOnly.Handle("/gateway"+telemetry.ReceiverPath, api.Guard("", s.spans))
 	s.node = node.New(node.Config{
 		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
@@ -543,9 +551,11 @@ func (s *Server) startNode() error {
 			s.inbox.EndJob(job)
 			s.recorded.forget(job)
 		},
-		Decider:     &decider{hooks: s.hooks, inbox: s.inbox},
-		Record:      s.cfg.Record,
-		MaxSessions: s.cfg.MaxSessions,
+		AfterEnd:     s.jobEnded,
+		ReceiveSpans: true,
+		Decider:      &decider{hooks: s.hooks, inbox: s.inbox},
+		Record:       s.cfg.Record,
+		MaxSessions:  s.cfg.MaxSessions,
 		// The node's state (the store, secrets, provider records) and the files that hold the
 		// token may sit in the plugin, which sessions see: they must not see them.
 		Sandbox: supervisor.Sandbox{Tier: s.tier, Hide: append([]string{s.StateDir}, s.cfg.TokenFiles...), Gateway: gatewayOnly},
@@ -571,6 +581,7 @@ func (s *Server) serveAPI() error {
 	})
 	mux.Handle("/ui/", logRequests(s.log, s.ui.Handler()))
 	mux.Handle("/gateway/", s.gatewayFace())
+	mux.Handle("/gateway"+telemetry.ReceiverPath, api.Guard("", s.spans))
 	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fake().ServeHTTP(w, r) })
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
@@ -811,6 +822,9 @@ func (s *Server) banner() {
 	}
 	for _, a := range s.info().Agents {
 		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
+	}
+	if note := s.otlpNote(); note != "" {
+		s.say("  otlp    %s", note)
 	}
 	if set := s.hooks.Set(); set.Len() > 0 {
 		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))

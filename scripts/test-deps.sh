@@ -13,6 +13,30 @@
 # runs (scripts/node-deps.sh; nothing to do when cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# A real Jaeger (v2, pinned by scripts/jaeger/go.mod), which the OpenTelemetry export's script
+# sends a job's trace to (testdata/scripts/otlp_jaeger.txtar), built from the Go module proxy
+# into the tests' cache once. The build is long (minutes of CPU: Jaeger is a whole collector), so
+# it runs in the background while the rest installs, and is waited for at the end.
+jaeger_version=$(sed -n 's|^\t*github.com/jaegertracing/jaeger v\([^ ]*\).*$|v\1|p' scripts/jaeger/go.mod | head -n1)
+jaeger_bin=${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test/jaeger-$jaeger_version/jaeger
+jaeger_pid=""
+if [ ! -x "$jaeger_bin" ] && command -v go >/dev/null 2>&1; then
+  echo "test-deps: building Jaeger $jaeger_version into $jaeger_bin (in the background)" >&2
+  jaeger_log=$(mktemp)
+  mkdir -p "$(dirname "$jaeger_bin")"
+  (cd scripts/jaeger && CGO_ENABLED=0 go build -trimpath -o "$jaeger_bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger && mv "$jaeger_bin.tmp" "$jaeger_bin") >"$jaeger_log" 2>&1 &
+  jaeger_pid=$!
+fi
+wait_jaeger() {
+  [ -n "$jaeger_pid" ] || return 0
+  if ! wait "$jaeger_pid"; then
+    cat "$jaeger_log" >&2
+    echo "test-deps: could not build Jaeger $jaeger_version" >&2
+    exit 1
+  fi
+  rm -f "$jaeger_log"
+}
 missing=()
 command -v pytest >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev)
@@ -73,4 +97,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock" ]; then
   echo "$lock" >"$stamp"
 fi
 
-exec scripts/node-deps.sh
+scripts/node-deps.sh
+wait_jaeger

@@ -19,8 +19,9 @@ import (
 // OPENAI_API_KEY, OZ0_JOB and OZ0_AGENT (from the request), ANTHROPIC_CUSTOM_HEADERS and
 // OPENAI_CUSTOM_HEADERS (the Oz0-Job and Oz0-Agent headers, which Anthropic's and OpenAI's SDKs
 // add to every call, so a framework's model client sends them unasked), and — for a Python
-// harness only — PYTHONPATH (the plugin's src/). A variable whose value would be empty is left
-// out. Nothing of the node's own environment is passed on but its PATH when Env.PATH is empty.
+// harness only — PYTHONPATH (the plugin's src/); and, when the node receives spans, TRACEPARENT,
+// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_HEADERS and
+// OTEL_SERVICE_NAME (Env.OTLPEndpoint). A variable whose value would be empty is left out. Nothing of the node's own environment is passed on but its PATH when Env.PATH is empty.
 type Env struct {
 	// PATH is the session's PATH; "" is the node's PATH, or DefaultPATH when that is empty. For a
 	// Python harness run from the plugin's .venv, .venv/bin is put first.
@@ -32,6 +33,14 @@ type Env struct {
 	AnthropicAPIKey  string
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
+	// The node's OTLP receiver, for the session's own spans (its framework's): TRACEPARENT (the
+	// W3C trace context naming the job's span, the parent of the session's spans),
+	// OTEL_EXPORTER_OTLP_ENDPOINT (with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) and
+	// OTEL_EXPORTER_OTLP_HEADERS (the session's key, as the receiver takes it), and
+	// OTEL_SERVICE_NAME (the agent). Empty: none of them.
+	Traceparent  string
+	OTLPEndpoint string
+	OTLPHeaders  string
 }
 
 // The defaults of Env.
@@ -45,6 +54,7 @@ var AllowedEnv = []string{
 	"PATH", "HOME", "LANG", "TMPDIR", "PYTHONUNBUFFERED",
 	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY",
 	"OZ0_JOB", "OZ0_AGENT", "ANTHROPIC_CUSTOM_HEADERS", "OPENAI_CUSTOM_HEADERS", "PYTHONPATH",
+	"TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME",
 }
 
 // resolveCommand returns the session's argv and environment, for a session whose state
@@ -123,6 +133,13 @@ func resolveCommand(argv []string, pluginDir, stateDir string, e Env, req *harne
 		add("OPENAI_CUSTOM_HEADERS", headers)
 	}
 	add("PYTHONPATH", pythonPath)
+	if e.OTLPEndpoint != "" {
+		add("TRACEPARENT", e.Traceparent)
+		add("OTEL_EXPORTER_OTLP_ENDPOINT", e.OTLPEndpoint)
+		add("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+		add("OTEL_EXPORTER_OTLP_HEADERS", e.OTLPHeaders)
+		add("OTEL_SERVICE_NAME", req.Agent)
+	}
 	return args, env, nil
 }
 

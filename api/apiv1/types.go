@@ -169,6 +169,12 @@ const (
 	EventResult = "result"
 	// EventError is the session's failure as the harness said it: {"message":"…"}.
 	EventError = "error"
+	// EventSpan is an OpenTelemetry span the session sent to the node's OTLP receiver (its
+	// framework's own): {"trace_id":"…","span_id":"…","parent_span_id":"…","name":"…",
+	// "kind":"client","start":"<RFC 3339>","end":"…","service":"…","scope":"…","status":"error",
+	// "status_message":"…","attributes":{…},"events":[{"name":"…","time":"…","attributes":{…}}]}
+	// (package devserver/telemetry).
+	EventSpan = "span"
 )
 
 // ReplayWentUpstream begins the message of the warning log event a replay with upstream writes

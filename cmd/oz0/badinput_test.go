@@ -99,6 +99,8 @@ var flagBadValues = map[string]struct{ value, want string }{
 	"--description":             {"two\nlines", "description has a control character or line break"},
 	"--harness":                 {"nope", `--harness "nope": the plugin in plug has no harness "nope"; it has h`},
 	"--base-url":                {"not a url", `--base-url "not a url" is not an http(s) URL`},
+	"--otlp-endpoint":           {"localhost:4318", `--otlp-endpoint "localhost:4318" is not an http(s) URL such as http://localhost:4318`},
+	"--otlp-protocol":           {"http/json", `unknown --otlp-protocol "http/json"; choose http/protobuf or grpc`},
 	"--reason":                  {"\xffno", "--reason is not UTF-8 text (byte 0xff at offset 0); retype it"},
 	"--input":                   {"\xfe", "--input is not UTF-8 text (byte 0xfe at offset 0)"},
 }

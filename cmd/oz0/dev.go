@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/devserver"
+	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/internal/procstart"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
@@ -40,6 +42,7 @@ type devOptions struct {
 	Sandbox     sandbox.Tier // "" (Auto): standard where this machine allows it, else none
 	NoRecord    bool         // keep no model call's request and answer
 	MaxSessions int          // 0: node.DefaultMaxSessions()
+	OTLP        telemetry.Config
 }
 
 var (
@@ -112,6 +115,15 @@ none.`,
 			if err := checkOutputFile("--ready-file", opts.ReadyFile); err != nil {
 				return err
 			}
+			// The flags' values are checked here (the variables' when oz0 dev starts).
+			if p := opts.OTLP.Protocol; p != "" && p != telemetry.ProtocolHTTP && p != telemetry.ProtocolGRPC {
+				return cmdutil.Usagef("unknown --otlp-protocol %s; choose http/protobuf or grpc", cmdutil.Quote(p))
+			}
+			if ep := opts.OTLP.Endpoint; ep != "" {
+				if u, err := url.Parse(ep); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return cmdutil.Usagef("--otlp-endpoint %s is not an http(s) URL such as http://localhost:4318", cmdutil.Quote(ep))
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -129,6 +141,9 @@ none.`,
 	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep no model call's request and answer (kept by default: oz0 job show --calls, replay, script)")
 	cmd.Flags().BoolVar(&record, "record", false, "")
 	_ = cmd.Flags().MarkHidden("record")
+	cmd.Flags().StringVar(&opts.OTLP.Endpoint, "otlp-endpoint", "", "send each job's trace over OTLP to this backend, e.g. http://localhost:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT; docs/observability.md)")
+	cmd.Flags().StringVar(&opts.OTLP.Protocol, "otlp-protocol", "", "the OTLP protocol: http/protobuf or grpc (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	cmd.Flags().BoolVar(&opts.OTLP.Content, "otlp-content", false, "export prompt and completion contents too (default: not exported; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)")
 	cmd.Flags().StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines shown on stderr: "+strings.Join(logLevels, ", "))
 	cmd.Flags().StringVar(&opts.LogFormat, "log-format", "text", "the log lines' format: text (key=value) or json (one object a line)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log more: every control API call too (--log-level debug)")
@@ -182,7 +197,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StablePort: opts.Addr == "", StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: !opts.NoRecord, Ref: opts.Ref,
-		MaxSessions: opts.MaxSessions,
+		MaxSessions: opts.MaxSessions, Telemetry: opts.OTLP,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/orchestrator-zero/oz0/api/render"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
+	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
@@ -317,21 +319,30 @@ func jobCancelRun(ctx context.Context, opts *jobCancelOptions) error {
 
 type jobTraceOptions struct {
 	clientOptions
-	ID string
+	ID      string
+	OTLP    bool
+	Content bool
+	Version string // oz0's, the trace's service.version
 }
 
 func newCmdJobTrace(f *cmdutil.Factory, runF func(*jobTraceOptions) error) *cobra.Command {
-	opts := &jobTraceOptions{clientOptions: newClientOptions(f)}
-	return &cobra.Command{
+	opts := &jobTraceOptions{clientOptions: newClientOptions(f), Version: f.Version}
+	cmd := &cobra.Command{
 		Use:   "trace ID",
 		Short: "Print a job's whole record as JSON lines",
 		Long: `Print the job's record as JSON lines: first the job, then every event in order (says, tool
 calls with their decisions and results, model calls with tokens and latency, logs). The output
-loads again (it is the format of the store's trace).`,
-		Example: "  oz0 job trace job_abc… > job.jsonl",
+loads again (it is the format of the store's trace).
+
+With --otlp, print the job's trace as OTLP JSON instead (an ExportTraceServiceRequest, the
+spans oz0 dev exports: docs/observability.md), for an OpenTelemetry backend later.`,
+		Example: "  oz0 job trace job_abc… > job.jsonl\n  oz0 job trace job_abc… --otlp > job.otlp.json",
 		Args:    oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if opts.Content && !opts.OTLP {
+				return cmdutil.Usagef("--otlp-content goes with --otlp")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -339,6 +350,9 @@ loads again (it is the format of the store's trace).`,
 		},
 		ValidArgsFunction: fromServer(f, listJobs(false)),
 	}
+	cmd.Flags().BoolVar(&opts.OTLP, "otlp", false, "print the trace as OTLP JSON (an ExportTraceServiceRequest)")
+	cmd.Flags().BoolVar(&opts.Content, "otlp-content", false, "with --otlp: prompt and completion contents too (not included by default)")
+	return cmd
 }
 
 func jobTraceRun(ctx context.Context, opts *jobTraceOptions) error {
@@ -347,7 +361,35 @@ func jobTraceRun(ctx context.Context, opts *jobTraceOptions) error {
 		return err
 	}
 	w := termtext.NewJSONWriter(opts.IO.Out) // the exact text; C1 and DEL escaped too
+	if opts.OTLP {
+		return jobTraceOTLP(ctx, c, opts, w)
+	}
 	if err := c.Trace(ctx, opts.ID, w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// jobTraceOTLP writes the job's trace as OTLP JSON: its record and its kept model calls (their
+// response model and finish reason) made into the spans oz0 dev exports.
+func jobTraceOTLP(ctx context.Context, c *client.Client, opts *jobTraceOptions, w *termtext.JSONWriter) error {
+	var trace bytes.Buffer
+	if err := c.Trace(ctx, opts.ID, &trace); err != nil {
+		return err
+	}
+	calls, err := c.Calls(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	rec, err := telemetry.ReadRecord(&trace, calls.Calls)
+	if err != nil {
+		return err
+	}
+	req, err := telemetry.Request(rec, telemetry.Options{Content: opts.Content}, opts.Version)
+	if err != nil {
+		return err
+	}
+	if err := telemetry.WriteJSON(w, req); err != nil {
 		return err
 	}
 	return w.Flush()

@@ -53,6 +53,10 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	jaegerBin, err := jaegerBinDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/scripts",
 		RequireExplicitExec: true,
@@ -65,6 +69,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 			// The Python templates' scripts run uv (uv lock, uv sync, uv run) on the real frameworks.
 			setupUV(env, uv, uvBin)
+			// The OpenTelemetry scripts export to a real Jaeger (otlp_script_test.go).
+			env.Setenv("PATH", jaegerBin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			// Scripts that build a Go program (a plugin hook) use this repository and the
 			// caches the test itself was built with, offline.
 			repo, err := filepath.Abs("../..")

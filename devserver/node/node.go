@@ -73,6 +73,12 @@ type Config struct {
 	// BeforeEnd is called when a session has ended, before the job's end is recorded: the dev
 	// server waits there for the job's model calls still being metered.
 	BeforeEnd func(job string)
+	// AfterEnd is called once a job's end is recorded (the trace's export starts there); it must
+	// not block.
+	AfterEnd func(job string)
+	// ReceiveSpans gives each session the gateway's OTLP receiver (GatewayURL + "/otlp") and
+	// the job's span as its parent (TRACEPARENT), for its framework's own spans.
+	ReceiveSpans bool
 	// Record keeps every job's model calls (gateway.Grant.Recording), for replay.
 	Record bool
 	// MaxSessions is the most sessions the node runs at once; the jobs past it wait, queued, in

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
@@ -58,6 +59,13 @@ func (n *Node) run(job *Job) {
 		}
 	}
 	spec := job.spec.Spec(n.cfg.GatewayURL, key, sandbox)
+	if n.cfg.ReceiveSpans {
+		// The gateway's OTLP receiver takes the session's own spans under its key, as children
+		// of the job's span.
+		spec.Env.Traceparent = telemetry.Traceparent(job.ID)
+		spec.Env.OTLPEndpoint = n.cfg.GatewayURL + "/otlp"
+		spec.Env.OTLPHeaders = "authorization=Bearer%20" + key
+	}
 	spec.Limits.Grace = n.cfg.Grace
 	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
@@ -308,6 +316,10 @@ func (n *Node) append(job, typ string, data any) {
 func (n *Node) finish(job string, st store.Status, reason string, output json.RawMessage) {
 	if err := n.cfg.Store.FinishJob(job, st, reason, output); err != nil && !errors.Is(err, store.ErrClosed) {
 		n.cfg.Logger.Error("could not record a job's end", "job", job, "err", err)
+		return
+	}
+	if n.cfg.AfterEnd != nil {
+		n.cfg.AfterEnd(job)
 	}
 }
 

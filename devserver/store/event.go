@@ -30,6 +30,7 @@ const (
 	EventStderr             = apiv1.EventStderr
 	EventResult             = apiv1.EventResult
 	EventError              = apiv1.EventError
+	EventSpan               = apiv1.EventSpan
 )
 
 // MaxData is the largest JSON value (event data, job input or output) the store takes: the

@@ -1,5 +1,5 @@
 // The trace as a timeline (a waterfall): each model call and tool call a bar on the job's time
-// axis, the rest (says, logs, stray output, status changes, the result) marks on it, in the order
+// axis, each span the session sent (its framework's own) a bar nested under its parent, the rest (says, logs, stray output, status changes, the result) marks on it, in the order
 // they began. Every row opens to the JSON of its events; a model call's row opens to the call
 // itself (call.js: its conversation, raw request and answer, and a comparison with another call).
 import {fmtCount, fmtDuration, h, setText, sortedJSON, syncList, text} from './dom.js';
@@ -87,6 +87,19 @@ export function spans(events) {
         r.failed = Boolean(d.refused || d.aborted || d.error || d.status >= 400);
         break;
       }
+      case 'span': {
+        // A span the session sent (its framework's own), on its real times, nested by its parent:
+        // the job's span is the root, so a span whose parent is not among them is at depth 1.
+        const start = Date.parse(d.start);
+        const end = Date.parse(d.end);
+        const r = row(rows, ev, 'span', Number.isNaN(start) ? t : start, Number.isNaN(end) ? t : end, d.name || 'span',
+          [d.service, d.scope].filter(Boolean).join(' · '));
+        r.spanID = d.span_id;
+        r.parentID = d.parent_span_id || '';
+        r.failed = d.status === 'error';
+        if (d.status_message) r.detail += ` · ${d.status_message}`;
+        break;
+      }
       case 'log':
         if (log) {
           log.end = t;
@@ -113,12 +126,29 @@ export function spans(events) {
         row(rows, ev, 'other', t, t, ev.type, sortedJSON(d));
     }
   }
+  nest(rows);
   for (const r of rows) {
     if (r.kind === 'tool') {
       r.detail = [r.detail, r.decision, r.result && `→ ${r.result}`].filter(Boolean).join(' · ');
     }
   }
   return rows.sort((a, b) => a.start - b.start || a.seq - b.seq);
+}
+
+// nest gives each span row its depth under the job (1: a child of the job's span) and its
+// parent's name.
+function nest(rows) {
+  const byID = new Map(rows.filter((r) => r.kind === 'span').map((r) => [r.spanID, r]));
+  const depth = (r, seen) => {
+    const p = byID.get(r.parentID);
+    if (!p || seen.has(p)) return 1;
+    seen.add(p);
+    return 1 + depth(p, seen);
+  };
+  for (const r of byID.values()) {
+    r.depth = depth(r, new Set([r]));
+    r.parentName = byID.get(r.parentID)?.label || 'job';
+  }
 }
 
 // by says who decided a call, as oz0 run says it, from the trace's word for it: person, node,
@@ -188,6 +218,11 @@ export function render(container, rows, live, openCall) {
     }
     el.className = `span k-${r.kind}${r.failed ? ' failed' : ''}`;
     el.dataset.kind = r.kind;
+    if (r.kind === 'span') {
+      el.dataset.depth = String(r.depth);
+      el.dataset.parent = r.parentName;
+      el.style.setProperty('--depth', String(r.depth));
+    }
     const [at, kind, label, detail] = el.querySelectorAll('summary .what > span');
     setText(at, `+${fmtDuration(r.start - t0)}`);
     setText(kind, r.kind === 'stray' ? 'stray' : r.kind);

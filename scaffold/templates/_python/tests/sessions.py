@@ -30,6 +30,8 @@ TICKET = "I was charged twice for my order"
 MODEL_NAME = "claude-fake-1"
 SESSION_KEY = "oz0s_test_0123456789abcdef"
 JOB = "job_test_1"
+# The job's span, as the node names it to the session (W3C trace context).
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 TIMEOUT = 120.0
 """Seconds for any one wait, a bound on failure only: a broken harness fails the test instead of
@@ -496,6 +498,7 @@ class SessionCase(unittest.TestCase):
             "OPENAI_CUSTOM_HEADERS": headers,
             "OZ0_JOB": JOB,
             "OZ0_AGENT": NAME,
+            "TRACEPARENT": TRACEPARENT,
         }
         if "SYSTEMROOT" in os.environ:  # Windows cannot start Python without it
             env["SYSTEMROOT"] = os.environ["SYSTEMROOT"]

@@ -22,6 +22,7 @@ from sessions import (
     PACKAGE,
     SESSION_KEY,
     TICKET,
+    TRACEPARENT,
     Run,
     SessionCase,
 )
@@ -163,6 +164,7 @@ class ModelCallTest(SessionCase):
         self.assertEqual(headers["content-type"], "application/json")
         self.assertEqual(headers["oz0-job"], JOB)
         self.assertEqual(headers["oz0-agent"], NAME)
+        self.assertEqual(headers["traceparent"], TRACEPARENT)  # the job's span, as the node says it
         body = call["body"]
         self.assertEqual(body["model"], MODEL_NAME)
         self.assertEqual(body["system"], INSTRUCTIONS)

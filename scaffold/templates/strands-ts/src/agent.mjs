@@ -11,7 +11,7 @@
 import { Agent, tool } from "@strands-agents/sdk";
 import { z } from "zod";
 
-import { onTheGateway } from "./wiring.mjs";
+import { onTheGateway, traced } from "./wiring.mjs";
 
 export const notifyTeam = tool({
   name: "notify_team",
@@ -30,6 +30,6 @@ export async function run(session) {
     tools: [notifyTeam], // list each under harness.tools in the agent definition too
     ...(await onTheGateway(session)),
   });
-  const result = await agent.invoke(session.text);
+  const result = await traced(() => agent.invoke(session.text));
   return result.toString();
 }

@@ -18,6 +18,11 @@
  *   limit with 429, and retrying it only spends time: Strands retries a 429 six times by default,
  *   with backoff, whatever the answer's x-should-retry says, and the SDKs twice.
  * - toolExecutor: "sequential": one tool call at a time, so that each is asked in the model's order.
+ *
+ * And traced(run): Strands' own OpenTelemetry spans (the agent, each model call, each tool) go to
+ * the node's OTLP receiver (setupTracer's OTLP exporter, on the OTEL_EXPORTER_OTLP_* variables the
+ * node sets), as children of the job's span (TRACEPARENT): the job's timeline and your
+ * OpenTelemetry backend show them under the job.
  */
 
 import { AfterToolCallEvent, BeforeToolCallEvent, ModelStreamUpdateEvent, ToolResultBlock } from "@strands-agents/sdk";
@@ -48,6 +53,27 @@ export async function onTheGateway(session) {
     retryStrategy: null,
     toolExecutor: "sequential",
   };
+}
+
+/**
+ * Runs fn (the agent's run) with Strands' tracing on when the node receives spans
+ * (OTEL_EXPORTER_OTLP_ENDPOINT), in the job's span (TRACEPARENT), and sends its spans before it
+ * returns: the session exits right after its result.
+ * @template T
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function traced(fn) {
+  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT) return fn();
+  const { setupTracer } = await import("@strands-agents/sdk/telemetry");
+  const { context, propagation } = await import("@opentelemetry/api");
+  const provider = setupTracer({ exporters: { otlp: true } });
+  const job = propagation.extract(context.active(), { traceparent: process.env.TRACEPARENT ?? "" });
+  try {
+    return await context.with(job, fn);
+  } finally {
+    await provider.forceFlush();
+  }
 }
 
 /**

@@ -481,6 +481,7 @@ class Session:
                 "accept": accept,
                 "Oz0-Job": self.job,
                 "Oz0-Agent": self.agent,
+                **_trace_headers(),
             },
         )
         try:
@@ -667,6 +668,67 @@ def _speaks() -> str:
     return "this harness speaks protocol " + ", ".join(str(v) for v in PROTOCOLS)
 
 
+def _attach_trace_context() -> None:
+    """Makes the job's span (TRACEPARENT, set by the node) the current OpenTelemetry context, so
+    that the spans a framework makes are its children; nothing without OpenTelemetry installed
+    (Python's SDK does not read TRACEPARENT itself)."""
+    traceparent = os.environ.get("TRACEPARENT")
+    if not traceparent:
+        return
+    try:
+        from opentelemetry import (  # pyright: ignore[reportMissingImports]  (when installed)
+            context,
+            propagate,
+        )
+    except ImportError:
+        return
+    context.attach(propagate.extract({"traceparent": traceparent}))
+
+
+_exporting = False
+
+
+def export_spans() -> bool:
+    """Sends the session's OpenTelemetry spans (its framework's own) to the node's OTLP receiver,
+    in batches flushed as the session exits: a tracer provider with the OTLP/HTTP span exporter,
+    on the variables the node sets, made the global one. For a framework whose tracing needs a
+    provider set up (ADK, Agent Framework); it needs opentelemetry-sdk and
+    opentelemetry-exporter-otlp-proto-http. Returns whether it did so now: not without a receiver
+    (OTEL_EXPORTER_OTLP_ENDPOINT unset), nor a second time."""
+    global _exporting
+    if _exporting or not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return False
+    from opentelemetry import trace  # pyright: ignore[reportMissingImports]
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # pyright: ignore[reportMissingImports]
+        OTLPSpanExporter,
+    )
+    from opentelemetry.sdk.resources import Resource  # pyright: ignore[reportMissingImports]
+    from opentelemetry.sdk.trace import TracerProvider  # pyright: ignore[reportMissingImports]
+    from opentelemetry.sdk.trace.export import (  # pyright: ignore[reportMissingImports]
+        BatchSpanProcessor,
+    )
+
+    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME: the agent
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    _exporting = True
+    return True
+
+
+def _trace_headers() -> dict[str, str]:
+    """The trace context of a model call (the traceparent header): the current span's when
+    OpenTelemetry is in use, else the job's span (TRACEPARENT)."""
+    carrier: dict[str, str] = {}
+    if "opentelemetry.propagate" in sys.modules:
+        from opentelemetry import propagate  # pyright: ignore[reportMissingImports]
+
+        propagate.inject(carrier)
+    traceparent = os.environ.get("TRACEPARENT")
+    if "traceparent" not in carrier and traceparent:
+        carrier["traceparent"] = traceparent
+    return carrier
+
+
 def _exit(code: int) -> NoReturn:
     """Exits promptly, whatever threads are still blocked."""
     runner = getattr(atexit, "_run_exitfuncs", None)
@@ -715,6 +777,7 @@ def main(run: Callable[[Session], Any]) -> NoReturn:
             _log(f"cannot write the session's last line: {lost}")
         _exit(1)
 
+    _attach_trace_context()
     inbox = _Inbox()
     reader = threading.Thread(
         target=inbox.read_from, args=(proto_in,), name="oz0-stdin", daemon=True

@@ -17,6 +17,11 @@ and run_agent(), which runs it.
   and each runs as soon as it is allowed.
 - run_agent(): streams the model's text to session.say() as it comes (server-sent events) and
   returns the final answer.
+
+And ADK's own OpenTelemetry spans (invoke_agent, call_llm, execute_tool) go to the node's OTLP
+receiver, as children of the job's span: harness.export_spans() sets up the tracer provider ADK's
+tracer uses (ADK's own maybe_set_otel_providers() would send metrics and logs to the node too,
+which it does not take).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from .harness import Refused, Session, ToolCall
+from .harness import Refused, Session, ToolCall, export_spans
 
 MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
@@ -53,6 +58,7 @@ nothing outside the agent, so there is nothing for the job to decide."""
 
 def on_the_gateway(session: Session) -> dict[str, Any]:
     """The LlmAgent(...) arguments that run an ADK agent as the session's."""
+    export_spans()
     asking = AskTheJob(session)
     return {
         "model": model(session),

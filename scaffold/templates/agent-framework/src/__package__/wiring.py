@@ -13,6 +13,11 @@ Agent(...), and run_agent(), which runs it.
   tools (MCPStdioTool and the others) are functions like the agent's own: asked the same way.
 - run_agent(): streams the model's text to session.say() as it comes and returns the final
   answer; the agent's MCP servers run while it does, and stop before it returns.
+
+And the framework's own OpenTelemetry spans (invoke_agent, chat, execute_tool) go to the node's
+OTLP receiver, as children of the job's span: its instrumentation is enabled, on the tracer
+provider harness.export_spans() sets up (the framework's configure_otel_providers() would send
+metrics and logs to the node too, which it does not take).
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware, MiddlewareTypes
+from agent_framework.observability import enable_instrumentation
 from agent_framework.openai import OpenAIChatCompletionClient
 from openai import AsyncOpenAI
 
-from .harness import Refused, Session
+from .harness import Refused, Session, export_spans
 
 MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
@@ -35,6 +41,8 @@ MAX_TOKENS = 8192
 def on_the_gateway(session: Session, middleware: Sequence[MiddlewareTypes] = ()) -> dict[str, Any]:
     """The Agent(...) arguments that run an Agent Framework agent as the session's; middleware
     is yours, which runs before the job is asked."""
+    if export_spans():
+        enable_instrumentation()
     return {
         "client": client(session),
         "middleware": [*middleware, AskTheJob(session)],

@@ -11,6 +11,11 @@
 - retry_strategy and max_retries: none. The gateway refuses a call past a limit with 429, and
   retrying it only spends time (Strands retries a 429 six times by default, its SDK clients twice).
 - tool_executor: one tool call at a time, so that each is asked in the model's order.
+
+And Strands' own OpenTelemetry spans (the agent loop, each model call, each tool) go to the node's
+OTLP receiver (StrandsTelemetry's OTLP exporter, on the OTEL_EXPORTER_OTLP_* variables the node
+sets), as children of the job's span (TRACEPARENT, which harness.py makes the current context):
+the job's timeline and your OpenTelemetry backend show them under the job.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ MAX_TOKENS = 8192
 
 def on_the_gateway(session: Session) -> dict[str, Any]:
     """The Agent(...) arguments that run a Strands agent as the session's."""
+    traced()
     return {
         "model": model(session),
         "hooks": [AskTheJob(session)],
@@ -37,6 +43,19 @@ def on_the_gateway(session: Session) -> dict[str, Any]:
         "retry_strategy": None,
         "tool_executor": SequentialToolExecutor(),
     }
+
+
+_telemetry: Any = None
+
+
+def traced() -> None:
+    """Turns Strands' tracing on, once, when the node receives spans (OTEL_EXPORTER_OTLP_ENDPOINT):
+    its spans are exported in batches and flushed as the session exits."""
+    global _telemetry
+    if _telemetry is None and os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        from strands.telemetry import StrandsTelemetry
+
+        _telemetry = StrandsTelemetry().setup_otlp_exporter()
 
 
 def model(session: Session) -> Any:
