@@ -29,7 +29,6 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/devserver/tenanthooks"
 	"github.com/orchestrator-zero/oz0/devserver/ui"
 	"github.com/orchestrator-zero/oz0/diag"
@@ -41,6 +40,7 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+	"github.com/orchestrator-zero/oz0/telemetry"
 )
 
 // Config says what to serve.

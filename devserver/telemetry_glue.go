@@ -9,8 +9,8 @@ import (
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/conversation"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/gateway"
+	"github.com/orchestrator-zero/oz0/telemetry"
 )
 
 // startTelemetry makes the OTLP receiver of the sessions' spans and, when a backend is named

@@ -16,8 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
 

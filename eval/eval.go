@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/fakemodel"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
 )
 
 // Server is what the engine needs of a dev server: its control API (internal/client.Client).

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
-	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
 )
 
 func testOutcome(output string) *outcome {

@@ -173,7 +173,7 @@ const (
 	// framework's own): {"trace_id":"…","span_id":"…","parent_span_id":"…","name":"…",
 	// "kind":"client","start":"<RFC 3339>","end":"…","service":"…","scope":"…","status":"error",
 	// "status_message":"…","attributes":{…},"events":[{"name":"…","time":"…","attributes":{…}}]}
-	// (package devserver/telemetry).
+	// (package telemetry).
 	EventSpan = "span"
 )
 

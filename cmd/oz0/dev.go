@@ -17,10 +17,10 @@ import (
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
 	"github.com/orchestrator-zero/oz0/devserver"
-	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/internal/procstart"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+	"github.com/orchestrator-zero/oz0/telemetry"
 )
 
 type devOptions struct {

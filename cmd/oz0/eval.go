@@ -21,9 +21,9 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/eval"
-	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/harnesskit/harness"
 	"github.com/orchestrator-zero/oz0/lint"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )

@@ -21,8 +21,8 @@ import (
 	"github.com/orchestrator-zero/oz0/api/render"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/prompt"
-	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
+	"github.com/orchestrator-zero/oz0/telemetry"
 )
 
 func newCmdJob(f *cmdutil.Factory) *cobra.Command {

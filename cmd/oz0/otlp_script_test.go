@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/orchestrator-zero/oz0/devserver/telemetry"
+	"github.com/orchestrator-zero/oz0/telemetry"
 )
 
 // The OpenTelemetry scripts: a real Jaeger (v2, built by scripts/test-deps.sh into the tests'

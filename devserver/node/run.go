@@ -12,10 +12,10 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
-	"github.com/orchestrator-zero/oz0/devserver/telemetry"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
+	"github.com/orchestrator-zero/oz0/telemetry"
 )
 
 // run runs job's session to its end and records it.

@@ -20,6 +20,7 @@ var floors = map[string]int{
 	"fakemodel":   4,
 	"scaffold":    4,
 	"gateway":     3,
+	"telemetry":   3,
 	"schemas":     3,
 	"harnesskit":  2,
 	"diag":        2,
