@@ -40,8 +40,8 @@ func TestEventBytesPerSecondBudget(t *testing.T) {
 
 // The defaults let through what a chatty agent writes: 3,000 says, and 8 MiB a second for 2 s.
 func TestEventBudgetDefaults(t *testing.T) {
-	if supervisor.DefaultEventBytes != 64<<20 || supervisor.DefaultEventBytesPerSecond != 16<<20 {
-		t.Errorf("defaults %d and %d, documented as 64 MiB and 16 MiB a second", supervisor.DefaultEventBytes, supervisor.DefaultEventBytesPerSecond)
+	if supervisor.DefaultEventBytes != 48<<20 || supervisor.DefaultEventBytesPerSecond != 16<<20 {
+		t.Errorf("defaults %d and %d, documented as 48 MiB and 16 MiB a second", supervisor.DefaultEventBytes, supervisor.DefaultEventBytesPerSecond)
 	}
 	end, _ := run(t, spec(t, "flood", "3000"))
 	wantStatus(t, end, harnesskit.Completed)

@@ -91,7 +91,7 @@ type Limits struct {
 // The default budgets of a session's events: far above what an agent says, logs and gets from
 // its tools, low enough that a harness that floods cannot fill the node's memory or store.
 const (
-	DefaultEventBytes          = 64 << 20
+	DefaultEventBytes          = 48 << 20
 	DefaultEventBytesPerSecond = 16 << 20
 )
 

@@ -22,7 +22,7 @@ import (
 // TestFloodBounded runs a harness that says 100 × 4 MiB as fast as it can through a real
 // `oz0 dev` with the default limits: the job fails with a reason naming the limit, the dev
 // server's peak resident memory (VmHWM) stays under 256 MiB and its store grows by the budget's
-// worth at most (64 MiB, and SQLite's pages around it). Before the event budget, the job
+// worth at most (48 MiB, and SQLite's pages around it: under 64 MiB). Before the event budget, the job
 // succeeded, oz0 dev grew to 690 MB and the store by 464 MB.
 func TestFloodBounded(t *testing.T) {
 	bin, err := exec.LookPath("oz0")
@@ -62,7 +62,7 @@ func TestFloodBounded(t *testing.T) {
 		t.Errorf("oz0 run exited %d, want 1 (a failed job); stderr:\n%s", code, stderr.String())
 	}
 	// Which of the two budgets ends it depends on the machine's speed: a quiet one writes past
-	// 16 MiB a second before 64 MiB in all, a loaded one does not.
+	// 16 MiB a second before 48 MiB in all, a loaded one does not.
 	if !floodFailure.MatchString(stderr.String()) {
 		t.Errorf("oz0 run does not say the job failed for its events' limit; stderr:\n%s", stderr.String())
 	}
@@ -86,9 +86,9 @@ func TestFloodBounded(t *testing.T) {
 		t.Errorf("oz0 dev's peak resident memory was %d MiB, over 256 MiB", hwm>>20)
 	}
 	// The says are read and stored in pieces, counted as they pass: the store keeps what came
-	// within the budget, 64 MiB at most, and its pages around it.
-	if grown >= 68<<20 {
-		t.Errorf("the job store grew by %d MiB, over the 64 MiB budget and its pages (68 MiB)", grown>>20)
+	// within the budget, 48 MiB at most, and its pages around it.
+	if grown >= 64<<20 {
+		t.Errorf("the job store grew by %d MiB, 64 MiB or more (the budget is 48 MiB)", grown>>20)
 	}
 
 	// oz0 plugin test runs the same harness under the same budget: its checks fail saying why,
