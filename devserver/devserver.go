@@ -173,7 +173,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	// The node is the first step that needs the tier: the probe has until then.
-	for _, step := range []func() error{s.loadPlugins, s.openState, s.startTelemetry, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
+	for _, step := range []func() error{s.startTelemetry, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
 		if err := step(); err != nil {
 			return nil, err
 		}

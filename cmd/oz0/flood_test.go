@@ -25,25 +25,7 @@ import (
 // worth at most (48 MiB, and SQLite's pages around it: under 64 MiB). Before the event budget, the job
 // succeeded, oz0 dev grew to 690 MB and the store by 464 MB.
 func TestFloodBounded(t *testing.T) {
-	bin, err := exec.LookPath("oz0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	harness := testbin.Build(t, testbin.TestHarness)
-	work, err := os.MkdirTemp("", "oz0-flood-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o755); err != nil { // sessions of a root node run as nobody
-		t.Fatal(err)
-	}
-	testbin.WriteFiles(t, filepath.Join(work, "plug"), map[string]string{
-		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: flood\nversion: 0.1.0\nruntime: binary\nagents: [agents/]\n"+
-			"harnesses:\n  - name: flood\n    command: [%q, saysflood, 100x4194304]\n    formats: [anthropic-messages]\n", harness),
-		"agents/flood.yaml": "name: flood\nruntime: harness:flood\ninstructions: prompts/p.md\n",
-		"prompts/p.md":      "Flood.\n",
-	})
+	bin, work := testHarnessPlugin(t, "flood", "saysflood", "100x4194304")
 	state := filepath.Join(work, "state")
 	dev := startProcess(t, filepath.Join(work, "ctx"), filepath.Join(work, "dev.log"), bin,
 		"dev", "--plugin", filepath.Join(work, "plug"), "--state-dir", state, "--ready-file", filepath.Join(work, "ctx"))
@@ -53,11 +35,11 @@ func TestFloodBounded(t *testing.T) {
 	run.Env = append(os.Environ(), apiv1.ContextEnv+"="+dev.ready)
 	var stderr strings.Builder
 	run.Stderr = &stderr
-	// Counted, not kept: a test that holds 64 MiB of says grows by it, and the oz0 plugin test
+	// Counted, not kept: a test that holds 48 MiB of says grows by it, and the oz0 plugin test
 	// it starts later inherits that peak in its own (Linux's ru_maxrss counts the forked copy).
 	var out countingWriter
 	run.Stdout = &out
-	err = run.Run()
+	err := run.Run()
 	if code := exitCode(err); code != 1 {
 		t.Errorf("oz0 run exited %d, want 1 (a failed job); stderr:\n%s", code, stderr.String())
 	}
@@ -178,25 +160,7 @@ var floodFailure = regexp.MustCompile(`failed: the harness wrote events (past|fa
 // `oz0 dev`: `oz0 run` and `oz0 job watch` print it as the one line it was, the secret masked;
 // `oz0 job trace` has it in several say events, which joined are the text.
 func TestLongSayReadsWhole(t *testing.T) {
-	bin, err := exec.LookPath("oz0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	harness := testbin.Build(t, testbin.TestHarness)
-	work, err := os.MkdirTemp("", "oz0-longsay-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o755); err != nil { // sessions of a root node run as nobody
-		t.Fatal(err)
-	}
-	testbin.WriteFiles(t, filepath.Join(work, "plug"), map[string]string{
-		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: longsay\nversion: 0.1.0\nruntime: binary\nagents: [agents/]\n"+
-			"harnesses:\n  - name: longsecret\n    command: [%q, longsecret]\n    formats: [anthropic-messages]\n", harness),
-		"agents/longsecret.yaml": "name: longsecret\nruntime: harness:longsecret\ninstructions: prompts/p.md\n",
-		"prompts/p.md":           "Say it.\n",
-	})
+	bin, work := testHarnessPlugin(t, "longsecret", "longsecret")
 	dev := startProcess(t, filepath.Join(work, "ctx"), filepath.Join(work, "dev.log"), bin,
 		"dev", "--plugin", filepath.Join(work, "plug"), "--state-dir", filepath.Join(work, "state"), "--ready-file", filepath.Join(work, "ctx"))
 	oz0 := func(stdin string, args ...string) string {
@@ -243,4 +207,36 @@ func TestLongSayReadsWhole(t *testing.T) {
 	if len(says) < 2 || strings.Join(says, "") != said {
 		t.Errorf("the trace has %d says, %d bytes joined; want the say in pieces, joined the text with its secret masked", len(says), len(strings.Join(says, "")))
 	}
+}
+
+// testHarnessPlugin writes, in a fresh directory (work/plug), a plugin whose agent and harness are
+// both called name, the harness the test harness run in mode with args; it returns oz0's path on
+// PATH and the directory.
+func testHarnessPlugin(t *testing.T, name, mode string, args ...string) (bin, work string) {
+	t.Helper()
+	bin, err := exec.LookPath("oz0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness := testbin.Build(t, testbin.TestHarness)
+	work, err = os.MkdirTemp("", "oz0-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o755); err != nil { // sessions of a root node run as nobody
+		t.Fatal(err)
+	}
+	var quoted []string
+	for _, a := range append([]string{harness, mode}, args...) {
+		quoted = append(quoted, strconv.Quote(a))
+	}
+	command := strings.Join(quoted, ", ")
+	testbin.WriteFiles(t, filepath.Join(work, "plug"), map[string]string{
+		"oz0-plugin.yaml": fmt.Sprintf("apiVersion: oz0/v1\nname: %s\nversion: 0.1.0\nruntime: binary\nagents: [agents/]\n"+
+			"harnesses:\n  - name: %s\n    command: [%s]\n    formats: [anthropic-messages]\n", name, name, command),
+		"agents/" + name + ".yaml": "name: " + name + "\nruntime: harness:" + name + "\ninstructions: prompts/p.md\n",
+		"prompts/p.md":             "Go.\n",
+	})
+	return bin, work
 }
