@@ -35,7 +35,7 @@ test: test-deps lint cross check-release lint-workflows lint-templates
 # The packages whose goroutines share state, under the race detector. On linux -race needs cgo,
 # so this step alone sets CGO_ENABLED=1 (with a C compiler: test-deps installs gcc); the binary
 # and every other test stay CGO_ENABLED=0.
-RACE_PKGS := ./devserver/... ./gateway/... ./fakemodel/... ./harnesskit/... ./supervisor/... ./conformance/... ./api/client/...
+RACE_PKGS := ./devserver/... ./gateway/... ./fakemodel/... ./harnesskit/... ./supervisor/... ./conformance/... ./api/client/... ./telemetry/... ./eval/...
 race: test-deps
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 
