@@ -22,7 +22,9 @@
 //   - The supervisor owns the pipes (os.Pipe handed to the child as files), so exec.Cmd.Wait never
 //     waits on I/O; when the harness exits, what is left of its process group is killed at once
 //     and the readers drain the pipes, giving up on one that stays silent for the grace period
-//     (only a process that left the group can still hold it).
+//     (only a process that left the group can still hold it), but never before reading what it
+//     holds: a reader that first runs late, on a loaded machine, still gets the harness's last
+//     lines.
 //   - Each end is decided once, by the first of: the harness's result or error, a protocol
 //     violation, the timeout, cancellation, the process's exit (after stdout is drained), or stdout
 //     closed without a last line for the grace period. Session.Cancel decides the end before it
