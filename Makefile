@@ -104,7 +104,7 @@ bench:
 	$(GO) run $(BENCHSTAT) bench.out
 
 # Fuzzing, each target for FUZZTIME: the protocol decoder, the manifest and agent loaders, the fake
-# model's script and request parsers, the hooks loader, the gateway's request reading and rewriting. What a
+# model's script and request parsers, the hooks loader, the gateway's request reading and rewriting, the store's usage scan. What a
 # target finds is written under its package's testdata/fuzz/ and from then on runs with go test,
 # as a regression test: commit it with the fix.
 FUZZTIME ?= 20s
@@ -113,7 +113,8 @@ FUZZTIME ?= 20s
 FUZZMIN ?= 1s
 FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
 	./fakemodel:FuzzParseScript ./fakemodel:FuzzRequest \
-	./devserver/tenanthooks:FuzzParse ./gateway:FuzzTopLevel ./gateway:FuzzRewriteRequest
+	./devserver/tenanthooks:FuzzParse ./gateway:FuzzTopLevel ./gateway:FuzzRewriteRequest \
+	./devserver/store:FuzzScanUsage
 fuzz:
 	@for t in $(FUZZ); do \
 	  echo "go test -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $${t%%:*}"; \
