@@ -25,7 +25,7 @@ if [ ! -x "$jaeger_bin" ] && command -v go >/dev/null 2>&1; then
   echo "test-deps: building Jaeger $jaeger_version into $jaeger_bin (in the background)" >&2
   jaeger_log=$(mktemp)
   mkdir -p "$(dirname "$jaeger_bin")"
-  (cd scripts/jaeger && CGO_ENABLED=0 go build -trimpath -o "$jaeger_bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger && mv "$jaeger_bin.tmp" "$jaeger_bin") >"$jaeger_log" 2>&1 &
+  (cd scripts/jaeger && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$jaeger_bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger && mv "$jaeger_bin.tmp" "$jaeger_bin") >"$jaeger_log" 2>&1 &
   jaeger_pid=$!
 fi
 wait_jaeger() {
