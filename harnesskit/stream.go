@@ -380,19 +380,6 @@ func (t *textReader) skipLine() error {
 	}
 }
 
-// ClipBytes returns b, cut to n bytes on a character boundary, as a string, and whether it cut;
-// it copies no more than that.
-func ClipBytes(b []byte, n int) (string, bool) {
-	if len(b) <= n {
-		return string(b), false
-	}
-	cut := n
-	for cut > 0 && cut > n-utf8.UTFMax && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	return string(b[:cut]), true
-}
-
 // PeekLongText reports whether the next line is a say or log longer than the read buffer whose
 // text can be read in pieces (ReadLongText), reading none of it. Any other line is read whole
 // (ReadLine).

@@ -614,7 +614,7 @@ func (s *Session) emitLine(n int64, line []byte, ev harnesskit.Event) {
 }
 
 func (s *Session) stray(n int64, line []byte, note string) {
-	text, cut := harnesskit.ClipBytes(line, harnesskit.MaxEventText) // a long line is not copied whole
+	text, cut := textclip.Bytes(line, harnesskit.MaxEventText) // a long line is not copied whole
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	if cut {
 		note += fmt.Sprintf(" (%d bytes, cut)", len(line))
@@ -627,7 +627,7 @@ func (s *Session) stray(n int64, line []byte, note string) {
 }
 
 func (s *Session) ignored(n int64, line []byte, m harnesskit.Message, note string) {
-	text, _ := harnesskit.ClipBytes(line, harnesskit.MaxEventText)
+	text, _ := textclip.Bytes(line, harnesskit.MaxEventText)
 	s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventIgnored, Message: m, Text: text, Note: note})
 }
 
@@ -1282,7 +1282,7 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 		if read.Syntax.UTF8 {
 			note = read.Syntax.Detail
 		}
-		text, cut := harnesskit.ClipBytes(read.Tail, harnesskit.MaxEventText)
+		text, cut := textclip.Bytes(read.Tail, harnesskit.MaxEventText)
 		rest := fmt.Sprintf("%d bytes", len(read.Tail))
 		if cut {
 			rest += ", cut"
@@ -1321,7 +1321,7 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 	} else {
 		note += fmt.Sprintf("it goes on as %s %s message", harnesskit.Article(m.MessageType()), m.MessageType())
 	}
-	text, _ := harnesskit.ClipBytes(read.Synth, harnesskit.MaxEventText)
+	text, _ := textclip.Bytes(read.Synth, harnesskit.MaxEventText)
 	s.emitLine(n, read.Synth, harnesskit.Event{Kind: harnesskit.EventIgnored, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: note})
 	return true
 }

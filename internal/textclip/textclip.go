@@ -20,16 +20,17 @@ func SizeName(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// Bytes returns s cut to n bytes on a rune boundary, and whether it cut.
-func Bytes(s string, n int) (string, bool) {
+// Bytes returns s cut to n bytes on a rune boundary, as a string, and whether it cut; of a
+// []byte it copies no more than that (a long line is not copied whole to be clipped).
+func Bytes[T ~string | ~[]byte](s T, n int) (string, bool) {
 	if len(s) <= n {
-		return s, false
+		return string(s), false
 	}
 	cut := n
 	for cut > 0 && cut > n-4 && !isRuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut], true
+	return string(s[:cut]), true
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
