@@ -104,14 +104,14 @@ bench:
 	$(GO) run $(BENCHSTAT) bench.out
 
 # Fuzzing, each target for FUZZTIME: the protocol decoder, the manifest and agent loaders, the fake
-# model's script and request parsers, the hooks loader, the gateway's request reading and rewriting, the store's usage scan. What a
+# model's script and request parsers, lint's Python scan, the hooks loader, the gateway's request reading and rewriting, the store's usage scan. What a
 # target finds is written under its package's testdata/fuzz/ and from then on runs with go test,
 # as a regression test: commit it with the fix.
 FUZZTIME ?= 20s
 # Minimizing each new input eats a short run (the engine's default is 60 s an input): a crasher
 # is kept as found, which is as good a regression test.
 FUZZMIN ?= 1s
-FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness \
+FUZZ := ./harnesskit:FuzzDecode ./lint:FuzzLoadManifest ./lint:FuzzLoadAgent ./lint:FuzzNodeHarness ./lint:FuzzPythonCode \
 	./fakemodel:FuzzParseScript ./fakemodel:FuzzRequest \
 	./devserver/tenanthooks:FuzzParse ./gateway:FuzzTopLevel ./gateway:FuzzRewriteRequest \
 	./devserver/store:FuzzScanUsage

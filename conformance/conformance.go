@@ -581,9 +581,23 @@ func (s *session) describe() string {
 		d = "failed with the error line: " + s.end.Message
 	}
 	if s.end.Status != harnesskit.Completed && s.end.StderrTail != "" && !strings.Contains(d, "stderr") {
-		d += "; stderr ends: " + tail(s.end.StderrTail, 300)
+		if !saysAgain(s.end.StderrTail, s.end.Message) {
+			d += "; stderr ends: " + tail(s.end.StderrTail, 300)
+		}
 	}
 	return strings.Join(strings.Fields(d), " ")
+}
+
+// saysAgain reports whether stderr ends with the error line msg, as a harness that prints its
+// error (after its traceback) before it sends it leaves it: the error line says it, once.
+func saysAgain(stderr, msg string) bool {
+	if msg == "" {
+		return false
+	}
+	fold := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	m, end := fold(msg), fold(stderr)
+	// The tail kept may begin within the error line.
+	return strings.HasSuffix(end, m) || strings.Contains(m, end)
 }
 
 func tail(s string, n int) string {

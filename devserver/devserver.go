@@ -3,6 +3,7 @@
 package devserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,9 @@ type Config struct {
 	Version    string
 	// FakeScript is the fake model's script; nil is the built-in one.
 	FakeScript *fakemodel.Script
+	// FakeScriptFile is the file FakeScript was read from (--fake-script), "" for none: it is
+	// watched, and read again when edited.
+	FakeScriptFile string
 	// Out gets the banner and reload notes; Log gets the server's log lines.
 	Out io.Writer
 	Log io.Writer
@@ -71,6 +75,9 @@ type Config struct {
 	Getenv func(string) string
 	// Started is when the command started, for "ready in N ms"; zero is Start's start.
 	Started time.Time
+	// warmUpDelay, when not zero, is how long the warm-ups wait for a first request (tests):
+	// the constant warmUpDelay otherwise.
+	warmUpDelay time.Duration
 	// Sandbox is the node's sandbox tier; "" is the default: standard where this machine allows
 	// it, else none with a warning (sandbox.Resolve). A tier asked for that cannot work here is
 	// an environment error saying why.
@@ -101,38 +108,45 @@ type Server struct {
 	Token    string
 	StateDir string
 
-	store        *store.Store
-	secrets      *secrets.Store
-	gw           *gateway.Gateway
-	fake         func() *fakemodel.Server
-	keys         *gateway.MemResolver
-	inflight     *inflight
-	inbox        *approvals.Inbox
-	hooks        *liveHooks
-	hooksFile    string
-	node         *node.Node
-	ui           *ui.UI
-	http         *http.Server
-	listener     net.Listener
-	self         *selfListener // the server's calls to itself (limits.go)
-	selfHTTP     *http.Server
-	conns        *connCount
-	plugins      atomic.Pointer[[]*plugin.Plugin]
-	records      *records
-	interrupted  []string             // jobs marked interrupted at start-up, for the banner
-	leftovers    supervisor.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
-	madeState    string               // the outermost directory openState made, removed if Start fails
-	kept         discovery.Kept       // the port and token of the last run on this state directory
-	portNote     string               // why the port is not the default one, for the banner
-	tier         sandbox.Tier
-	tierCh       chan resolvedTier
-	recorded     recordedBytes
-	otlp         *telemetry.Exporter // nil: no backend
-	otlpSettings telemetry.Settings
-	spans        *telemetry.Receiver
-	log          *slog.Logger
-	out          io.Writer
-	outMu        sync.Mutex
+	store       *store.Store
+	secrets     *secrets.Store
+	gw          *gateway.Gateway
+	fake        *fakeModel
+	keys        *gateway.MemResolver
+	inflight    *inflight
+	inbox       *approvals.Inbox
+	hooks       *liveHooks
+	hooksFile   string
+	node        *node.Node
+	ui          *ui.UI
+	http        *http.Server
+	listener    net.Listener
+	self        *selfListener // the server's calls to itself (limits.go)
+	selfHTTP    *http.Server
+	conns       *countedListener
+	plugins     atomic.Pointer[[]*plugin.Plugin]
+	records     *records
+	interrupted []string             // jobs marked interrupted at start-up, for the banner
+	leftovers   supervisor.Leftovers // what a crashed oz0's sessions left, cleaned at start-up
+	madeState   string               // the outermost directory openState made, removed if Start fails
+	kept        discovery.Kept       // the port and token of the last run on this state directory
+	portNote    string               // why the port is not the default one, for the banner
+	tier        sandbox.Tier
+	warmOnce    sync.Once
+	warmMu      sync.Mutex    // held while the warm-ups start, and while the stop begins
+	warming     chan struct{} // closed when the warm-ups start
+	tierCh      chan resolvedTier
+	reapCh      chan reaped
+	// tierRemembered: the tier was taken as working from memory, and is checked again once the
+	// API answers.
+	tierRemembered bool
+	recorded       recordedBytes
+	otlp           *telemetry.Exporter // nil: no backend
+	otlpSettings   telemetry.Settings
+	spans          *telemetry.Receiver
+	log            *slog.Logger
+	out            io.Writer
+	outMu          sync.Mutex
 
 	undo      []func() error // what the steps of Start made, undone in reverse by Close
 	stopWatch chan struct{}
@@ -153,6 +167,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	s := newServer(cfg)
 	defer func() {
 		if err != nil {
+			s.stopWarmUps() // a request answered before the failure must not start them
 			s.unwind()
 			// A start that failed leaves no trace: a state directory it made goes again.
 			if s.madeState != "" {
@@ -160,11 +175,13 @@ func Start(cfg Config) (_ *Server, err error) {
 			}
 		}
 	}()
-	// Whether the sandbox's tier works here is learnt by building one (milliseconds): meanwhile
-	// the rest starts.
+	// Whether the sandbox's tier works here is learnt by building one (10–15 ms, mostly waiting
+	// for it), unless it was seen to work since the machine started (then it is checked again
+	// once the API answers): meanwhile the rest starts.
 	go func() {
-		tier, warning, err := sandbox.Resolve(s.cfg.Sandbox)
-		s.tierCh <- resolvedTier{tier, warning, err}
+		var r resolvedTier
+		r.tier, r.warning, r.remembered, r.err = sandbox.ResolveRemembered(s.cfg.Sandbox)
+		s.tierCh <- r
 	}()
 	// The plugins are linted while the state directory opens (SQLite's open and migrations):
 	// neither needs the other, and each is a good part of the start. A plugin with findings still
@@ -180,19 +197,71 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	s.startWatch()
 	s.banner()
-	// What the first request does not need starts once the API answers, not before: the tier's
-	// first init (namespaces, oz0's exec), the interpreter question (a pyenv shim is ~150 ms of
-	// CPU) and the default fake model's script (parsed and checked against its schema) would
-	// share the 2 cores with the start.
-	s.askAhead(s.Plugins())
-	sandbox.WarmUp(s.tier)
-	go s.fake()
-	go s.checkImports()
+	timer := time.AfterFunc(cmp.Or(s.cfg.warmUpDelay, warmUpDelay), s.warmUp)
+	s.undo = append(s.undo, func() error { timer.Stop(); return nil })
 	return s, nil
 }
 
-// checkImports imports the Python harnesses' modules as their sessions will (oz0 doctor's
-// check), after the banner, so that a framework missing from the plugin's environment is said
+// warmUpDelay is how long the warm-ups wait for the API's first request before they start
+// without one.
+const warmUpDelay = 250 * time.Millisecond
+
+// warmUp starts, once, what no request needs but a first job would wait for: the tier's first
+// init (an exec of oz0 in its namespaces), the interpreter question (a pyenv shim is ~150 ms of
+// CPU), the default fake model's script (parsed and checked against its schema), the harnesses'
+// imports, the check of a tier taken from memory. It runs once the API has answered its first
+// request, or warmUpDelay after the banner without one: started with the banner, they took the
+// two cores from that first answer (oz0 dev's first 200 came ~10 ms later, of ~20).
+func (s *Server) warmUp() {
+	s.warmOnce.Do(func() {
+		// Under warmMu, which the stop takes to close stopWatch: once the stop has begun, none
+		// starts (those started before it end with the node's stop, or the process).
+		s.warmMu.Lock()
+		defer s.warmMu.Unlock()
+		if s.stopping() {
+			return
+		}
+		close(s.warming)
+		s.askAhead(s.Plugins())
+		sandbox.WarmUp(s.tier)
+		go s.fake.server()
+		go s.checkImports()
+		if s.tierRemembered {
+			go s.recheckSandbox()
+		}
+	})
+}
+
+// stopWarmUps closes stopWatch, which the watcher, the warm-ups and the imports' check follow.
+func (s *Server) stopWarmUps() {
+	s.warmMu.Lock()
+	defer s.warmMu.Unlock()
+	close(s.stopWatch)
+}
+
+// stopping says whether the server has begun to stop (or its start failed).
+func (s *Server) stopping() bool {
+	select {
+	case <-s.stopWatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// afterFirstAnswer calls then, in the background, once h has answered its first request.
+func afterFirstAnswer(h http.Handler, then func()) http.Handler {
+	var answered atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if answered.CompareAndSwap(false, true) {
+			go then()
+		}
+	})
+}
+
+// checkImports imports the Python harnesses' modules as their sessions will, in their sandbox
+// (oz0 doctor's check), after the banner, so that a framework missing from the plugin's environment is said
 // at start, with the mend, rather than by the first job's failure. It takes what a framework's
 // import takes (seconds), so it does not hold up the start.
 func (s *Server) checkImports() {
@@ -206,12 +275,30 @@ func (s *Server) checkImports() {
 		}
 	}()
 	for _, p := range s.Plugins() {
-		if _, problem, err := pyimports.Check(ctx, p); problem != nil && ctx.Err() == nil {
+		// At a low priority: the interpreters it starts took the cores from the first requests.
+		// In the sandbox of the plugin's sessions: it runs the plugin's own code.
+		opts := pyimports.Options{Background: true, Sandbox: s.node.Sandbox(p.Dir), TempDir: s.node.TempDir()}
+		if _, problem, err := pyimports.Check(ctx, p, opts); problem != nil && ctx.Err() == nil {
 			s.say("warning: %s: its jobs will fail; %s", problem, problem.Mend())
 		} else if err != nil && ctx.Err() == nil {
 			s.log.Warn("cannot check the harnesses' imports", "plugin", p.Manifest.Name, "err", err)
 		}
 	}
+}
+
+// recheckSandbox builds a sandbox of the tier that the start took from memory, as the start would
+// have (sandbox.ResolveRemembered). A tier that no longer works (a setting changed since it was
+// seen to work) is forgotten and said: its jobs fail, and the next start checks it again.
+func (s *Server) recheckSandbox() {
+	if err := sandbox.Check(s.tier); err != nil {
+		if s.stopping() {
+			return // a sandbox built while the server stops says nothing of the machine
+		}
+		sandbox.Forget(s.tier)
+		s.say("warning: %v, though it did earlier since this machine started: jobs will fail; restart oz0 dev, which checks the tier again", err)
+		return
+	}
+	s.log.Debug("sandbox: checked again: the tier works", "tier", s.tier)
 }
 
 // newServer fills in the defaults of cfg.
@@ -238,21 +325,28 @@ func newServer(cfg Config) *Server {
 		cfg.LogHandler = slog.NewTextHandler(cfg.Log, nil)
 	}
 	cfg.limits = cfg.limits.withDefaults()
-	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(cfg.LogHandler), stopWatch: make(chan struct{}), watchDone: make(chan struct{}), tierCh: make(chan resolvedTier, 1)}
+	return &Server{cfg: cfg, out: cfg.Out, log: slog.New(cfg.LogHandler), stopWatch: make(chan struct{}), watchDone: make(chan struct{}), warming: make(chan struct{}), tierCh: make(chan resolvedTier, 1), reapCh: make(chan reaped, 1)}
 }
 
 type resolvedTier struct {
-	tier    sandbox.Tier
-	warning string
-	err     error
+	tier       sandbox.Tier
+	warning    string
+	remembered bool
+	err        error
+}
+
+type reaped struct {
+	leftovers supervisor.Leftovers
+	err       error
 }
 
 // resolveSandbox settles the sessions' sandbox tier, and cleans up what the sessions of an oz0
 // that crashed left behind (processes, directories).
 func (s *Server) resolveSandbox() error {
-	var err error
-	if s.leftovers, err = supervisor.ReapStale(""); err != nil {
-		s.log.Warn("cannot look for the sessions a crashed oz0 left", "err", err)
+	if r := <-s.reapCh; r.err != nil {
+		s.log.Warn("cannot look for the sessions a crashed oz0 left", "err", r.err)
+	} else {
+		s.leftovers = r.leftovers
 	}
 	r := <-s.tierCh
 	if r.err != nil {
@@ -263,7 +357,10 @@ func (s *Server) resolveSandbox() error {
 		}
 		return fmt.Errorf("--sandbox %s: %s", s.cfg.Sandbox, msg)
 	}
-	s.tier = r.tier
+	s.tier, s.tierRemembered = r.tier, r.remembered
+	if r.remembered {
+		s.log.Debug("sandbox: the tier was seen to work since this machine started; it is checked again once the API has answered", "tier", s.tier)
+	}
 	if r.warning != "" {
 		s.say("warning: %s", r.warning)
 	}
@@ -310,20 +407,36 @@ func (s *Server) loadPlugins() error {
 func (s *Server) lintBesideState() error {
 	if s.cfg.StateDir == "" && !s.cfg.Ephemeral {
 		if st, err := os.Stat(s.cfg.PluginDirs[0]); err != nil || !st.IsDir() {
+			s.reapBeside()
 			if err := s.loadPlugins(); err != nil {
 				return err
 			}
 			return s.openState()
 		}
 	}
-	state := make(chan error, 1)
-	go func() { state <- s.openState() }()
-	lintErr := s.loadPlugins()
-	stateErr := <-state // before any return: Start's unwinding undoes what openState made
+	// The state's open, the longer of the two (SQLite's first use in the process), runs here,
+	// at once; the lint waits for a core in a goroutine of its own. Started the other way round,
+	// the open was often not taken up by the other core until the lint had ended: the first
+	// 200 came 0.3–0.5 ms later after main (medians of 20 starts, four rounds alternated).
+	linted := make(chan error, 1)
+	go func() { linted <- s.loadPlugins() }()
+	s.reapBeside()
+	stateErr := s.openState()
+	lintErr := <-linted // before any return: both are done when Start unwinds
 	if lintErr != nil {
 		return lintErr
 	}
 	return stateErr
+}
+
+// reapBeside cleans up, in the background, what the sessions of an oz0 that crashed left
+// (processes, directories); resolveSandbox waits for it, before the node starts.
+func (s *Server) reapBeside() {
+	go func() {
+		var r reaped
+		r.leftovers, r.err = supervisor.ReapStale("")
+		s.reapCh <- r
+	}()
 }
 
 // openState opens the state directory: the job store, the secrets, the approvals inbox. What
@@ -344,7 +457,7 @@ func (s *Server) openState() error {
 		if err != nil {
 			return err
 		}
-		s.StateDir = filepath.Join(dir, ".oz0", "dev")
+		s.StateDir = discovery.StateDir(dir)
 	default:
 		// Absolute, for the banner and so the plugin watcher can tell it apart from the plugin.
 		abs, err := filepath.Abs(s.StateDir)
@@ -362,7 +475,7 @@ func (s *Server) openState() error {
 		s.kept = discovery.LoadKept(s.StateDir)
 	}
 	var err error
-	if s.store, err = store.Open(s.StateDir); err != nil {
+	if s.store, err = store.OpenWith(s.StateDir, store.Options{NoSync: s.cfg.Ephemeral}); err != nil {
 		return err
 	}
 	s.undo = append(s.undo, s.store.Close)
@@ -475,8 +588,12 @@ func (s *Server) advertise() error {
 		if s.cfg.StablePort {
 			kept.Port = s.listener.Addr().(*net.TCPAddr).Port
 		}
-		if err := discovery.SaveKept(s.StateDir, kept); err != nil {
-			return fmt.Errorf("cannot write %s: %w", filepath.Join(s.StateDir, discovery.KeptFile), err)
+		// A restart on the same port and token (most) has nothing new to keep: a file written
+		// and renamed is a good part of a millisecond.
+		if kept != s.kept {
+			if err := discovery.SaveKept(s.StateDir, kept); err != nil {
+				return fmt.Errorf("cannot write %s: %w", filepath.Join(s.StateDir, discovery.KeptFile), err)
+			}
 		}
 	}
 	if err := discovery.WriteRunning(s.StateDir, s.Context()); err != nil {
@@ -495,19 +612,7 @@ func (s *Server) startGateway() error {
 	}
 	// The fake model answers only the gateway, which holds its key as the fake record's secret.
 	fakeKey := "oz0f_" + strings.TrimPrefix(apiv1.NewToken(), apiv1.TokenPrefix)
-	// Made on its first call (or right after the start, in the background): no request needs it
-	// before a job's first model call.
-	s.fake = sync.OnceValue(func() *fakemodel.Server {
-		script := s.cfg.FakeScript
-		if script == nil {
-			script = fakemodel.DefaultScript()
-		}
-		scriptCopy := *script
-		scriptCopy.RequireKey = fakeKey
-		f := fakemodel.New(&scriptCopy)
-		f.KeepRequests = -1 // no one reads them here: kept, they held up to 1000 bodies of 32 MB
-		return f
-	})
+	s.fake = &fakeModel{key: fakeKey, script: s.cfg.FakeScript}
 
 	s.records = newRecords(s.StateDir, s.secrets, s.URL+"/fake", s.cfg.Getenv)
 	s.keys = gateway.NewMemResolver()
@@ -521,6 +626,8 @@ func (s *Server) startGateway() error {
 		Meter:     (*meter)(s),
 		Logger:    s.log.With("part", "gateway"),
 		Transport: transport,
+		// The tenant's other secrets too, in what the gateway logs and meters of a request.
+		Mask: s.secrets.Masker(),
 		// Model calls are metered in batches, a commit for all those that end within 10 ms (a
 		// job that ends hurries it: BeforeEnd).
 		MeterLinger:     10 * time.Millisecond,
@@ -582,17 +689,17 @@ func (s *Server) serveAPI() error {
 	mux.Handle("/ui/", logRequests(s.log, s.ui.Handler()))
 	mux.Handle("/gateway/", s.gatewayFace())
 	mux.Handle("/gateway"+telemetry.ReceiverPath, api.Guard("", s.spans))
-	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fake().ServeHTTP(w, r) })
+	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fake.server().ServeHTTP(w, r) })
 	mux.Handle("/fake/", api.Guard("", http.StripPrefix("/fake", fake)))
 	mux.Handle("/", api.Guard(s.Token, http.NotFoundHandler()))
 	// Bodies must come in time; answers are not limited (limits.go).
-	handler := api.BodyDeadline(s.cfg.limits.bodyTimeout, mux)
+	handler := afterFirstAnswer(api.BodyDeadline(s.cfg.limits.bodyTimeout, mux), s.warmUp)
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	s.conns = &connCount{log: s.log, max: s.cfg.limits.maxConns}
+	s.conns = &countedListener{Listener: netutil.LimitListener(s.listener, s.cfg.limits.maxConns), log: s.log, max: s.cfg.limits.maxConns}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
-		ConnState: s.conns.state, ErrorLog: errorLog}
+		ConnState: s.conns.connState, ErrorLog: errorLog}
 	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
-	for srv, ln := range map[*http.Server]net.Listener{s.http: netutil.LimitListener(s.listener, s.cfg.limits.maxConns), s.selfHTTP: s.self} {
+	for srv, ln := range map[*http.Server]net.Listener{s.http: s.conns, s.selfHTTP: s.self} {
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("serve", "err", err)
@@ -637,7 +744,7 @@ func (s *Server) Plugins() []*plugin.Plugin { return *s.plugins.Load() }
 // state directory goes.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.stopWatch)
+		s.stopWarmUps()
 		<-s.watchDone
 		// The jobs are interrupted: so are the approvals they wait for, as after a crash.
 		s.inbox.Stop("oz0 dev stopped while it waited; its job was interrupted")
@@ -646,6 +753,14 @@ func (s *Server) Close() error {
 		s.closeErr = errors.Join(s.node.Close(ctx), s.unwind())
 	})
 	return s.closeErr
+}
+
+// Hurry makes a Close under way quick: the running sessions are killed at once rather than
+// given their grace period; their jobs are still recorded as interrupted.
+func (s *Server) Hurry() {
+	if s.node != nil {
+		s.node.KillSessions()
+	}
 }
 
 // unwind undoes what Start's steps made, last first.
@@ -821,7 +936,7 @@ func (s *Server) banner() {
 		s.say("  calls   not kept (--no-record): a job's model calls show their tokens, not what was sent")
 	}
 	for _, a := range s.info().Agents {
-		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, recordNote(a.Record))
+		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, s.recordNote(a.Record))
 	}
 	if note := s.otlpNote(); note != "" {
 		s.say("  otlp    %s", note)

@@ -42,39 +42,97 @@ func (l portLimits) withDefaults() portLimits {
 	return l
 }
 
-// connCount counts the port's open connections (http.Server.ConnState), and says once in the
-// log when they reach the limit.
-type connCount struct {
+// countedListener counts the port's open connections around the limit's listener, and says once
+// in the log when they reach the limit. It counts where the limit does, at accept and close: the
+// server's ConnState hook hears of a close only after the limit has let the next connection in,
+// so a count kept there could read one over the limit.
+//
+// When the port is full, the connections that wait idle between requests (kept alive) are
+// closed: a client that held the port's connections by sending a request on each now and then
+// (a hostile harness, on the same loopback) would otherwise lock out the API and the UI until
+// idleTimeout. Clients open a new connection for their next request, as after any idle close.
+type countedListener struct {
+	net.Listener
 	log  *slog.Logger
 	max  int
 	mu   sync.Mutex
 	open int
 	peak int
 	said bool
+	idle map[net.Conn]struct{} // open connections waiting for their next request
 }
 
-func (c *connCount) state(_ net.Conn, st http.ConnState) {
-	c.mu.Lock()
-	switch st {
-	case http.StateNew:
-		c.open++
-		c.peak = max(c.peak, c.open)
-	case http.StateClosed, http.StateHijacked:
-		c.open--
+func (l *countedListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
-	full := c.open >= c.max && !c.said
-	c.said = c.said || full
-	c.mu.Unlock()
+	l.mu.Lock()
+	l.open++
+	l.peak = max(l.peak, l.open)
+	full := l.open >= l.max
+	say := full && !l.said
+	l.said = l.said || full
+	var idle []net.Conn
 	if full {
-		c.log.Warn("the port has as many connections open as it serves at once; new ones wait until one closes",
-			"max_connections", c.max)
+		for c := range l.idle {
+			idle = append(idle, c)
+		}
+		clear(l.idle)
+	}
+	l.mu.Unlock()
+	if say {
+		l.log.Warn("the port has as many connections open as it serves at once; idle ones are closed, new ones wait until one closes",
+			"max_connections", l.max)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	return &countedConn{Conn: conn, l: l}, nil
+}
+
+// connState keeps the set of idle connections (http.Server.ConnState); one that goes idle while
+// the port is full is closed then (no accept comes to close it while the port is full).
+func (l *countedListener) connState(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	if st != http.StateIdle {
+		delete(l.idle, c)
+		l.mu.Unlock()
+		return
+	}
+	full := l.open >= l.max
+	if !full {
+		if l.idle == nil {
+			l.idle = map[net.Conn]struct{}{}
+		}
+		l.idle[c] = struct{}{}
+	}
+	l.mu.Unlock()
+	if full {
+		c.Close()
 	}
 }
 
-func (c *connCount) now() (open, peak int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.open, c.peak
+func (l *countedListener) now() (open, peak int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open, l.peak
+}
+
+// countedConn leaves the count before its close frees the limit's place.
+type countedConn struct {
+	net.Conn
+	l    *countedListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.open--
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // selfListener is an in-memory listener for the dev server's calls to itself (the gateway's calls

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/api"
+	"github.com/orchestrator-zero/oz0/devserver/conversation"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/recording"
 	"github.com/orchestrator-zero/oz0/devserver/store"
@@ -150,6 +151,11 @@ func (s *Server) Script(id string) ([]byte, error) {
 	ref := s.cfg.Ref
 	if ref == "" {
 		ref = "main"
+	}
+	// The script shows the calls decoded: a secret they escaped is masked first.
+	mask := s.secrets.Masker()
+	for i := range exs {
+		conversation.MaskExchange(&exs[i], mask)
 	}
 	return recording.Script(j.ID, j.InputText, exs, schemas.URLAt(ref, fakemodel.SchemaName))
 }

@@ -202,16 +202,20 @@ func (n noticedSecrets) changed(change func() error) error {
 	}
 	for _, a := range n.s.info().Agents {
 		if before[a.Name] != a.Record {
-			n.s.say("agent   %s → model record %s (%s), was %s%s", a.Name, a.Record, a.Model, before[a.Name], recordNote(a.Record))
+			n.s.say("agent   %s → model record %s (%s), was %s%s", a.Name, a.Record, a.Model, before[a.Name], n.s.recordNote(a.Record))
 		}
 	}
 	return nil
 }
 
 // recordNote says how an agent came to its record, and how to move it.
-func recordNote(record string) string {
+func (s *Server) recordNote(record string) string {
 	if record == "fake" {
-		return ": the fake model, as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
+		scripted := ""
+		if s.cfg.FakeScriptFile != "" {
+			scripted = ", scripted by " + s.cfg.FakeScriptFile
+		}
+		return ": the fake model" + scripted + ", as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
 	}
 	for _, p := range providers {
 		if p.Record == record {

@@ -1,13 +1,16 @@
 package devserver
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/diag"
 )
 
@@ -94,4 +97,61 @@ func TestLintBesideState(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("the missing plugin directory was made (%v)", err)
 	}
+}
+
+// The warm-ups (the tier's first init, the interpreter question, the fake model's script, the
+// imports' check) wait for the API's first answer, so as not to take the cores from it; without a
+// request they start after a delay.
+func TestWarmUpsWaitForTheFirstAnswer(t *testing.T) {
+	dir := goPlugin(t, "gosay", "true")
+	started := func(s *Server) bool {
+		select {
+		case <-s.warming:
+			return true
+		default:
+			return false
+		}
+	}
+	waitStarted := func(t *testing.T, s *Server) {
+		t.Helper()
+		select {
+		case <-s.warming:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the warm-ups did not start")
+		}
+	}
+
+	t.Run("after the first answer", func(t *testing.T) {
+		s, err := Start(Config{PluginDirs: []string{dir}, Ephemeral: true, Poll: -1, warmUpDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if started(s) {
+			t.Fatal("the warm-ups started before any request")
+		}
+		if _, err := client.New(s.Context()).Info(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitStarted(t, s)
+	})
+	t.Run("without a request, after the delay", func(t *testing.T) {
+		s, err := Start(Config{PluginDirs: []string{dir}, Ephemeral: true, Poll: -1, warmUpDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		waitStarted(t, s)
+	})
+	t.Run("not once stopped", func(t *testing.T) {
+		s, err := Start(Config{PluginDirs: []string{dir}, Ephemeral: true, Poll: -1, warmUpDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s.warmUp() // as a request's end or the timer could, racing with the stop
+		if started(s) {
+			t.Error("the warm-ups started after the stop")
+		}
+	})
 }

@@ -85,7 +85,7 @@ func (s *Server) jobRecord(job string) (telemetry.Record, error) {
 		}
 		var ex gateway.Exchange
 		if json.Unmarshal(c.Exchange, &ex) == nil {
-			mcs = append(mcs, apiv1.ModelCall{Seq: c.Seq, Conversation: conversation.Of(&ex)})
+			mcs = append(mcs, apiv1.ModelCall{Seq: c.Seq, Conversation: conversation.Of(&ex, s.secrets.Masker())})
 		}
 	}
 	return telemetry.ReadRecord(&buf, mcs)

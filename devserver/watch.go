@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/fakemodel"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
@@ -83,7 +85,21 @@ func (s *Server) reloadHooks() {
 	s.say("reload: hooks reloaded from %s (%s: %s); new calls go through them", s.hooksFile, count(set.Len(), "hook", "hooks"), strings.Join(set.Names(), ", "))
 }
 
-// watch polls the plugins' files and the hooks file; an edit re-lints and reloads the plugin. New jobs take the new
+// reloadFakeScript reads --fake-script's file again after an edit: a good script answers the
+// model calls that come next (its rules' counts start again); one with problems keeps the last
+// good script and says why.
+func (s *Server) reloadFakeScript() {
+	name := s.cfg.FakeScriptFile
+	script, err := fakemodel.LoadScript(name)
+	if err != nil {
+		s.say("reload: kept the last good fake model script: %s", termtext.OneLine(err.Error()))
+		return
+	}
+	s.fake.replace(script)
+	s.say("reload: the fake model's script reloaded from %s (%s); new model calls are answered by it", name, count(len(script.Rules), "rule", "rules"))
+}
+
+// watch polls the plugins' files, the hooks file and the fake model's script; an edit re-lints and reloads the plugin. New jobs take the new
 // version; running ones keep theirs. A broken edit keeps the last good version and says why.
 func (s *Server) watch() {
 	defer close(s.watchDone)
@@ -94,6 +110,7 @@ func (s *Server) watch() {
 		prints[i] = fingerprint(p.Dir, s.StateDir)
 	}
 	hooksPrint := fileStamp(s.hooksFile)
+	fakePrint := fileStamp(s.cfg.FakeScriptFile)
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	for {
@@ -105,6 +122,12 @@ func (s *Server) watch() {
 		if fp := fileStamp(s.hooksFile); fp != hooksPrint {
 			hooksPrint = fp
 			s.reloadHooks()
+		}
+		if s.cfg.FakeScriptFile != "" {
+			if fp := fileStamp(s.cfg.FakeScriptFile); fp != fakePrint {
+				fakePrint = fp
+				s.reloadFakeScript()
+			}
 		}
 		for i, dir := range dirs {
 			fp := fingerprint(dir, s.StateDir)

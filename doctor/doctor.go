@@ -78,7 +78,7 @@ func Run(ctx context.Context, env Env) []Result {
 	if nodePlugin(env.PluginDir, p) {
 		rs = []Result{checkNode(ctx, env), pluginCheck, checkNodeModules(env)}
 	} else {
-		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkImports(ctx, p), checkUV(ctx, env)}
+		rs = []Result{checkPython(ctx, env), pluginCheck, checkVenv(ctx, env), checkImports(ctx, p, env), checkUV(ctx, env)}
 	}
 	return append(rs, checkDevServer(ctx, env), checkPort(), checkSandbox(env))
 }
@@ -423,7 +423,9 @@ func checkVenv(ctx context.Context, env Env) Result {
 		r.Mend = "run uv sync in the plugin (oz0 then runs its harness with .venv/bin/python)"
 		return r
 	}
-	v, major, minor, err := version(ctx, py)
+	// Read, not run: the .venv is the plugin's, and nothing of the plugin's runs outside the
+	// sandbox (a .venv shipped with a plugin could hold any program as bin/python).
+	v, major, minor, err := venvVersion(env.PluginDir, py)
 	switch {
 	case err != nil:
 		r.Level, r.Detail, r.Mend = Fail, "the plugin's .venv is broken: "+err.Error(), "remove .venv and run uv sync again"
@@ -434,6 +436,39 @@ func checkVenv(ctx context.Context, env Env) Result {
 	}
 	return r
 }
+
+// venvVersion reads the Python version of the plugin's .venv in its pyvenv.cfg (version_info as
+// uv writes it, version as python -m venv does), once its bin/python is seen to be an
+// interpreter's binary rather than a script.
+func venvVersion(pluginDir, python string) (string, int, int, error) {
+	if !sandbox.IsBinary(python) {
+		return "", 0, 0, fmt.Errorf("%s is not an interpreter's binary", python)
+	}
+	cfg := filepath.Join(pluginDir, ".venv", "pyvenv.cfg")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("it has no pyvenv.cfg: %v", err)
+	}
+	for _, key := range []string{"version_info", "version"} {
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(line, "=")
+			if !ok || strings.TrimSpace(k) != key {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			m := venvPyVersion().FindStringSubmatch(v)
+			if m == nil {
+				return "", 0, 0, fmt.Errorf("%s says %s = %q, not a Python version", cfg, key, v)
+			}
+			major, _ := strconv.Atoi(m[1])
+			minor, _ := strconv.Atoi(m[2])
+			return v, major, minor, nil
+		}
+	}
+	return "", 0, 0, fmt.Errorf("%s says no version", cfg)
+}
+
+var venvPyVersion = lazyre.New(`^(\d+)\.(\d+)(\.\d+)?`)
 
 func checkUV(ctx context.Context, env Env) Result {
 	r := Result{Check: "uv"}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,10 +84,41 @@ func TestVenvAndPlugin(t *testing.T) {
 	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != Warn || !strings.Contains(r.Mend, "uv sync") {
 		t.Errorf("no venv: %+v", r)
 	}
+	// A bin/python that is a script is not run (the .venv is the plugin's: it could hold any
+	// program) and is no interpreter.
+	ran := filepath.Join(t.TempDir(), "ran")
 	os.MkdirAll(filepath.Join(dir, ".venv", "bin"), 0o755)
-	os.WriteFile(filepath.Join(dir, ".venv", "bin", "python"), []byte("#!/bin/sh\nexit 1\n"), 0o755)
-	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != Fail || !strings.Contains(r.Mend, "remove .venv") {
+	os.WriteFile(filepath.Join(dir, ".venv", "bin", "python"), []byte("#!/bin/sh\ntouch "+ran+"\nexit 1\n"), 0o755)
+	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != Fail || !strings.Contains(r.Mend, "remove .venv") || !strings.Contains(r.Detail, "not an interpreter's binary") {
 		t.Errorf("broken venv: %+v", r)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the plugin's .venv/bin/python ran")
+	}
+	// An interpreter (a link to one, as uv makes it): its version is pyvenv.cfg's.
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output() // past a shim
+	if err != nil {
+		t.Fatal(err)
+	}
+	python3 := strings.TrimSpace(string(out))
+	os.Remove(filepath.Join(dir, ".venv", "bin", "python"))
+	os.Symlink(python3, filepath.Join(dir, ".venv", "bin", "python"))
+	if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != Fail || !strings.Contains(r.Detail, "no pyvenv.cfg") {
+		t.Errorf("no pyvenv.cfg: %+v", r)
+	}
+	for _, tc := range []struct {
+		cfg, detail string
+		level       Level
+	}{
+		{"home = /usr/bin\nimplementation = CPython\nversion_info = 3.12.4\n", ".venv with Python 3.12.4", OK},
+		{"home = /usr/bin\nversion = 3.11.2\nexecutable = /usr/bin/python3.11\n", ".venv with Python 3.11.2", OK},
+		{"version_info = 3.8.10\n", "the plugin's .venv has Python 3.8.10", Fail},
+		{"version = three\n", "not a Python version", Fail},
+	} {
+		os.WriteFile(filepath.Join(dir, ".venv", "pyvenv.cfg"), []byte(tc.cfg), 0o644)
+		if r := checkVenv(context.Background(), Env{PluginDir: dir}); r.Level != tc.level || !strings.Contains(r.Detail, tc.detail) {
+			t.Errorf("pyvenv.cfg %q: %+v", tc.cfg, r)
+		}
 	}
 }
 

@@ -20,13 +20,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/fakemodel"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/lint/evalfile"
 )
 
@@ -37,6 +40,9 @@ type Server interface {
 	Calls(ctx context.Context, id string) (apiv1.Calls, error)
 	Events(ctx context.Context, job string, after int64, fn func(apiv1.Event) error, reconnects func(error)) error
 	Cancel(ctx context.Context, id string) (apiv1.Job, error)
+	Approvals(ctx context.Context, all bool) ([]apiv1.Approval, error)
+	Approve(ctx context.Context, id, scope string) (apiv1.Approval, *apiv1.Rule, error)
+	Deny(ctx context.Context, id, reason string) (apiv1.Approval, error)
 }
 
 // Mode is where the cases' model answers come from.
@@ -55,6 +61,12 @@ type Options struct {
 	Mode Mode
 	// Progress is told of each case as it ends; may be nil.
 	Progress func(Result)
+	// Inbox is true when a person may answer the approvals in the server's inbox (oz0 eval
+	// --dev): a case that says nothing of its approvals then waits for that person, and Note is
+	// told so; else such a case fails at once, as nobody could answer.
+	Inbox bool
+	// Note is told what a person should know while the cases run; may be nil.
+	Note func(string)
 }
 
 // File is an eval file to run: its parsed content and where it is.
@@ -156,10 +168,32 @@ func Run(ctx context.Context, srv Server, files []*File, opts Options) (*Report,
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		// Each case cut short says so with its job: one line says it of them all.
+		ended := 0
+		for i := range slots {
+			if errs[i] == nil && results[i].Status != "" {
+				ended++
+			}
+		}
+		return nil, &InterruptedError{Ended: ended, Cases: len(slots)}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &Report{Results: results}, nil
+}
+
+// InterruptedError is Run's error when its context ends (Ctrl-C): how many of the cases had
+// ended; the others were stopped (their jobs cancelled).
+type InterruptedError struct{ Ended, Cases int }
+
+func (e *InterruptedError) Error() string {
+	cases := "cases"
+	if e.Cases == 1 {
+		cases = "case"
+	}
+	return fmt.Sprintf("interrupted: %d of %d %s had ended; the others were stopped, and no report was written", e.Ended, e.Cases, cases)
 }
 
 // plan is how a case runs: its request's answers, whether it runs live, and the recording it
@@ -184,8 +218,11 @@ func planCase(f *File, c *evalfile.Case, mode Mode) (plan, error) {
 			return plan{live: true}, nil
 		}
 		data, err := os.ReadFile(path)
+		if msg := c.Absent(f.Name); errors.Is(err, fs.ErrNotExist) && msg != "" {
+			return plan{}, &missingError{kind: c.PathKey, line: c.PathLine, col: c.PathCol, msg: msg}
+		}
 		if err != nil {
-			return plan{}, &EnvError{fmt.Errorf("case %s of %s: cannot read its script: %w", c.Name, f.Name, err)}
+			return plan{}, &EnvError{fmt.Errorf("%s:%d:%d: case %s: cannot read its %s %s: %w", f.Name, c.PathLine, c.PathCol, c.Name, c.PathKey, c.Path, err)}
 		}
 		if _, err := fakemodel.ParseScript(c.Path, data); err != nil {
 			return plan{}, err // a *diag.ReportError: the script's findings
@@ -203,22 +240,23 @@ func planCase(f *File, c *evalfile.Case, mode Mode) (plan, error) {
 	case errors.Is(err, errNoRecording) && mode == Record:
 		return plan{live: true, write: path}, nil
 	case errors.Is(err, errNoRecording):
-		return plan{}, &missingError{file: f.Name, c: c}
+		return plan{}, &missingError{kind: "recording", line: c.Line, col: c.Col,
+			msg: fmt.Sprintf("no recording %s; make it with oz0 eval --record (on the live model, with a provider key)", c.Path)}
 	case err != nil:
 		return plan{}, &EnvError{err}
 	}
 	return plan{answers: &apiv1.Answers{Job: rec.Job, Record: rec.Record, Model: rec.Model, Calls: rec.Calls}}, nil
 }
 
-// missingError is a case's recording that is not there: the case fails, saying how to make it.
+// missingError is a case's recording or script that is not there: the case fails, at the key
+// that names it (the case, for the default recording), saying how to make it or mend the path.
 type missingError struct {
-	file string
-	c    *evalfile.Case
+	kind      string
+	line, col int
+	msg       string
 }
 
-func (e *missingError) Error() string {
-	return fmt.Sprintf("no recording %s; make it with oz0 eval --record (on the live model, with a provider key)", e.c.Path)
-}
+func (e *missingError) Error() string { return e.msg }
 
 func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Options) (Result, error) {
 	r := Result{File: f.Name, Case: c.Name, Line: c.Line, Col: c.Col, Source: string(c.Source)}
@@ -227,7 +265,7 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 	switch {
 	case errors.As(err, &missing):
 		r.Status = Failed
-		r.Failures = []Failure{{Kind: "recording", Line: c.Line, Col: c.Col, Message: missing.Error()}}
+		r.Failures = []Failure{{Kind: missing.kind, Line: missing.line, Col: missing.col, Message: missing.msg}}
 		return r, nil
 	case err != nil:
 		return r, err
@@ -258,8 +296,12 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 	}
 	r.Job = job.ID
 	var events []apiv1.Event
+	var unanswered *Failure // an approval nobody could answer, which ended the job
 	if err := srv.Events(ctx, job.ID, 0, func(ev apiv1.Event) error {
 		events = append(events, ev)
+		if waitsForApproval(ev) && unanswered == nil {
+			unanswered = answerApprovals(ctx, srv, job.ID, f, c, opts)
+		}
 		return nil
 	}, nil); err != nil {
 		if ctx.Err() != nil {
@@ -328,7 +370,11 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 			r.Failures = append(r.Failures, Failure{Kind: a.Kind, Line: a.Line, Col: a.Col, Message: why})
 		}
 	}
-	if !hasStatus && job.Status != apiv1.StatusSucceeded {
+	switch {
+	case unanswered != nil:
+		// The approval nobody could answer ended the job: it comes first, and says why.
+		r.Failures = append([]Failure{*unanswered}, r.Failures...)
+	case !hasStatus && job.Status != apiv1.StatusSucceeded:
 		// The job's own failure comes first: the assertions on its output follow from it.
 		r.Failures = append([]Failure{{Kind: "job", Line: c.Line, Col: c.Col,
 			Message: fmt.Sprintf("the job %s%s", job.Status, reasonOf(job))}}, r.Failures...)
@@ -364,6 +410,80 @@ func runJudge(ctx context.Context, srv Server, question, output string) (v Judge
 		return v, job, fmt.Sprintf("the judge (job %s) answered %s, not a verdict", job.ID, compact(job.Output)), nil
 	}
 	return v, job, "", nil
+}
+
+// waitsForApproval reports whether ev says the job now waits for a person's approval.
+func waitsForApproval(ev apiv1.Event) bool {
+	if ev.Type != apiv1.EventStatus {
+		return false
+	}
+	var st apiv1.StatusData
+	return json.Unmarshal(ev.Data, &st) == nil && st.Status == apiv1.StatusWaitingForApproval
+}
+
+// answerApprovals answers the approvals that job waits for as the case says (approvals:
+// approve, or deny). A case that says nothing waits for a person where one may answer
+// (opts.Inbox), and is told so in a note; elsewhere nobody can: the job is cancelled, and the
+// returned failure says what it asked and how the case can answer it.
+func answerApprovals(ctx context.Context, srv Server, job string, f *File, c *evalfile.Case, opts Options) *Failure {
+	// The job says it waits once, for its first call; a second asked meanwhile (parallel tool
+	// calls) says nothing more: the list is read again until it has none of the job's left that
+	// this answers.
+	noted := map[string]bool{}
+	for {
+		pending, err := srv.Approvals(ctx, false)
+		if err != nil {
+			cancelJob(ctx, srv, job)
+			return &Failure{Kind: "approvals", Line: c.Line, Col: c.Col, Message: "cannot read the approvals its job waits for: " + err.Error()}
+		}
+		answered, failure := answerPending(ctx, srv, job, f, c, opts, pending, noted)
+		if failure != nil || !answered {
+			return failure
+		}
+	}
+}
+
+// answerPending answers job's approvals among pending as the case says, and reports whether it
+// answered any; noted keeps the ones already said to wait for a person (--dev).
+func answerPending(ctx context.Context, srv Server, job string, f *File, c *evalfile.Case, opts Options, pending []apiv1.Approval, noted map[string]bool) (bool, *Failure) {
+	answered := false
+	var err error
+	for _, a := range pending {
+		if a.Job != job {
+			continue
+		}
+		call := fmt.Sprintf("%s %s", a.Target(), textclip.ClipN(string(a.Arguments), 200))
+		switch c.Approvals {
+		case evalfile.ApproveAll:
+			_, _, err = srv.Approve(ctx, a.ID, apiv1.ScopeOnce)
+		case evalfile.DenyAll:
+			_, err = srv.Deny(ctx, a.ID, "denied by oz0 eval: the case says approvals: deny")
+		default:
+			if opts.Inbox {
+				if opts.Note != nil && !noted[a.ID] {
+					noted[a.ID] = true
+					opts.Note(fmt.Sprintf("case %s of %s: job %s waits for a person to approve %s (oz0 approval list); approvals: approve or deny in the case answers it", c.Name, f.Name, job, call))
+				}
+				continue
+			}
+			cancelJob(ctx, srv, job)
+			return false, &Failure{Kind: "approvals", Line: c.Line, Col: c.Col, Message: fmt.Sprintf(
+				"its job asked a person to approve %s (%s), and oz0 eval has nobody to ask: say how the case answers (approvals: approve, or approvals: deny), or run it with --dev and answer in oz0 dev's inbox", call, a.Why)}
+		}
+		var apiErr *client.APIError
+		if errors.As(err, &apiErr) && apiErr.Code == apiv1.CodeDecided {
+			continue // a person answered it first (--dev)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, nil // interrupted: the run says so
+			}
+			cancelJob(ctx, srv, job) // else it would wait for the answer that failed
+			return false, &Failure{Kind: "approvals", Line: c.Line, Col: c.Col, Message: fmt.Sprintf("cannot answer %s (approvals: %s): %v", call, c.Approvals, err)}
+		}
+		answered = true
+	}
+	return answered, nil
 }
 
 // cancelJob cancels a case's job when the run is interrupted: on oz0 dev (--dev) it would

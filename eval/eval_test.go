@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,11 +209,101 @@ func TestInterruptCancelsJobs(t *testing.T) {
 		<-srv.created
 		cancel()
 	}()
-	if _, err := Run(ctx, srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live}); !errors.Is(err, context.Canceled) {
+	// One line says it, not each case's error joined (`case one of e.yaml: job job_one: context
+	// canceled` and so on), and what had ended.
+	_, err := Run(ctx, srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live})
+	var interrupted *InterruptedError
+	if !errors.As(err, &interrupted) || err.Error() != "interrupted: 0 of 2 cases had ended; the others were stopped, and no report was written" {
 		t.Fatalf("err %v", err)
 	}
 	slices.Sort(srv.cancelled)
 	if strings.Join(srv.cancelled, ",") != "job_one,job_two" {
 		t.Errorf("cancelled %v", srv.cancelled)
+	}
+}
+
+func (s *fakeServer) Approvals(context.Context, bool) ([]apiv1.Approval, error) { return nil, nil }
+func (s *fakeServer) Approve(context.Context, string, string) (apiv1.Approval, *apiv1.Rule, error) {
+	return apiv1.Approval{}, nil, nil
+}
+func (s *fakeServer) Deny(context.Context, string, string) (apiv1.Approval, error) {
+	return apiv1.Approval{}, nil
+}
+
+// approvingServer runs one job that asks for two approvals at once (parallel tool calls): its
+// status says it waits once, for the first; the second is in the inbox only by the time the first
+// has been answered. The job ends once both are.
+type approvingServer struct {
+	mu       sync.Mutex
+	lists    int
+	answered []string
+}
+
+func (s *approvingServer) CreateJob(context.Context, apiv1.JobRequest) (apiv1.Job, error) {
+	return apiv1.Job{ID: "job_a", Status: apiv1.StatusRunning}, nil
+}
+func (s *approvingServer) Job(context.Context, string) (apiv1.Job, error) {
+	return apiv1.Job{ID: "job_a", Status: apiv1.StatusSucceeded}, nil
+}
+func (s *approvingServer) Calls(context.Context, string) (apiv1.Calls, error) {
+	return apiv1.Calls{}, nil
+}
+func (s *approvingServer) Cancel(context.Context, string) (apiv1.Job, error) {
+	return apiv1.Job{}, errors.New("not cancelled here")
+}
+func (s *approvingServer) Events(ctx context.Context, job string, _ int64, fn func(apiv1.Event) error, _ func(error)) error {
+	status := func(st apiv1.Status) apiv1.Event {
+		data, _ := json.Marshal(apiv1.StatusData{Status: st})
+		return apiv1.Event{Type: apiv1.EventStatus, Data: data}
+	}
+	if err := fn(status(apiv1.StatusWaitingForApproval)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	both := len(s.answered) == 2
+	s.mu.Unlock()
+	if !both {
+		return fmt.Errorf("the job still waits: answered %v", s.answered)
+	}
+	return fn(status(apiv1.StatusSucceeded))
+}
+func (s *approvingServer) Approvals(context.Context, bool) ([]apiv1.Approval, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	var pending []apiv1.Approval
+	for _, id := range []string{"apr_1", "apr_2"} {
+		if slices.Contains(s.answered, id) || (id == "apr_2" && s.lists == 1) {
+			continue // the second comes after the first list
+		}
+		pending = append(pending, apiv1.Approval{ID: id, Job: "job_a", Harness: "h", Tool: "t", Arguments: json.RawMessage(`{}`)})
+	}
+	return pending, nil
+}
+func (s *approvingServer) Approve(_ context.Context, id, _ string) (apiv1.Approval, *apiv1.Rule, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answered = append(s.answered, id)
+	return apiv1.Approval{}, nil, nil
+}
+func (s *approvingServer) Deny(context.Context, string, string) (apiv1.Approval, error) {
+	return apiv1.Approval{}, errors.New("not denied here")
+}
+
+// A case that approves answers every approval its job asks for, the one asked while the first
+// was answered too (its job says it waits only once).
+func TestApprovalsAskedTogetherAreAllAnswered(t *testing.T) {
+	dir := t.TempDir()
+	ef, ds := evalfile.Parse("e.yaml", []byte("agent: a\ncases:\n  - {name: both, input: x, live: true, approvals: approve}\n"))
+	if len(ds) > 0 {
+		t.Fatal(ds)
+	}
+	srv := &approvingServer{}
+	rep, err := Run(context.Background(), srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if passed, failed, _ := rep.Counts(); passed != 1 || failed != 0 || strings.Join(srv.answered, ",") != "apr_1,apr_2" {
+		t.Errorf("passed %d failed %d, answered %v: %+v", passed, failed, srv.answered, rep)
 	}
 }

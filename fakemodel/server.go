@@ -484,23 +484,8 @@ func (m *Match) matches(c *convo) bool {
 	if m.Model != nil && !m.Model.MatchString(c.model) {
 		return false
 	}
-	if m.Tools != nil {
-		if !m.Tools.Want {
-			if len(c.tools) > 0 {
-				return false
-			}
-		} else {
-			ok := false
-			for _, t := range c.tools {
-				if m.Tools.Pattern == nil || m.Tools.Pattern.MatchString(t) {
-					ok = true
-					break
-				}
-			}
-			if !ok {
-				return false
-			}
-		}
+	if m.Tools != nil && !m.Tools.matchesTools(c.tools) {
+		return false
 	}
 	if m.ToolResult != nil && c.toolResult != m.ToolResult.Want {
 		return false
@@ -540,14 +525,27 @@ func (x *exchange) noMatch(c *convo, exhausted []string) *apiError {
 	if len(exhausted) > 0 {
 		fmt.Fprintf(&b, "; %s", strings.Join(exhausted, "; "))
 	}
-	if in := x.s.script.Input; in != "" && c.hasUser && c.user != in {
-		// A recorded job's script: its rules match that job's input, which oz0 plugin test
-		// --script sends unless --input gives another.
+	var rule string
+	var diff []string
+	if len(exhausted) == 0 { // else a rule matches: its times are the news
+		rule, diff = x.s.nearestDiff(c)
+	}
+	// A recorded job's script: its rules match that job's input, which oz0 plugin test --script
+	// sends unless --input gives another. The agent's user message holds the input, as it is or
+	// wrapped in its prompt's words: one that holds it got the input, and something else changed.
+	if in := x.s.script.Input; in != "" && c.hasUser && !strings.Contains(c.user, in) {
 		fmt.Fprintf(&b, ". The script answers the input %s: run with that input (oz0 plugin test --script without --input sends it)", quoteShort(in, 200))
-		b.WriteString(", or add a rule that matches this one.")
+		b.WriteString(", or add a rule that matches this one")
+	} else if len(diff) > 0 {
+		b.WriteString(". Add a rule that matches it, or record the job again (oz0 job script) if the change is meant")
+	} else {
+		b.WriteString(". Add a rule that matches it, or a rule without match at the end of the script as a catch-all")
+	}
+	if len(diff) > 0 {
+		fmt.Fprintf(&b, "; the request differs from %s, the nearest:\n%s", rule, strings.Join(diff, "\n"))
 		return invalid("%s", b.String())
 	}
-	b.WriteString(". Add a rule that matches it, or a rule without match at the end of the script as a catch-all.")
+	b.WriteString(".")
 	return invalid("%s", b.String())
 }
 

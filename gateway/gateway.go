@@ -36,6 +36,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // Defaults of Config.
@@ -64,6 +65,10 @@ type Config struct {
 	// Logger gets one line per call and one per refusal; nil: nothing is logged. It never gets
 	// a provider key.
 	Logger *slog.Logger
+	// Mask masks the tenant's secrets (a dev server's secret store's masker) in what the gateway
+	// logs and meters from a request (the model asked for, a header a refusal quotes), besides
+	// the call's own key, which the gateway always masks; nil: that key alone.
+	Mask func([]byte) []byte
 	// Transport makes the upstream requests; nil: a shared NewTransport().
 	Transport http.RoundTripper
 	// IdleTimeout ends a stream after this long without a byte from upstream (waiting for the
@@ -99,6 +104,7 @@ type Gateway struct {
 	secrets     Secrets
 	meter       Meter
 	log         *slog.Logger
+	maskFn      func([]byte) []byte // Config.Mask
 	rt          http.RoundTripper
 	idle        time.Duration
 	respTimeout time.Duration
@@ -163,7 +169,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, errors.New("gateway: Config.Resolver is required")
 	}
 	g := &Gateway{
-		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, rt: cfg.Transport,
+		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, maskFn: cfg.Mask, rt: cfg.Transport,
 		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger,
 		jobs: map[string]*jobState{}, after: newAfterQueue(),
 	}
@@ -333,6 +339,8 @@ type call struct {
 	// may be, because masking it would mask half of every answer. keyBytes is maskKey's bytes.
 	maskKey  string
 	keyBytes []byte
+	// maskLooked is set once the key has been looked up for masking alone (knowMaskKey).
+	maskLooked bool
 
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -477,11 +485,11 @@ func (c *call) checkOz0Headers() bool {
 		return false
 	}
 	if h, ok := headerValue(r.Header, "Oz0-Job"); ok && h != grant.Job {
-		c.refuse("Oz0-Job", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Job %s does not match the session key, which is job %s's", quoteShort(h), grant.Job)))
+		c.refuse("Oz0-Job", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Job %s does not match the session key, which is job %s's", c.quote(h), grant.Job)))
 		return false
 	}
 	if h, ok := headerValue(r.Header, "Oz0-Agent"); ok && h != grant.Agent {
-		c.refuse("Oz0-Agent", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Agent %s does not match the session key, which is agent %s's in job %s", quoteShort(h), grant.Agent, grant.Job)))
+		c.refuse("Oz0-Agent", errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: Oz0-Agent %s does not match the session key, which is agent %s's in job %s", c.quote(h), grant.Agent, grant.Job)))
 		return false
 	}
 	if !grant.Record.Takes(c.rt.face) {
@@ -547,10 +555,29 @@ func (c *call) lookUpTenantKey() bool {
 		return false
 	}
 	c.tenantKey = v
+	c.setMaskKey(v)
+	return true
+}
+
+// setMaskKey makes v the key the call masks, when it is long enough to mask (see maskKey).
+func (c *call) setMaskKey(v string) {
 	if utf8.RuneCountInString(v) >= apiv1.SecretMinMaskLen {
 		c.maskKey, c.keyBytes = v, []byte(v)
 	}
-	return true
+}
+
+// knowMaskKey looks the tenant key up for masking alone when the call has not looked it up to go
+// upstream: a call refused, replayed or failed before that still logs and meters what its
+// request said (its model, a header it quoted), and a harness that knows the key may have put it
+// there. A key that cannot be read masks nothing, as it reached no one either.
+func (c *call) knowMaskKey() {
+	if c.maskKey != "" || c.maskLooked || c.grant == nil || c.grant.Record.Secret == "" || c.g.secrets == nil {
+		return
+	}
+	c.maskLooked = true
+	if v, err := c.g.secrets.Secret(context.WithoutCancel(c.r.Context()), c.grant.Record.Secret); err == nil {
+		c.setMaskKey(v)
+	}
 }
 
 // admit checks the job's kill mark, its budget and the session's limits, and counts the step. It
@@ -628,9 +655,7 @@ func (c *call) finish() {
 	if c.rec.Status == 0 && c.clientGone {
 		c.rec.Status = 499 // as nginx says: the client closed the request
 	}
-	if c.keyBytes != nil {
-		c.rec.Error = c.mask(c.rec.Error)
-	}
+	c.maskRecord()
 	js := c.js
 	// The account first: a session's next call, which may come as soon as this answer is out,
 	// is checked against its limits with this call's tokens.
@@ -697,6 +722,30 @@ func (c *call) finish() {
 		c.g.report(ready, nil)
 		q.finished(len(ready))
 	}
+}
+
+// maskRecord masks the tenant key in what the call's record holds from its request or its
+// answer (the model asked for, the refusal, the errors), before it is logged and metered: the
+// gateway logs nothing of a request unmasked.
+func (c *call) maskRecord() {
+	r := &c.rec
+	for _, f := range []*string{&r.Model, &r.UpstreamModel, &r.Refused, &r.AbortReason, &r.StreamError, &r.Error} {
+		*f = c.maskSaid(*f)
+	}
+}
+
+// maskSaid masks what a request said, where the gateway logs or meters it: the call's key and,
+// with Config.Mask, the tenant's other secrets.
+func (c *call) maskSaid(s string) string {
+	if s == "" {
+		return s
+	}
+	c.knowMaskKey()
+	s = c.mask(s)
+	if c.g.maskFn != nil {
+		s = string(c.g.maskFn([]byte(s)))
+	}
+	return s
 }
 
 func (g *Gateway) logCall(e *endedCall) {
@@ -866,11 +915,13 @@ func headerValue(h http.Header, name string) (string, bool) {
 	return v[0], true
 }
 
-func quoteShort(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return strconv.Quote(s)
+// quoteShort quotes a value from a request in a refusal, at most 80 characters of it.
+func quoteShort(s string) string { return strconv.Quote(textclip.ClipN(s, 80)) }
+
+// quote is quoteShort of a value from the call's request, masked first (maskSaid): cut first, a
+// key's first 80 characters would no longer be the key that masking looks for.
+func (c *call) quote(s string) string {
+	return quoteShort(c.maskSaid(s))
 }
 
 // mask hides the tenant's key in s.

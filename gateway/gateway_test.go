@@ -1,17 +1,20 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -1068,5 +1071,80 @@ func TestMeterLingerBatches(t *testing.T) {
 	}
 	if step != n {
 		t.Errorf("%d calls metered, want %d", step, n)
+	}
+}
+
+// A header quoted in a refusal is cut on a character, never inside one.
+func TestQuoteShortCutsOnACharacter(t *testing.T) {
+	long := strings.Repeat("é", 100) // 2 bytes each: a cut at a byte count could split one
+	got := quoteShort(long)
+	if !utf8.ValidString(got) || strings.Contains(got, `\x`) {
+		t.Errorf("quoteShort cut inside a character: %s", got)
+	}
+	if want := strconv.Quote(strings.Repeat("é", 79) + "…"); got != want { // 80 characters, the mark one of them
+		t.Errorf("quoteShort = %s, want %s", got, want)
+	}
+	if got := quoteShort("job_x"); got != `"job_x"` {
+		t.Errorf("quoteShort(short) = %s", got)
+	}
+}
+
+// A harness that knows the tenant key and sends it in what the gateway logs and meters (the
+// model's name, an Oz0 header the refusal quotes) has it masked there, whether the call went
+// upstream (the key was looked up) or was refused before (it was not).
+func TestTenantKeyMaskedInWhatTheRequestSaid(t *testing.T) {
+	e := newEnv(t, helloScript)
+	key := e.issue("job_said", "a", Limits{MaxSteps: 1}, Budget{})
+	stars := strings.Repeat("*", len(tenantKey))
+	body := `{"model":"M1-` + tenantKey + `","max_tokens":100,"messages":[{"role":"user","content":"hello"}]}`
+	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), body); r.status != 200 {
+		t.Fatalf("the first call: %d %s", r.status, r.body)
+	}
+	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), body); r.status != 429 && r.status != 403 {
+		t.Fatalf("the second call, over max_steps: %d %s", r.status, r.body)
+	}
+	h := anthHeaders(key)
+	h["Oz0-Job"] = tenantKey + tenantKey // longer than a quote keeps: masked before it is cut
+	r := do(t, "POST", e.anthropicURL()+"/v1/messages", h, anthBody)
+	if r.status != 403 || !strings.Contains(string(r.body), stars[:40]) {
+		t.Errorf("an Oz0-Job of the key: %d %s", r.status, r.body)
+	}
+	calls := e.calls("job_said", 3)
+	for _, c := range calls[:2] {
+		if c.Model != "M1-"+stars {
+			t.Errorf("metered model %q, want the key masked", c.Model)
+		}
+	}
+	if !strings.Contains(calls[2].Error, stars[:40]) {
+		t.Errorf("metered error %q, want the header quoted, masked", calls[2].Error)
+	}
+	e.gw.Flush()
+	if got := strings.Count(e.logs.String(), "model=M1-"+stars); got != 2 {
+		t.Errorf("%d log lines with the model masked, want 2:\n%s", got, e.logs.String())
+	}
+	// The cleanup of newEnv checks that the key reached no client, no log line, no metered call.
+}
+
+// With Config.Mask (a dev server's secret store's masker), the tenant's other secrets are masked
+// in what the gateway logs and meters of a request too.
+func TestConfigMaskMasksWhatTheRequestSaid(t *testing.T) {
+	const other = "hunter2-another-secret"
+	e := newEnv(t, helloScript, withConfig(func(c *Config) {
+		c.Mask = func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(other), []byte("***")) }
+	}))
+	key := e.issue("job_other", "a", Limits{}, Budget{})
+	body := `{"model":"M1-` + other + `","max_tokens":100,"messages":[{"role":"user","content":"hello"}]}`
+	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", anthHeaders(key), body); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	h := anthHeaders(key)
+	h["Oz0-Agent"] = other
+	if r := do(t, "POST", e.anthropicURL()+"/v1/messages", h, anthBody); r.status != 403 || strings.Contains(string(r.body), other) {
+		t.Errorf("an Oz0-Agent of a secret: %d %s", r.status, r.body)
+	}
+	calls := e.calls("job_other", 2)
+	e.gw.Flush()
+	if calls[0].Model != "M1-***" || strings.Contains(calls[1].Error, other) || strings.Contains(e.logs.String(), other) {
+		t.Errorf("metered %q, %q; log:\n%s", calls[0].Model, calls[1].Error, e.logs.String())
 	}
 }

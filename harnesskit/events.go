@@ -78,6 +78,15 @@ const (
 	ProtocolViolation Status = "protocol_violation" // the harness broke a rule of the protocol (End.Rule)
 )
 
+// ViolatedRule names the rule of the protocol a ProtocolViolation broke.
+type ViolatedRule string
+
+const (
+	RuleLineTooLong ViolatedRule = "rule 3"   // a line of stdout over MaxLine
+	RuleIDs         ViolatedRule = "ids"      // a reused permission id
+	RuleMessages    ViolatedRule = "messages" // a message that does not match the protocol, or too many open permission requests
+)
+
 // End says how a session ended and why, for a person.
 type End struct {
 	Status Status `json:"status"`
@@ -87,10 +96,8 @@ type End struct {
 	Message string `json:"message,omitempty"`
 	// Reason explains any end but Completed in a sentence a person understands.
 	Reason string `json:"reason,omitempty"`
-	// Rule is the rule a ProtocolViolation broke: "rule 3" (a line over MaxLine), "ids" (a reused
-	// permission id) or "messages" (a permission_request, result or error that does not match the
-	// protocol, or too many open permission requests); see docs/protocol.md.
-	Rule string `json:"rule,omitempty"`
+	// Rule is the rule a ProtocolViolation broke; see docs/protocol.md.
+	Rule ViolatedRule `json:"rule,omitempty"`
 	// ExitCode is the process's exit status, -1 when a signal ended it.
 	ExitCode int `json:"exit_code"`
 	// Signal is the signal that ended the process, if one did ("killed", "terminated", …).

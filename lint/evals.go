@@ -41,6 +41,17 @@ func (l *linter) lintEvals() {
 		}
 		f, ds := evalfile.Parse(file, data)
 		l.addProblems(file, ds, 0)
+		if f != nil {
+			for _, c := range f.Cases {
+				msg := c.Absent(file)
+				if msg == "" {
+					continue
+				}
+				if _, err := fs.Stat(l.fsys, path.Join(evalfile.Dir, c.Path)); errors.Is(err, fs.ErrNotExist) {
+					l.add(file, c.PathLine, c.PathCol, evalfile.Rule, "case %s: %s: %s", c.Name, c.PathKey, composed(msg))
+				}
+			}
+		}
 		if f != nil && f.Agent != "" && len(ds) == 0 && l.harnessesKnown {
 			if _, ok := l.agents[f.Agent]; !ok {
 				l.add(file, f.AgentLine, f.AgentCol, evalfile.Rule, "the plugin has no agent `%s`; its agents are %s", f.Agent, strings.Join(agentNames(l.agents), ", "))

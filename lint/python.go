@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -191,45 +192,69 @@ func lineCol(code string, i int) (line, col int) {
 
 // pythonCode blanks the comments and string literals of Python source (docstrings included),
 // keeping every newline and the length of each line, so that names in prose are not taken for
-// code and positions stay true.
+// code and positions stay true. It jumps from one byte that matters to the next (bytes.IndexAny)
+// rather than looking at each: a plugin's Python is read at every lint and every oz0 dev start.
 func pythonCode(src string) string {
 	b := []byte(src)
 	for i := 0; i < len(b); {
-		switch c := b[i]; {
-		case c == '#':
-			for i < len(b) && b[i] != '\n' {
-				b[i] = ' '
-				i++
-			}
-		case c == '"' || c == '\'':
-			n := 1
-			if i+2 < len(b) && b[i+1] == c && b[i+2] == c {
-				n = 3
-			}
-			j := i + n
-			for j < len(b) {
-				if b[j] == '\\' {
-					j += 2
-					continue
-				}
-				if n == 1 && b[j] == '\n' {
-					break // an unclosed one-line string ends with its line
-				}
-				if b[j] == c && (n == 1 || (j+2 < len(b) && b[j+1] == c && b[j+2] == c)) {
-					j += n
-					break
-				}
-				j++
-			}
-			for k := i; k < min(j, len(b)); k++ {
-				if b[k] != '\n' {
-					b[k] = ' '
-				}
-			}
-			i = j
-		default:
-			i++
+		k := bytes.IndexAny(b[i:], "#\"'")
+		if k < 0 {
+			break
 		}
+		i += k
+		if b[i] == '#' {
+			j := len(b)
+			if e := bytes.IndexByte(b[i:], '\n'); e >= 0 {
+				j = i + e
+			}
+			blank(b[i:j])
+			i = j
+			continue
+		}
+		c := b[i]
+		n := 1
+		if i+2 < len(b) && b[i+1] == c && b[i+2] == c {
+			n = 3
+		}
+		// What ends the literal: its quote, or a one-line string's newline; a backslash skips
+		// the byte after it.
+		stops := string([]byte{c, '\\', '\n'})
+		if n == 3 {
+			stops = stops[:2]
+		}
+		j := i + n
+		for j < len(b) {
+			e := bytes.IndexAny(b[j:], stops)
+			if e < 0 {
+				j = len(b)
+				break
+			}
+			j += e
+			if b[j] == '\\' {
+				j += 2
+				continue
+			}
+			if b[j] == '\n' {
+				break // an unclosed one-line string ends with its line
+			}
+			if n == 1 || (j+2 < len(b) && b[j+1] == c && b[j+2] == c) {
+				j += n
+				break
+			}
+			j++
+		}
+		j = min(j, len(b))
+		blank(b[i:j])
+		i = j
 	}
 	return string(b)
+}
+
+// blank writes a space over every byte of b but its newlines.
+func blank(b []byte) {
+	for k, c := range b {
+		if c != '\n' {
+			b[k] = ' '
+		}
+	}
 }

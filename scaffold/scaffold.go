@@ -15,6 +15,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/schemas"
 )
@@ -39,12 +40,15 @@ type Template struct {
 // pythonLayer holds what every Python template shares: the harness protocol (harness.py), the
 // package's __main__ and its tests over a pipe. frameworkLayer adds what the Python templates of
 // an agent framework share: AGENTS.md, the skill, and tests of the wiring on the framework uv
-// installs. nodeLayer is the Node kit: the harness protocol (harness.mjs), its entry (main.mjs),
+// installs. mcpLayer adds the test of an MCP server's tool that Strands and Agent Framework share
+// (test_mcp.py, over a tiny server, mcp_server.py); each brings the agent it runs, mcp_agent.py.
+// nodeLayer is the Node kit: the harness protocol (harness.mjs), its entry (main.mjs),
 // its tests over a pipe and the CI workflow.
 const (
 	agentLayer     = "_agent"
 	pythonLayer    = "_python"
 	frameworkLayer = "_framework"
+	mcpLayer       = "_mcp"
 	nodeLayer      = "_node"
 )
 
@@ -64,11 +68,11 @@ var catalogue = []Template{
 	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
 		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
 	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
-		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "agent-framework"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, mcpLayer, "agent-framework"}},
 	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
 		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
 	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
-		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "strands"}},
+		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, mcpLayer, "strands"}},
 	{Name: "strands-ts", Description: "An AWS Strands Agents TypeScript agent on Node, its model on the gateway (Anthropic or OpenAI Chat Completions) and its tool calls asked first",
 		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "strands-ts"}},
 }
@@ -131,9 +135,15 @@ func targetErrorf(format string, args ...any) error {
 	return &targetError{msg: fmt.Sprintf(format, args...)}
 }
 
-// CheckTarget refuses a target that exists and is not an empty directory. It is called before
-// anything is asked, and again just before writing.
+// CheckTarget refuses a target that exists and is not an empty directory, or that lies inside
+// another plugin. It is called before anything is asked, and again just before writing.
 func CheckTarget(dir string) error {
+	// Inside another plugin, the new one's files would be that plugin's too: its lint, tests,
+	// watcher and sandbox would take them (and oz0 dev on it reloads as they are written).
+	if outer, ok := discovery.PluginRoot(filepath.Dir(dir)); ok {
+		return targetErrorf("%s would be inside the plugin in %s (it has an %s), whose lint, tests and oz0 dev would take its files as their own; make it beside that plugin: --dir %s",
+			dir, outer, discovery.ManifestFile, filepath.Dir(outer))
+	}
 	info, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -28,11 +28,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
 )
 
 // FS holds the schema files, at its root.
@@ -123,10 +126,12 @@ func Compile(name string) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	if compiler == nil {
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		c.UseLoader(embedLoader{})
-		compiler = c
+		compiler = newCompiler()
+		// The embedded schemas are valid: TestEmbeddedSchemasAreValid validates them against
+		// their metaschema and compiles their patterns. Doing it again at each command's run was
+		// two thirds of the compile, and the compile most of a plugin's lint.
+		compiler.TrustSchemas()
+		compiler.UseRegexpEngine(lazyPattern)
 	}
 	s, err := compiler.Compile(URL(name))
 	if err != nil {
@@ -135,6 +140,28 @@ func Compile(name string) (*jsonschema.Schema, error) {
 	compiled[name] = s
 	return s, nil
 }
+
+// newCompiler is a compiler of the embedded schemas.
+func newCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(embedLoader{})
+	return c
+}
+
+// lazyPattern compiles a schema's pattern on its first match: most of them meet no value in a
+// command's run.
+func lazyPattern(expr string) (jsonschema.Regexp, error) {
+	return pattern{expr, lazyre.New(expr)}, nil
+}
+
+type pattern struct {
+	expr string
+	re   func() *regexp.Regexp
+}
+
+func (p pattern) MatchString(s string) bool { return p.re().MatchString(s) }
+func (p pattern) String() string            { return p.expr }
 
 // MustCompile is Compile that panics on error; the embedded schemas are
 // tested, so it only fails on a programming error.

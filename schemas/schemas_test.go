@@ -49,6 +49,69 @@ func TestSchemasCompileAndAreDocumented(t *testing.T) {
 	}
 }
 
+// TestEmbeddedSchemasAreValid validates each embedded schema against its metaschema, and compiles
+// its patterns, as a compiler does by default: Compile trusts them (TrustSchemas, lazy patterns),
+// on the strength of this test.
+func TestEmbeddedSchemasAreValid(t *testing.T) {
+	c := newCompiler() // neither trusting nor lazy
+	for _, name := range Names() {
+		mu.Lock() // the loader reads the documents with mu held
+		_, err := c.Compile(URL(name))
+		mu.Unlock()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The check has teeth: a schema that breaks its metaschema, or has a pattern that does not
+	// compile, fails it.
+	for _, bad := range []string{`{"type": 5}`, `{"pattern": "("}`} {
+		var doc any
+		if err := json.Unmarshal([]byte(bad), &doc); err != nil {
+			t.Fatal(err)
+		}
+		c := newCompiler()
+		if err := c.AddResource(BaseURL+"bad.schema.json", doc); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		_, err := c.Compile(BaseURL + "bad.schema.json")
+		mu.Unlock()
+		if err == nil {
+			t.Errorf("%s compiled: the check would pass an invalid schema", bad)
+		}
+	}
+}
+
+// TestTrustedCompileStillValidates checks that a trusted compile with lazy patterns still
+// rejects what its schema's pattern rejects.
+func TestTrustedCompileStillValidates(t *testing.T) {
+	sch, err := Compile(Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		doc  string
+		ok   bool
+	}{
+		{"a valid name", `{"name": "acme-triage"}`, true},
+		{"a name its pattern refuses", `{"name": "Acme Triage!"}`, false},
+		{"a name of 63 characters", `{"name": "a` + strings.Repeat("b", 62) + `"}`, true},
+		{"a name of 64 characters", `{"name": "a` + strings.Repeat("b", 63) + `"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc any
+			if err := json.Unmarshal([]byte(tc.doc), &doc); err != nil {
+				t.Fatal(err)
+			}
+			err := sch.Validate(doc)
+			if refused := err != nil && strings.Contains(err.Error(), "/name"); refused == tc.ok {
+				t.Errorf("validate %s: %v", tc.doc, err)
+			}
+		})
+	}
+}
+
 // checkSchemaDoc checks that every property has a description and every
 // object schema with properties is closed, except the free-form ones.
 func checkSchemaDoc(t *testing.T, name, ptr string, v any) {

@@ -36,5 +36,5 @@ func AskAhead(spec Spec) {
 	if err != nil {
 		return
 	}
-	sandbox.AskPythonInterpreter(argv[0], env, dir)
+	sandbox.AskPythonInterpreter(argv[0], env, dir, pluginDir)
 }

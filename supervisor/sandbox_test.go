@@ -159,9 +159,19 @@ func TestSandboxHidesAndShows(t *testing.T) {
 func TestSandboxNothingOutlivesTheSession(t *testing.T) {
 	requireTier(t, sandbox.Standard)
 	t.Run("a setsid grandchild, after the result", func(t *testing.T) {
-		sp := sandboxed(t, sandbox.Standard, "grandchild", "setsid")
+		// The harness answers once the test has read its init's namespace: an init that has
+		// ended (a fast harness) has none to read.
+		held := filepath.Join(t.TempDir(), "read")
+		sp := sandboxed(t, sandbox.Standard, "grandchildheld", held)
+		sp.PluginDir = filepath.Dir(held) // the sandbox shows the harness its plugin's directory
+		os.Chmod(sp.PluginDir, 0o755)
 		var ns string
-		end, _, _ := runSession(t, context.Background(), sp, func(s *supervisor.Session) { ns = pidNamespace(t, s.PID()) })
+		end, _, _ := runSession(t, context.Background(), sp, func(s *supervisor.Session) {
+			ns = pidNamespace(t, s.PID())
+			if err := os.WriteFile(held, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
 		wantStatus(t, end, harnesskit.Completed)
 		waitNamespaceEmpty(t, ns)
 	})

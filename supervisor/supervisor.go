@@ -109,6 +109,7 @@ type Session struct {
 	req      harnesskit.SessionRequest
 	grace    time.Duration
 	cmd      *exec.Cmd
+	program  string // argv[0] as run: the command's first word resolved
 	pid      int
 	root     string
 	workdir  string
@@ -124,12 +125,14 @@ type Session struct {
 	sinkMu sync.Mutex
 	seq    int64
 
-	mu    sync.Mutex
-	last  bool // the end is decided: every later line is recorded and ignored
-	end   harnesskit.End
-	ended chan struct{} // closed when the end is decided
-	used  map[string]bool
-	open  int
+	mu       sync.Mutex
+	last     bool // the end is decided: every later line is recorded and ignored
+	end      harnesskit.End
+	ended    chan struct{} // closed when the end is decided
+	kill     chan struct{} // closed by Kill: no grace period
+	killOnce sync.Once
+	used     map[string]bool
+	open     int
 
 	dctx     context.Context // Decide's context, done when the end is decided (its cause an *EndError)
 	dcancel  context.CancelCauseFunc
@@ -203,9 +206,10 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		return nil, err
 	}
 	pol := cmpOr(spec.Sandbox.Tier, sandbox.None).Policy()
-	if err = s.resolveInterpreter(argv, env, pol); err != nil {
+	if err = s.resolveInterpreter(argv, env, pluginDir, pol); err != nil {
 		return nil, err
 	}
+	s.program = argv[0]
 	if err = giveDirs(dirs, pol); err != nil {
 		return nil, err
 	}
@@ -233,6 +237,7 @@ func newSession(spec Spec) *Session {
 		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
 		used:      map[string]bool{},
 		ended:     make(chan struct{}),
+		kill:      make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
 		stderrEOF: make(chan struct{}),
 		done:      make(chan struct{}),
@@ -274,14 +279,14 @@ func (s *Session) request() ([]byte, error) {
 }
 
 // resolveInterpreter makes argv[0] the interpreter that a Python command's program runs.
-func (s *Session) resolveInterpreter(argv, env []string, pol sandbox.Policy) error {
+func (s *Session) resolveInterpreter(argv, env []string, pluginDir string, pol sandbox.Policy) error {
 	if !runsInterpreter(s.spec.Command) {
 		return nil
 	}
 	// A python3 on PATH may be a wrapper (pyenv's shim) that needs the user's home, which a
 	// sandbox hides, and that costs every session a bash and `pyenv exec` (~150 ms) before
 	// Python starts: every tier runs the interpreter it runs, resolved once.
-	exe, err := sandbox.PythonInterpreter(argv[0], env, s.workdir)
+	exe, err := sandbox.PythonInterpreter(argv[0], env, s.workdir, pluginDir)
 	switch {
 	case err == nil:
 		argv[0] = exe
@@ -465,12 +470,23 @@ func (s *Session) Cancel() {
 	s.decideEnd(harnesskit.End{Status: harnesskit.Cancelled, Reason: "the session was cancelled"})
 }
 
+// Kill ends the session as Cancel does, without the grace period: SIGKILL to its process group
+// at once. A node that must stop now (a second Ctrl-C) calls it.
+func (s *Session) Kill() {
+	s.decideEnd(harnesskit.End{Status: harnesskit.Cancelled, Reason: "the session was cancelled"})
+	s.killOnce.Do(func() { close(s.kill) })
+}
+
 // Hold stops the session's timeout clock until release is called, like Ask.Hold.
 func (s *Session) Hold() (release func()) { return s.clock.hold() }
 
 // PID is the id of the process group the node signals: the harness's, or in a sandbox, its
 // init's (which passes signals on to every process of the session).
 func (s *Session) PID() int { return s.pid }
+
+// Program is the program the session runs: its command's first word as resolved (a Python
+// program's interpreter, see Start).
+func (s *Session) Program() string { return s.program }
 
 // Workdir is the session's working directory (removed at the end).
 func (s *Session) Workdir() string { return s.workdir }
@@ -521,7 +537,7 @@ func (s *Session) isLast() bool {
 	return s.last
 }
 
-func (s *Session) violate(rule, reason string) bool {
+func (s *Session) violate(rule harnesskit.ViolatedRule, reason string) bool {
 	return s.decideEnd(harnesskit.End{Status: harnesskit.ProtocolViolation, Rule: rule, Reason: fmt.Sprintf("protocol violation (%s): %s", rule, reason)})
 }
 
@@ -562,7 +578,7 @@ func (s *Session) readStdout() {
 		case errors.Is(err, harnesskit.ErrInvalidUTF8):
 			s.stray(n, line, "not valid UTF-8")
 		case errors.Is(err, harnesskit.ErrLineTooLong):
-			if !s.violate("rule 3", fmt.Sprintf("line %d of stdout: %v", n, err)) {
+			if !s.violate(harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err)) {
 				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", err)})
 			}
 		default:
@@ -649,7 +665,7 @@ func (s *Session) handleLine(n int64, line []byte) {
 		case de.Type == harnesskit.TypeSay || de.Type == harnesskit.TypeLog || de.Type == harnesskit.TypeToolResult:
 			s.ignored(n, line, nil, err.Error())
 		default: // permission_request, result, error: the session cannot go on without them
-			if !s.violate("messages", fmt.Sprintf("line %d of stdout is %v", n, err)) {
+			if !s.violate(harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is %v", n, err)) {
 				s.ignored(n, line, nil, afterLast+"; "+err.Error())
 			}
 		}
@@ -697,6 +713,9 @@ func (s *Session) handleLine(n int64, line []byte) {
 // ---- permissions ------------------------------------------------------------------------------
 
 func (s *Session) permissionRequest(n int64, line []byte, m harnesskit.PermissionRequest) {
+	// Arguments with a key twice are refused before anyone decides on them: the decider (hooks,
+	// a person) reads one value and the tool's parser may take the other.
+	dupKey, dupAt, dup := jsonutil.DuplicateKey(m.Arguments)
 	s.mu.Lock()
 	switch {
 	case s.last:
@@ -705,19 +724,19 @@ func (s *Session) permissionRequest(n int64, line []byte, m harnesskit.Permissio
 		return
 	case s.used[m.ID]:
 		s.mu.Unlock()
-		if !s.violate("ids", fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID)) {
+		if !s.violate(harnesskit.RuleIDs, fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID)) {
 			s.ignored(n, line, m, afterLast)
 		}
 		return
 	}
 	listed := slices.Contains(s.req.Tools, m.Tool)
-	if listed && s.open >= MaxOpenPermissions {
+	if listed && !dup && s.open >= MaxOpenPermissions {
 		s.mu.Unlock()
-		s.violate("messages", fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
+		s.violate(harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
 		return
 	}
 	s.used[m.ID] = true
-	if listed {
+	if listed && !dup {
 		s.open++
 		s.deciders.Add(1)
 	}
@@ -731,6 +750,16 @@ func (s *Session) permissionRequest(n int64, line []byte, m harnesskit.Permissio
 		}
 		p := harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("tool `%s` is not in the agent's harness.tools (%s)", m.Tool, allowed)}
 		s.emit(harnesskit.Event{Kind: harnesskit.EventPermission, Message: p, By: harnesskit.BySupervisor, Note: "rule 1"})
+		s.stdin.send(p)
+		return
+	}
+	if dup {
+		where := "arguments"
+		if dupAt != "" {
+			where = "arguments" + dupAt
+		}
+		p := harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the call of `%s` is refused: %s has the key %q twice, and a tool's JSON parser may take either value; send each key once", m.Tool, where, dupKey)}
+		s.emit(harnesskit.Event{Kind: harnesskit.EventPermission, Message: p, By: harnesskit.BySupervisor, Note: "duplicate key"})
 		s.stdin.send(p)
 		return
 	}
@@ -837,6 +866,7 @@ func (s *Session) supervise(ctx context.Context) {
 func (s *Session) await(ctx context.Context, exited <-chan struct{}) (killed, termed bool) {
 	var (
 		ended     = s.ended
+		kill      = s.kill
 		stdoutEOF = s.stdoutEOF
 		timeout   = s.clock.C()
 		ctxDone   = ctx.Done()
@@ -881,6 +911,10 @@ func (s *Session) await(ctx context.Context, exited <-chan struct{}) (killed, te
 			killC = after(s.grace)
 		case <-killC:
 			killC = nil
+			s.signal(syscall.SIGKILL)
+			killed = true
+		case <-kill:
+			kill, killC = nil, nil
 			s.signal(syscall.SIGKILL)
 			killed = true
 		}
@@ -966,10 +1000,19 @@ func (s *Session) finish(x exit, held time.Duration, killed, termed bool) {
 	e.StderrTail = strings.ToValidUTF8(string(x.tail), "\uFFFD")
 	e.StderrBytes, e.StderrDropped = x.total, s.errlog.dropAll
 	e.Elapsed, e.Held = time.Since(s.start), held
+	killedNow := false
+	select {
+	case <-s.kill:
+		killedNow = true
+	default:
+	}
 	if killed && e.Status != harnesskit.Completed {
-		if termed {
+		switch {
+		case killedNow:
+			e.Reason += "; its process group was killed at once"
+		case termed:
 			e.Reason += fmt.Sprintf("; it did not exit within %s of SIGTERM and its process group was killed", s.grace)
-		} else {
+		default:
 			e.Reason += fmt.Sprintf("; it did not exit within %s of its last line and its process group was killed", s.grace)
 		}
 	}
@@ -1263,7 +1306,7 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 	switch err := read.Err; {
 	case errors.As(err, &tooLong):
 		final(nil)
-		if !s.violate("rule 3", fmt.Sprintf("line %d of stdout: %v", n, tooLong)) {
+		if !s.violate(harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, tooLong)) {
 			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", tooLong)})
 		}
 		return true

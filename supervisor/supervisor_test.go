@@ -174,7 +174,7 @@ func TestFaultNonJSON(t *testing.T) {
 func TestFaultLineOver8MiB(t *testing.T) {
 	end, events := run(t, spec(t, "longline"))
 	wantStatus(t, end, harnesskit.ProtocolViolation, "protocol violation (rule 3): line 2 of stdout: a line of 9437209 bytes is over the protocol's limit of 8 MiB (8388608 bytes)")
-	if end.Rule != "rule 3" {
+	if end.Rule != harnesskit.RuleLineTooLong {
 		t.Errorf("rule %q", end.Rule)
 	}
 	// The result after the long line is ignored, if the harness wrote it before SIGTERM.
@@ -233,6 +233,30 @@ func TestFaultIgnoresSIGTERM(t *testing.T) {
 	sp.Limits.Timeout = 200 * time.Millisecond
 	end, _ := run(t, sp)
 	wantStatus(t, end, harnesskit.TimedOut, "limits.timeout", "; it did not exit within 300ms of SIGTERM and its process group was killed")
+	if !end.Killed || end.Signal != "SIGKILL" {
+		t.Errorf("killed %v signal %q", end.Killed, end.Signal)
+	}
+}
+
+// Kill ends a session at once, without its grace period: a harness that ignores SIGTERM under
+// an hour's grace would otherwise hold its node's stop for an hour (a second Ctrl-C on oz0 dev).
+func TestKillSkipsTheGrace(t *testing.T) {
+	sp := spec(t, "ignoreterm")
+	sp.Limits.Grace = time.Hour     // a Kill that waited for it would hang the test, not pass it
+	ignoring := make(chan struct{}) // its say comes once it ignores SIGTERM
+	var once sync.Once
+	sp.Sink = func(e harnesskit.Event) {
+		if e.Kind == harnesskit.EventSay {
+			once.Do(func() { close(ignoring) })
+		}
+	}
+	end, _, _ := runSession(t, context.Background(), sp, func(s *supervisor.Session) {
+		<-ignoring
+		s.Cancel()
+		s.Kill()
+		s.Kill() // a second is nothing more
+	})
+	wantStatus(t, end, harnesskit.Cancelled, "the session was cancelled; its process group was killed at once")
 	if !end.Killed || end.Signal != "SIGKILL" {
 		t.Errorf("killed %v signal %q", end.Killed, end.Signal)
 	}
@@ -355,7 +379,7 @@ func TestFaultUnlistedTool(t *testing.T) {
 func TestFaultReusedPermissionID(t *testing.T) {
 	end, events := run(t, spec(t, "reuseid"))
 	wantStatus(t, end, harnesskit.ProtocolViolation, `protocol violation (ids): line 2 of stdout is a permission_request with the id "p1", which this session has already used; ids are unique per session`)
-	if end.Rule != "ids" {
+	if end.Rule != harnesskit.RuleIDs {
 		t.Errorf("rule %q", end.Rule)
 	}
 	if n := len(ofKind(events, harnesskit.EventPermission)); n != 1 {
@@ -746,4 +770,52 @@ func kindsOf(events []harnesskit.Event) []harnesskit.EventKind {
 		out = append(out, e.Kind)
 	}
 	return out
+}
+
+// TestDuplicateKeyRefused: a permission request whose arguments have a key twice is refused by the
+// node before any decider reads it: hooks decided on the last "team" and sent the text as it came,
+// and a tool whose parser takes the first value ran with "exec". A nested one and an escaped
+// spelling of the key count too; the session goes on.
+func TestDuplicateKeyRefused(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "lines")
+	lines := `{"type":"permission_request","id":"p1","tool":"notify_team","arguments":{"team":"exec","summary":"x","te\u0061m":"billing"}}
+{"type":"permission_request","id":"p2","tool":"notify_team","arguments":{"to":[{"team":"a","team":"b"}]}}
+{"type":"permission_request","id":"p3","tool":"notify_team","arguments":{"team":"billing","to":[{"team":"a"}]}}
+{"type":"result","output":"done"}
+`
+	if err := os.WriteFile(script, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	var mu sync.Mutex
+	sp := spec(t, "lines", script)
+	sp.Decider = supervisor.DeciderFunc(func(_ context.Context, a *supervisor.Ask) supervisor.Decision {
+		mu.Lock()
+		asked = append(asked, a.ID)
+		mu.Unlock()
+		return supervisor.Allow(nil)
+	})
+	end, events := run(t, sp)
+	wantStatus(t, end, harnesskit.Completed)
+	if len(asked) != 1 || asked[0] != "p3" {
+		t.Errorf("the decider was asked about %v, want only p3", asked)
+	}
+	want := map[string]string{
+		"p1": "the call of `notify_team` is refused: arguments has the key \"team\" twice, and a tool's JSON parser may take either value; send each key once",
+		"p2": "the call of `notify_team` is refused: arguments.to[0] has the key \"team\" twice, and a tool's JSON parser may take either value; send each key once",
+	}
+	for _, e := range ofKind(events, harnesskit.EventPermission) {
+		p := e.Message.(harnesskit.Permission)
+		if w, ok := want[p.ID]; ok {
+			if p.Allow || p.Reason != w || e.By != harnesskit.BySupervisor {
+				t.Errorf("%s: %+v by %s, want refused by the node: %s", p.ID, p, e.By, w)
+			}
+			delete(want, p.ID)
+		} else if !p.Allow {
+			t.Errorf("%s refused: %s", p.ID, p.Reason)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no answer to %v", want)
+	}
 }

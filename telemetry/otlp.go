@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -159,11 +161,7 @@ func toAnyValue(v any) *commonpb.AnyValue {
 }
 
 func toKeyValues(m map[string]any) []*commonpb.KeyValue {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	out := make([]*commonpb.KeyValue, 0, len(m))
 	for _, k := range keys {
 		out = append(out, &commonpb.KeyValue{Key: k, Value: toAnyValue(m[k])})

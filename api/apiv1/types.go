@@ -265,6 +265,12 @@ type Approval struct {
 	Reason    string          `json:"reason,omitempty"` // of a denied, withdrawn or interrupted one
 	CreatedAt time.Time       `json:"created_at"`
 	DecidedAt time.Time       `json:"decided_at,omitzero"`
+
+	// ArgumentsBytes is the size of the arguments' JSON. A list (GET /api/v1/approvals, the feed)
+	// clips arguments of more than 4 KiB: Arguments is then a JSON string, the start of their JSON
+	// text ending in "…", and ArgumentsClipped is true; GET /api/v1/approvals/{id} has them whole.
+	ArgumentsBytes   int  `json:"arguments_bytes"`
+	ArgumentsClipped bool `json:"arguments_clipped,omitempty"`
 }
 
 // Target is how hooks and rules name the call: <harness>.<tool>.

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,12 +202,28 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 		}
 		apiErr := &APIError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
 		if resp.StatusCode == http.StatusUnauthorized {
-			apiErr.Message = fmt.Sprintf("the dev server at %s refused the token in %s (%s); export the line the running `oz0 dev` printed", c.context().URL, apiv1.ContextEnv, apiErr.Message)
+			apiErr.Message = c.refusedToken(apiErr.Message)
 		}
 		return nil, apiErr
 	}
 	return resp, nil
 }
+
+// refusedToken is the message of a 401: the token is the context's, which came from
+// OZ0_CONTEXT or from the discovery file of the plugin's oz0 dev; the message says which.
+func (c *Client) refusedToken(why string) string {
+	url := c.context().URL
+	if c.fromEnv || c.dir == "" {
+		return fmt.Sprintf("the dev server at %s refused the token in %s (%s); export the line the running `oz0 dev` printed", url, apiv1.ContextEnv, why)
+	}
+	running := filepath.Join(discovery.StateDir(c.dir), discovery.RunningFile)
+	return fmt.Sprintf("the dev server at %s refused the token that %s gave (%s): another oz0 dev answers at that address, not the one that runs for the plugin in %s; start `oz0 dev` there again, or run the command in the folder of the plugin whose oz0 dev answers", url, running, why, c.dir)
+}
+
+// mendedError is an error that says what went wrong, then how to mend it.
+type mendedError struct{ what, mend string }
+
+func (e *mendedError) Error() string { return e.what + "; " + e.mend }
 
 // unreachable says why a call got no answer at all, in a person's words rather than the
 // transport's chain ("Get \"http://…\": read tcp …: connection reset by peer").
@@ -215,7 +232,7 @@ func (c *Client) unreachable(err error) error {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("no dev server at %s (connection refused); %s", c.context().URL, mend)
+		return &mendedError{fmt.Sprintf("no dev server at %s (connection refused)", c.context().URL), mend}
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.context().URL, c.answerTimeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
@@ -228,7 +245,7 @@ func (c *Client) unreachable(err error) error {
 	case strings.Contains(err.Error(), "malformed HTTP"):
 		return c.notDevServer("does not speak HTTP")
 	}
-	return fmt.Errorf("cannot reach the dev server at %s (%s); %s", c.context().URL, cause(err), mend)
+	return &mendedError{fmt.Sprintf("cannot reach the dev server at %s (%s)", c.context().URL, cause(err)), mend}
 }
 
 // readError is an answer that broke off while it was read.
@@ -242,7 +259,7 @@ func (c *Client) readError(err error) error {
 // notDevServer is the error for something at the context's address that does not answer as oz0
 // dev does.
 func (c *Client) notDevServer(what string) error {
-	return fmt.Errorf("what listens at %s %s: it is not an oz0 dev server; %s", c.context().URL, what, c.mend())
+	return &mendedError{fmt.Sprintf("what listens at %s %s: it is not an oz0 dev server", c.context().URL, what), c.mend()}
 }
 
 // mend is what to do when the context's server is not there (or is not oz0 dev). OZ0_CONTEXT
@@ -450,8 +467,11 @@ func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func
 		if done || ctx.Err() != nil {
 			return err
 		}
+		// A 401 while resuming is another oz0 dev that took the port while this one was down
+		// (its token is its own): this one may yet come back, here or, found through the
+		// discovery file, elsewhere. Any other answer of the API ends the stream.
 		var apiErr *APIError
-		if errors.As(err, &apiErr) {
+		if errors.As(err, &apiErr) && (failures == 0 || apiErr.Status != http.StatusUnauthorized) {
 			return err
 		}
 		if last > after {
@@ -468,7 +488,7 @@ func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func
 			return fmt.Errorf("lost the live stream of %s: %w", job, err)
 		}
 		if reconnects != nil {
-			reconnects(err)
+			reconnects(c.resumeNote(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -477,6 +497,21 @@ func (c *Client) EventsRaw(ctx context.Context, job string, after int64, fn func
 		}
 		c.rediscover()
 	}
+}
+
+// resumeNote is what a stream that tries again says of err: what happened, without the mend a
+// command that gives up says (the token and the discovery file stay as they are while oz0 dev
+// restarts, so there is nothing to export).
+func (c *Client) resumeNote(err error) error {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized {
+		return fmt.Errorf("another dev server answers at %s: it refused this job's token; waiting for the oz0 dev that runs the job", c.context().URL)
+	}
+	var mended *mendedError
+	if errors.As(err, &mended) {
+		return errors.New(mended.what)
+	}
+	return err
 }
 
 // follow reads one SSE connection. done is true when the job's terminal event was delivered or

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -76,36 +77,13 @@ func TestEventsRawResumesInOrder(t *testing.T) {
 // An oz0 dev started again while its port was taken listens on another one: a live stream
 // found through the discovery file follows it there, resuming after the last event seen.
 func TestEventsFollowARestartToAnotherPort(t *testing.T) {
-	events := func(from, to int64, end bool) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-			w.Header().Set("Content-Type", "text/event-stream")
-			for seq := max(from, after+1); seq <= to; seq++ {
-				ev := apiv1.Event{Job: "job_a", Seq: seq, Type: "say", Data: []byte(`{"text":"` + strconv.FormatInt(seq, 10) + `"}`)}
-				if end && seq == to {
-					ev.Type, ev.Data = "status", []byte(`{"status":"succeeded","from":"running"}`)
-				}
-				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, ev.AppendJSON(nil))
-			}
-			if end {
-				fmt.Fprint(w, "event: end\ndata: {}\n\n")
-			}
-		}
-	}
-	plugin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(plugin, discovery.ManifestFile), []byte("name: x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	state := discovery.StateDir(plugin)
-	if err := os.MkdirAll(state, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	plugin, state := pluginWithState(t)
 	token := apiv1.NewToken()
-	second := httptest.NewServer(events(1, 4, true))
+	second := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { streamEvents(w, r, 1, 4, true) }))
 	defer second.Close()
 	var first *httptest.Server
 	first = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		events(1, 2, false)(w, r)
+		streamEvents(w, r, 1, 2, false)
 		// The first oz0 dev stops after two events; the next one is elsewhere.
 		if err := discovery.WriteRunning(state, apiv1.Context{URL: second.URL, Token: token}); err != nil {
 			t.Error(err)
@@ -121,10 +99,113 @@ func TestEventsFollowARestartToAnotherPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seqs []int64
-	if err := c.EventsRaw(context.Background(), "job_a", 0, func(r RawEvent) error { seqs = append(seqs, r.Seq); return nil }, nil); err != nil {
+	var notes []string
+	if err := c.EventsRaw(context.Background(), "job_a", 0, func(r RawEvent) error { seqs = append(seqs, r.Seq); return nil }, func(err error) { notes = append(notes, err.Error()) }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(seqs) != "[1 2 3 4]" || c.URL() != second.URL {
 		t.Fatalf("events %v from %s; want 1 to 4, the last from %s", seqs, c.URL(), second.URL)
+	}
+	// The restarted oz0 dev keeps its token: the notes while it is away say what happened, not
+	// to start it and export its line.
+	for _, n := range notes {
+		if strings.Contains(n, "export") || strings.Contains(n, "start `oz0 dev`") {
+			t.Errorf("a note while resuming gives a mend: %s", n)
+		}
+	}
+}
+
+// kill -9 of oz0 dev, and another plugin's oz0 dev takes its port: a follower found through the
+// discovery file gets that one's 401 while it resumes, which is not its server refusing it: it
+// keeps waiting for its own (reading the file again), which comes back on another port. Its notes
+// say what happens, without the mends of a command that gives up.
+func TestEventsWaitThroughAnotherServersRefusal(t *testing.T) {
+	plugin, state := pluginWithState(t)
+	token := apiv1.NewToken()
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { streamEvents(w, r, 1, 4, true) }))
+	defer back.Close()
+	var conns atomic.Int32
+	port := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n := conns.Add(1); {
+		case n == 1: // the plugin's oz0 dev, killed after two events
+			streamEvents(w, r, 1, 2, false)
+		default: // another plugin's oz0 dev on the same port
+			if n == 3 { // the plugin's own comes back elsewhere
+				if err := discovery.WriteRunning(state, apiv1.Context{URL: back.URL, Token: token}); err != nil {
+					t.Error(err)
+				}
+			}
+			w.Header().Set(apiv1.ServerHeader, "v1")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":"unauthorized","message":"missing or wrong bearer token"}}`))
+		}
+	}))
+	defer port.Close()
+	if err := discovery.WriteRunning(state, apiv1.Context{URL: port.URL, Token: token}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Find(func(string) string { return "" }, plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	var notes []string
+	err = c.EventsRaw(context.Background(), "job_a", 0, func(r RawEvent) error { seqs = append(seqs, r.Seq); return nil }, func(err error) { notes = append(notes, err.Error()) })
+	if err != nil || fmt.Sprint(seqs) != "[1 2 3 4]" {
+		t.Fatalf("%v: events %v; want 1 to 4 (notes %q)", err, seqs, notes)
+	}
+	want := "another dev server answers at " + port.URL + ": it refused this job's token; waiting for the oz0 dev that runs the job"
+	if !slices.Contains(notes, want) {
+		t.Errorf("notes %q; want %q among them", notes, want)
+	}
+	for _, n := range notes {
+		if strings.Contains(n, "OZ0_CONTEXT") || strings.Contains(n, "export") {
+			t.Errorf("a note while resuming says to export the context: %s", n)
+		}
+	}
+
+	// A call that gets the other server's 401 says where its token came from: the discovery
+	// file, not OZ0_CONTEXT.
+	c, err = Find(func(string) string { return "" }, plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ctx.URL = port.URL
+	_, err = c.Jobs(context.Background(), "", "", 0)
+	running := filepath.Join(state, discovery.RunningFile)
+	if err == nil || strings.Contains(err.Error(), "OZ0_CONTEXT") || !strings.Contains(err.Error(), "refused the token that "+running+" gave (missing or wrong bearer token): another oz0 dev answers") {
+		t.Errorf("the 401 of a context found through %s: %v", running, err)
+	}
+}
+
+// pluginWithState is a plugin's folder (its manifest) and its oz0 dev's default state directory,
+// made, where the discovery file goes.
+func pluginWithState(t *testing.T) (plugin, state string) {
+	t.Helper()
+	plugin = t.TempDir()
+	if err := os.WriteFile(filepath.Join(plugin, discovery.ManifestFile), []byte("name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state = discovery.StateDir(plugin)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return plugin, state
+}
+
+// streamEvents answers a live stream of job_a as oz0 dev does: says from..to after the request's
+// ?after (each its seq as text), the last a terminal status when end.
+func streamEvents(w http.ResponseWriter, r *http.Request, from, to int64, end bool) {
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	w.Header().Set("Content-Type", "text/event-stream")
+	for seq := max(from, after+1); seq <= to; seq++ {
+		ev := apiv1.Event{Job: "job_a", Seq: seq, Type: "say", Data: []byte(`{"text":"` + strconv.FormatInt(seq, 10) + `"}`)}
+		if end && seq == to {
+			ev.Type, ev.Data = "status", []byte(`{"status":"succeeded","from":"running"}`)
+		}
+		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, ev.AppendJSON(nil))
+	}
+	if end {
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
 	}
 }

@@ -131,19 +131,9 @@ func (e *StaleError) Error() string {
 // plugin's directory, ErrNone when there is no plugin or no oz0 dev runs on it, or a
 // *StaleError.
 func Find(dir string) (apiv1.Context, string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
+	dir, ok := PluginRoot(dir)
+	if !ok {
 		return apiv1.Context{}, "", ErrNone
-	}
-	for {
-		if st, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil && !st.IsDir() {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return apiv1.Context{}, "", ErrNone
-		}
-		dir = parent
 	}
 	path := filepath.Join(StateDir(dir), RunningFile)
 	var r Running
@@ -160,6 +150,25 @@ func Find(dir string) (apiv1.Context, string, error) {
 		return apiv1.Context{}, dir, fmt.Errorf("%s does not hold a dev server's context; stop and start `oz0 dev` again", path)
 	}
 	return ctx, dir, nil
+}
+
+// PluginRoot is the plugin that dir is in: dir or the nearest folder above it that has an
+// oz0-plugin.yaml (absolute), and whether there is one.
+func PluginRoot(dir string) (string, bool) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	for {
+		if st, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil && !st.IsDir() {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
 }
 
 // alive reports whether the process pid exists (EPERM: it does, another user's).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,9 +82,20 @@ func approvalListRun(ctx context.Context, opts *approvalListOptions) error {
 		if a.Reason != "" {
 			status += ": " + a.Reason
 		}
-		t.row(a.ID, a.Job, a.Target(), render.CompactJSON(a.Arguments), a.Why, t.time(a.CreatedAt), status)
+		t.row(a.ID, a.Job, a.Target(), approvalArguments(a), a.Why, t.time(a.CreatedAt), status)
 	}
 	return t.Render()
+}
+
+// approvalArguments shows an approval's arguments as compact JSON; arguments a list clipped (over
+// 4 KiB) show their start, their size and where they are whole.
+func approvalArguments(a apiv1.Approval) string {
+	if !a.ArgumentsClipped {
+		return render.CompactJSON(a.Arguments)
+	}
+	var start string
+	_ = json.Unmarshal(a.Arguments, &start)
+	return fmt.Sprintf("%s (%d bytes in all: oz0 job show %s has them whole)", start, a.ArgumentsBytes, a.Job)
 }
 
 var approvalScopes = []string{apiv1.ScopeOnce, apiv1.ScopeJob, apiv1.ScopeAlways}

@@ -30,12 +30,19 @@ func oz0Binary(b *testing.B) string {
 		return bin
 	}
 	bin := filepath.Join(b.TempDir(), "oz0")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	goBuild(b, ".", "-o", bin, ".")
+	return bin
+}
+
+// goBuild runs go build -trimpath with args in dir, without cgo, as releases are built.
+func goBuild(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	cmd := exec.Command("go", append([]string{"build", "-trimpath"}, args...)...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+		b.Fatalf("go build %v: %v\n%s", args, err, out)
 	}
-	return bin
 }
 
 func runBin(b *testing.B, bin string, dir string, args ...string) {

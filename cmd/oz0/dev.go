@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -171,8 +173,14 @@ func logHandler(opts *devOptions) slog.Handler {
 
 func devRun(ctx context.Context, opts *devOptions) error {
 	started := procstart.Time() // "ready in" counts what ran before main too
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// Ctrl-C, SIGTERM, or the terminal closing (SIGHUP) stop oz0 dev; they are caught for as long
+	// as it runs, so that a second one hurries the stop rather than ending oz0 dev half done.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) { // nohup oz0 dev: the terminal's end must not stop it
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
+	defer signal.Stop(sigs)
 	ready := readyFile(opts.ReadyFile)
 	if err := ready.clear(); err != nil {
 		return err
@@ -195,7 +203,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 	srv, err := devserver.Start(devserver.Config{
 		TokenFiles: tokenFiles,
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StablePort: opts.Addr == "", StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
-		Version: opts.Version, FakeScript: script, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
+		Version: opts.Version, FakeScript: script, FakeScriptFile: opts.FakeScript, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: !opts.NoRecord, Ref: opts.Ref,
 		MaxSessions: opts.MaxSessions, Telemetry: opts.OTLP,
 	})
@@ -210,12 +218,39 @@ func devRun(ctx context.Context, opts *devOptions) error {
 		return err
 	}
 	defer ready.remove()
-	<-ctx.Done()
-	stop()
-	fmt.Fprintln(opts.IO.Out, "oz0 dev: stopping; running jobs are interrupted")
-	if err := srv.Close(); err != nil {
-		return err
+	select {
+	case <-sigs:
+	case <-ctx.Done():
 	}
-	fmt.Fprintln(opts.IO.Out, "oz0 dev: stopped")
-	return nil
+	fmt.Fprintln(opts.IO.Out, "oz0 dev: stopping; running jobs are interrupted (Ctrl-C again ends their sessions at once)")
+	return stopDev(srv, sigs, opts.IO.Out)
+}
+
+// stopDev closes srv. A second signal while it closes kills the running sessions at once
+// (Server.Hurry) instead of waiting out their grace period; their jobs are still recorded as
+// interrupted. A third ends oz0 dev where it stands: its next start tidies up after it, as after
+// a crash.
+func stopDev(srv interface {
+	Close() error
+	Hurry()
+}, sigs <-chan os.Signal, out io.Writer) error {
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	for hurried := false; ; {
+		select {
+		case err := <-closed:
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "oz0 dev: stopped")
+			return nil
+		case <-sigs:
+			if hurried {
+				return errors.New("stopped at once, before it had recorded its jobs' ends: the next oz0 dev marks them interrupted and cleans up")
+			}
+			hurried = true
+			fmt.Fprintln(out, "oz0 dev: ending the running sessions now (once more stops at once, untidied)")
+			srv.Hurry()
+		}
+	}
 }

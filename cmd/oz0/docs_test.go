@@ -71,6 +71,7 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		{"job list", "| `oz0 job list`, `oz0 job show` |", []reflect.Type{
 			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),
 		}},
+		{"approval list", "| `oz0 approval list` |", []reflect.Type{reflect.TypeFor[apiv1.Approval]()}},
 		{"job calls", "| `oz0 job show ID --calls` |", []reflect.Type{
 			reflect.TypeFor[apiv1.ModelCall](), reflect.TypeFor[gateway.Exchange](), reflect.TypeFor[gateway.Chunk](),
 			reflect.TypeFor[apiv1.Conversation](), reflect.TypeFor[apiv1.ToolDef](), reflect.TypeFor[apiv1.Message](),

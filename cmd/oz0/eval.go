@@ -22,6 +22,7 @@ import (
 	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/harnesskit/harness"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/plugin"
@@ -76,7 +77,8 @@ the token, cost and duration deltas. --junit FILE writes a JUnit report; --forma
 annotations on the eval files' lines and a job summary ($GITHUB_STEP_SUMMARY).
 
 Exit status: 0 every case passed, 1 a case failed or the plugin has lint errors, 2 usage or a bad
-eval file, 3 the environment (no key for --live, a recording that cannot be written).`,
+eval file, 3 the environment (no key for --live, a recording that cannot be written), 130
+interrupted (Ctrl-C).`,
 		Example: `  oz0 eval
   oz0 eval evals/triage.yaml --json
   oz0 eval --record                  # record the new cases on the live model
@@ -293,7 +295,14 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 		return err
 	}
 	defer closeSrv()
-	report, err := eval.Run(ctx, srv, files, eval.Options{Mode: mode})
+	// On oz0 dev a person may answer a case's approvals in its inbox; oz0 eval's own node has
+	// nobody to ask.
+	note := func(msg string) { fmt.Fprintf(opts.IO.ErrOut, "oz0: %s\n", termtext.OneLine(msg)) }
+	report, err := eval.Run(ctx, srv, files, eval.Options{Mode: mode, Inbox: opts.Dev, Note: note})
+	var interrupted *eval.InterruptedError
+	if errors.As(err, &interrupted) {
+		return &cmdutil.InterruptedError{Msg: interrupted.Error()}
+	}
 	if err != nil {
 		return err
 	}

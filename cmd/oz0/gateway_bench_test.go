@@ -26,11 +26,7 @@ import (
 func goProgram(b *testing.B, pkg string) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
+	goBuild(b, ".", "-o", bin, pkg)
 	return bin
 }
 
@@ -39,18 +35,20 @@ func goProgram(b *testing.B, pkg string) string {
 // a terminal would take it.
 func startReady(b *testing.B, env []string, ready string, name string, args ...string) string {
 	b.Helper()
-	line, _ := startReadyPID(b, env, ready, name, args...)
+	line, _, _ := startReadyProc(b, env, ready, name, args...)
 	return line
 }
 
-// startReadyPID is startReady that also returns the process's id (to read its memory).
-func startReadyPID(b *testing.B, env []string, ready string, name string, args ...string) (string, int) {
+// startReadyProc is startReady that also returns the process (its id, to read its memory) and
+// the file its output goes to.
+func startReadyProc(b *testing.B, env []string, ready string, name string, args ...string) (line string, cmd *exec.Cmd, logPath string) {
 	b.Helper()
-	logFile, err := os.Create(filepath.Join(b.TempDir(), filepath.Base(name)+".log"))
+	logPath = filepath.Join(b.TempDir(), filepath.Base(name)+".log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(name, args...)
+	cmd = exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -64,7 +62,7 @@ func startReadyPID(b *testing.B, env []string, ready string, name string, args .
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
-			return strings.TrimSpace(string(data)), cmd.Process.Pid
+			return strings.TrimSpace(string(data)), cmd, logPath
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%s %v: not ready in 30 s", name, args)

@@ -277,8 +277,29 @@ func jobWatchRun(ctx context.Context, opts *jobWatchOptions) error {
 	if !opts.JSON {
 		startedNote(opts.IO.ErrOut, c, job, "")
 	}
-	// No signals: Ctrl-C ends the watch, not the job.
-	return follow(ctx, ro, c, job, nil)
+	// Ctrl-C ends the watch, not the job: the stream's line is ended, then the job's going on
+	// said, and oz0 exits as an interrupted command (130).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			close(stopped)
+			stopWatching()
+		case <-watchCtx.Done():
+		}
+	}()
+	err = follow(watchCtx, ro, c, job, nil)
+	select {
+	case <-stopped:
+		return &cmdutil.InterruptedError{Msg: fmt.Sprintf("stopped watching; job %s goes on (oz0 job watch %s follows it again, oz0 job cancel %s ends it)", job.ID, job.ID, job.ID)}
+	default:
+		return err
+	}
 }
 
 type jobCancelOptions struct {

@@ -114,12 +114,12 @@ func BenchmarkManyJobsThroughDev(b *testing.B) {
 func startDevPID(b *testing.B, bin string, args ...string) (*client.Client, int) {
 	b.Helper()
 	ready := filepath.Join(b.TempDir(), "ctx")
-	line, pid := startReadyPID(b, nil, ready, bin, append(args, "--ready-file", ready)...)
+	line, cmd, _ := startReadyProc(b, nil, ready, bin, append(args, "--ready-file", ready)...)
 	ctx, err := apiv1.ParseContext(line)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return client.New(ctx), pid
+	return client.New(ctx), cmd.Process.Pid
 }
 
 // procStatusMB is a memory field of /proc/PID/status (VmRSS, VmHWM) in MiB.

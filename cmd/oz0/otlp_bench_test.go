@@ -85,38 +85,12 @@ type loggedDev struct {
 func startDevLogged(b *testing.B, bin string, env []string, args ...string) *loggedDev {
 	b.Helper()
 	ready := filepath.Join(b.TempDir(), "ctx")
-	logPath := filepath.Join(b.TempDir(), "dev.log")
-	logFile, err := os.Create(logPath)
+	line, cmd, logPath := startReadyProc(b, env, ready, bin, append(args, "--ready-file", ready)...)
+	ctx, err := apiv1.ParseContext(line)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, append(args, "--ready-file", ready)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	d := &loggedDev{cmd: cmd, log: logPath}
-	b.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		logFile.Close()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
-			ctx, err := apiv1.ParseContext(strings.TrimSpace(string(data)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			d.c = client.New(ctx)
-			return d
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("oz0 %v: not ready in 30 s", args)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return &loggedDev{c: client.New(ctx), cmd: cmd, log: logPath}
 }
 
 // stop stops oz0 dev and returns what it wrote.

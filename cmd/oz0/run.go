@@ -208,11 +208,15 @@ func createJob(ctx context.Context, c *client.Client, req apiv1.JobRequest) (api
 // returns its outcome.
 func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.Job, sigs <-chan os.Signal) error {
 	ios, asJSON := opts.IO, opts.JSON
+	r := render.New(ios.Out, job.Agent)
+	// The renderer is the stream's, and the cancel prompt's too: the prompt ends the line the
+	// stream left open first (huh redraws the rows it takes, and would wipe that line).
+	var rmu sync.Mutex
+	closeLine := func() { rmu.Lock(); r.Close(); rmu.Unlock() }
 	followed := make(chan struct{})
 	defer close(followed)
-	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed)
+	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed, closeLine)
 
-	r := render.New(ios.Out, job.Agent)
 	// JSON lines are the server's own encoding of each event, printed as they come: buffered, and
 	// flushed whenever the stream has nothing more waiting.
 	out := bufio.NewWriterSize(ios.Out, 64<<10)
@@ -251,7 +255,7 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 			closeInline()
 			inline.Wait()
 			if json.Unmarshal(ev.Data, &st) == nil && st.Status == apiv1.StatusWaitingForApproval {
-				r.Close()
+				closeLine()
 				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", termtext.OneLine(st.Reason))
 				if ios.CanPrompt() {
 					var waitCtx context.Context
@@ -261,6 +265,8 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 				}
 			}
 		}
+		rmu.Lock()
+		defer rmu.Unlock()
 		return r.Event(ev)
 	}, func(err error) {
 		if asJSON {
@@ -268,14 +274,14 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		}
 		if !asJSON && err.Error() != broke {
 			broke = err.Error()
-			r.Close() // the note goes on a line of its own
+			closeLine() // the note goes on a line of its own
 			fmt.Fprintf(ios.ErrOut, "oz0: the live stream broke (%v); resuming\n", err)
 		}
 	})
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}
-	r.Close()
+	closeLine()
 	closeInline()
 	inline.Wait()
 	if err != nil {
@@ -298,25 +304,39 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", job.ID, strings.ReplaceAll(string(outcome.Status), "_", " "), reason)}
 }
 
-// cancelOnSignal cancels the job on each signal from sigs (Ctrl-C), after asking on a terminal,
-// until sigs closes or the job has been followed to its end.
-func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal, followed <-chan struct{}) {
+// cancelOnSignal cancels the job on a signal from sigs, until sigs closes or the job has been
+// followed to its end. Ctrl-C on a terminal asks first (closeLine ends the stream's open line
+// before the question); SIGTERM comes from a program (timeout, a supervisor), which cannot
+// answer, and cancels at once. Once the dev server has taken the cancel, further signals ask
+// nothing more: the job's end is on its way (timeout signals the process and its group).
+func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal, followed <-chan struct{}, closeLine func()) {
+	cancelled := false
 	for {
+		var sig os.Signal
 		select {
-		case _, ok := <-sigs:
+		case s, ok := <-sigs:
 			if !ok {
 				return
 			}
+			sig = s
 		case <-followed:
 			return
 		}
-		if opts.IO.CanPrompt() && !opts.Prompter.Confirm(fmt.Sprintf("Cancel job %s?", job)) {
+		if cancelled {
 			continue
+		}
+		if sig == os.Interrupt && opts.IO.CanPrompt() {
+			closeLine()
+			if !opts.Prompter.Confirm(fmt.Sprintf("Cancel job %s?", job)) {
+				continue
+			}
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "oz0: cancelling job %s\n", job)
 		if _, err := c.Cancel(ctx, job); err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "oz0: %s\n", cmdutil.Message(err))
+			continue
 		}
+		cancelled = true
 	}
 }
 
@@ -333,7 +353,7 @@ func answerInline(ctx, send context.Context, opts *runOptions, c *client.Client,
 		if a.Job != job {
 			continue
 		}
-		title := termtext.OneLine(fmt.Sprintf("%s %s — %s", a.Target(), render.CompactJSON(a.Arguments), a.Why))
+		title := termtext.OneLine(fmt.Sprintf("%s %s — %s", a.Target(), approvalArguments(a), a.Why))
 		choice, reason, ok := opts.Prompter.Approval(ctx, title)
 		if ctx.Err() != nil {
 			return // answered elsewhere, or the job ended: nothing to say

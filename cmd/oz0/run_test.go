@@ -159,31 +159,46 @@ func TestRunInlineAnswerOutlivesItsForm(t *testing.T) {
 	}
 }
 
-// Ctrl-C cancels the job; on a terminal, only once the person confirms.
+// Ctrl-C cancels the job; on a terminal, only once the person confirms, and with the stream's
+// open line ended before the question. SIGTERM (a program's: timeout) cancels without asking.
+// Signals after the dev server has taken the cancel ask and send nothing more.
 func TestRunCtrlCAsksBeforeCancelling(t *testing.T) {
 	fs := newFakeDevServer(t)
 	c := client.New(apiv1.Context{URL: fs.URL, Token: apiv1.NewToken()})
 	for _, tc := range []struct {
 		name         string
+		sigs         []os.Signal
 		tty, confirm bool
 		cancels      int
 		asked        int
 	}{
-		{name: "not a terminal", tty: false, cancels: 1, asked: 0},
-		{name: "terminal declined", tty: true, confirm: false, cancels: 0, asked: 1},
-		{name: "terminal confirmed", tty: true, confirm: true, cancels: 1, asked: 1},
+		{name: "not a terminal", sigs: []os.Signal{syscall.SIGINT}, cancels: 1},
+		{name: "terminal declined", sigs: []os.Signal{syscall.SIGINT}, tty: true, cancels: 0, asked: 1},
+		{name: "terminal confirmed", sigs: []os.Signal{syscall.SIGINT}, tty: true, confirm: true, cancels: 1, asked: 1},
+		{name: "SIGTERM on a terminal", sigs: []os.Signal{syscall.SIGTERM}, tty: true, cancels: 1},
+		{name: "signals after the cancel", sigs: []os.Signal{syscall.SIGTERM, syscall.SIGTERM, syscall.SIGINT}, tty: true, cancels: 1},
+		{name: "declined twice", sigs: []os.Signal{syscall.SIGINT, syscall.SIGINT}, tty: true, cancels: 0, asked: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs.cancels = 0
 			p := &testPrompter{confirm: tc.confirm}
 			ios, _, _, _ := iostreams.Test()
 			ios.SetTTY(tc.tty, tc.tty)
-			sigs := make(chan os.Signal, 1)
-			sigs <- syscall.SIGINT
+			sigs := make(chan os.Signal, len(tc.sigs))
+			for _, s := range tc.sigs {
+				sigs <- s
+			}
 			close(sigs)
-			cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil)
-			if fs.cancels != tc.cancels || len(p.asked) != tc.asked {
-				t.Errorf("terminal %v, confirm %v: %d cancels, asked %q", tc.tty, tc.confirm, fs.cancels, p.asked)
+			lineClosed := 0
+			closeLine := func() {
+				if lineClosed != len(p.asked) {
+					t.Error("the stream's line was not ended before the question")
+				}
+				lineClosed++
+			}
+			cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil, closeLine)
+			if fs.cancels != tc.cancels || len(p.asked) != tc.asked || lineClosed != tc.asked {
+				t.Errorf("%d cancels, asked %q, line ended %d times", fs.cancels, p.asked, lineClosed)
 			}
 		})
 	}

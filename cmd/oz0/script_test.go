@@ -65,6 +65,15 @@ func TestScripts(t *testing.T) {
 		Cmds:                scriptCmds,
 		Condition:           scriptCondition,
 		Setup: func(env *testscript.Env) error {
+			// Each script has a home of its own: testscript's /no-home, which root may create,
+			// would carry what a script's programs keep there (oz0's sandbox memory, CrewAI's
+			// storage, Go's telemetry settings) into the next. Beside $WORK, not in it: scripts
+			// check what is left there.
+			home := env.WorkDir + ".home"
+			if err := os.Mkdir(home, 0o755); err != nil {
+				return err
+			}
+			env.Setenv("HOME", home)
 			// Python writes no bytecode into the scaffolded trees the scripts compare.
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 			// The Python templates' scripts run uv (uv lock, uv sync, uv run) on the real frameworks.

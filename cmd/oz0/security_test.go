@@ -237,6 +237,22 @@ func TestTenantKeyStaysInTheGateway(t *testing.T) {
 		t.Fatalf("oz0 job list --json: %v %v", jobs, err)
 	}
 	planted := jobs[0].ID
+	// A model call that names the echoed secret as its model (a harness sends what it likes):
+	// oz0 dev logs the model asked for, masked as every secret of the tenant is.
+	live := regexp.MustCompile(`ANTHROPIC_API_KEY=(oz0s_[0-9A-Za-z]+)`).FindStringSubmatch(o.run(0, "", "job", "trace", planted))
+	if live == nil {
+		t.Fatal("the planted job's trace has no session key in its environment")
+	}
+	named, _ := http.NewRequest("POST", devCtx.URL+"/gateway/anthropic/v1/messages",
+		strings.NewReader(`{"model":"M1-`+echoed+`","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`))
+	named.Header.Set("x-api-key", live[1])
+	named.Header.Set("anthropic-version", "2023-06-01")
+	if resp, err := http.DefaultClient.Do(named); err != nil {
+		t.Fatal(err)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	o.run(0, "", "job", "cancel", planted)
 	if err := run.Wait(); err == nil {
 		t.Error("oz0 run of a cancelled job exited 0")
@@ -295,7 +311,7 @@ func TestTenantKeyStaysInTheGateway(t *testing.T) {
 	// What the checks rest on: the key reached the upstream, the harness saw its environment and
 	// the upstream's echoes, and said the secret, whole and split.
 	upstream.mu.Lock()
-	if len(upstream.seen) != 2 || upstream.seen[0] != tenantKey {
+	if len(upstream.seen) != 3 || upstream.seen[0] != tenantKey {
 		t.Errorf("the upstream got x-api-key %q", upstream.seen)
 	}
 	upstream.mu.Unlock()

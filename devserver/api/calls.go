@@ -11,6 +11,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/recording"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/gateway"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // calls answers a job's model calls with what was kept of each, read as conversations.
@@ -23,7 +24,7 @@ func (b *Backend) calls(w http.ResponseWriter, r *http.Request) {
 	}
 	out := apiv1.Calls{Job: id, Calls: make([]apiv1.ModelCall, len(cs))}
 	for i, c := range cs {
-		out.Calls[i] = wireCall(c, i+1)
+		out.Calls[i] = wireCall(c, i+1, b.Store.Mask)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -32,7 +33,7 @@ func (b *Backend) calls(w http.ResponseWriter, r *http.Request) {
 func (b *Backend) call(w http.ResponseWriter, r *http.Request) {
 	c, n, ok := b.findCall(w, r.PathValue("id"), r.PathValue("seq"))
 	if ok {
-		writeJSON(w, http.StatusOK, wireCall(c, n))
+		writeJSON(w, http.StatusOK, wireCall(c, n, b.Store.Mask))
 	}
 }
 
@@ -104,6 +105,8 @@ func (b *Backend) callDiff(w http.ResponseWriter, r *http.Request) {
 	if !kept(w, from, otherJob, fromN, &a) || !kept(w, to, id, toN, &c) {
 		return
 	}
+	conversation.MaskExchange(&a, b.Store.Mask)
+	conversation.MaskExchange(&c, b.Store.Mask)
 	d := apiv1.CallDiff{From: apiv1.CallRef{Job: otherJob, Seq: from.Seq, N: fromN}, To: apiv1.CallRef{Job: id, Seq: to.Seq, N: toN}}
 	d.Lines = recording.Diff(a.Method+" "+a.Path, c.Method+" "+c.Path, []byte(a.Request), []byte(c.Request))
 	d.Same = len(d.Lines) == 1 && d.Lines[0] == recording.Same
@@ -119,14 +122,20 @@ func kept(w http.ResponseWriter, c store.Call, job string, n int, ex *gateway.Ex
 	return true
 }
 
-// wireCall is a model call as the API answers it.
-func wireCall(c store.Call, n int) apiv1.ModelCall {
+// wireCall is a model call as the API answers it: its exchange, with a secret that shows only
+// decoded masked (conversation.MaskExchange), and its conversation, masked.
+func wireCall(c store.Call, n int, mask func([]byte) []byte) apiv1.ModelCall {
 	mc := apiv1.ModelCall{Seq: c.Seq, N: n, Time: c.Time, Meter: c.Data}
 	if c.Exchange != nil {
 		mc.Exchange = c.Exchange
 		var ex gateway.Exchange
 		if err := json.Unmarshal(c.Exchange, &ex); err == nil {
-			mc.Conversation = conversation.Of(&ex)
+			if conversation.MaskExchange(&ex, mask) {
+				if b, err := jsonutil.Marshal(&ex); err == nil {
+					mc.Exchange = b
+				}
+			}
+			mc.Conversation = conversation.Of(&ex, mask)
 		}
 	}
 	return mc

@@ -82,3 +82,45 @@ func TestCalls(t *testing.T) {
 		})
 	}
 }
+
+// A secret a kept request escapes ("hunter\u0032"), which the store's masking of the bytes does
+// not find, is masked in all the API shows decoded: the conversation, the exchange (which the UI's
+// raw view decodes to indent it) and the diff of two calls.
+func TestCallsMaskAnEscapedSecret(t *testing.T) {
+	a := newTestAPI(t)
+	a.st.SetMasker(func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), "hunter2", "***")) })
+	j, err := a.client.CreateJob(context.Background(), apiv1.JobRequest{Agent: "hello", Input: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange := func(system string) json.RawMessage {
+		req := `{"model":"m","system":"` + system + ` hunter\u0032","messages":[{"role":"user","content":"my password is hunter\u0032"}]}`
+		b, _ := json.Marshal(map[string]any{"method": "POST", "path": "/anthropic/v1/messages", "request": req, "status": 200,
+			"body": `{"type":"message","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"}`})
+		return b
+	}
+	meter := json.RawMessage(`{"record":"fake","model":"m","status":200,"input_tokens":3,"output_tokens":1}`)
+	if _, err := a.st.AppendBatchWithExchanges(j.ID, []store.NewEvent{{Type: store.EventModelCall, Data: meter}, {Type: store.EventModelCall, Data: meter}},
+		[]json.RawMessage{exchange("You sort tickets."), exchange("You sort tickets for a help desk.")}); err != nil {
+		t.Fatal(err)
+	}
+	st, body := a.call("GET", "/api/v1/jobs/"+j.ID+"/calls", "")
+	var cs apiv1.Calls
+	if err := json.Unmarshal([]byte(body), &cs); st != 200 || err != nil || len(cs.Calls) != 2 {
+		t.Fatalf("%d %s", st, body)
+	}
+	for _, c := range cs.Calls {
+		var ex struct{ Request string }
+		json.Unmarshal(c.Exchange, &ex)
+		var decoded any
+		json.Unmarshal([]byte(ex.Request), &decoded) // as the raw view does
+		conv, _ := json.Marshal(c.Conversation)
+		if shown := fmt.Sprint(decoded) + string(conv); strings.Contains(shown, "hunter2") || !strings.Contains(shown, "my password is ***") {
+			t.Errorf("call %d shows: %s", c.N, shown)
+		}
+	}
+	st, body = a.call("GET", fmt.Sprintf("/api/v1/jobs/%s/calls/%d/diff?n=1", j.ID, cs.Calls[1].Seq), "")
+	if st != 200 || strings.Contains(body, "hunter2") || !strings.Contains(body, `You sort tickets. ***`) {
+		t.Errorf("the diff: %d %s", st, body)
+	}
+}

@@ -41,7 +41,7 @@ func wireEvent(e store.Event) apiv1.Event {
 func wireApproval(a store.Approval) apiv1.Approval {
 	return apiv1.Approval{
 		ID: a.ID, Job: a.Job, Agent: a.Agent, Harness: a.Harness, Tool: a.Tool, Request: a.Request,
-		Arguments: a.Arguments, Why: a.Why, Status: a.Status, Scope: a.Scope,
+		Arguments: a.Arguments, ArgumentsBytes: a.ArgumentsBytes, ArgumentsClipped: a.ArgumentsClipped, Why: a.Why, Status: a.Status, Scope: a.Scope,
 		Reason: a.Reason, CreatedAt: a.CreatedAt, DecidedAt: a.DecidedAt,
 	}
 }

@@ -102,7 +102,7 @@ func (b *Backend) sendChange(out *sse, c store.Change, snapshot func() error) er
 		}
 		return out.send(apiv1.FeedJob, "", wireJob(j))
 	case store.ChangeApproval:
-		a, err := b.Store.GetApproval(c.ID)
+		a, err := b.Store.ApprovalSummary(c.ID) // as the snapshot's list: long arguments clipped
 		if err != nil {
 			return err
 		}

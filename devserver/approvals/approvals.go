@@ -35,6 +35,18 @@ type Call struct {
 // Target is <harness>.<tool>.
 func (c Call) Target() string { return c.Harness + "." + c.Tool }
 
+// The inbox's bounds, so that what waits for a person cannot grow with what a harness sends (the
+// protocol lets a session have 256 permission requests open at once, each up to its 8 MiB line):
+// a call past them is denied at once, with a reason that says which bound, and is not stored.
+const (
+	// MaxPendingPerJob is the most calls of one job that wait for a person at once: more than a
+	// person answers one by one, and more than a harness that waits for each answer needs.
+	MaxPendingPerJob = 32
+	// MaxArgumentBytes is the most JSON of one waiting call's arguments: what a person can read
+	// before approving it.
+	MaxArgumentBytes = 1 << 20
+)
+
 // Inbox holds the pending approvals of the live jobs.
 type Inbox struct {
 	store *store.Store
@@ -83,17 +95,31 @@ func (in *Inbox) Ask(ctx context.Context, c Call) (Answer, error) {
 	if granted {
 		return Answer{Allow: true, By: "person (for this job)"}, nil
 	}
+	if len(c.Arguments) > MaxArgumentBytes {
+		return Answer{By: "inbox", Reason: fmt.Sprintf("%s's arguments are %d bytes of JSON, more than the %d (1 MiB) the approvals inbox shows a person; the call is denied without asking",
+			c.Target(), len(c.Arguments), MaxArgumentBytes)}, nil
+	}
+	in.mu.Lock()
+	if in.pending[c.Job] >= MaxPendingPerJob {
+		in.mu.Unlock()
+		return Answer{By: "inbox", Reason: fmt.Sprintf("job %s already has %d calls waiting for a person, the most the approvals inbox holds for one job; the call is denied without asking (ask again once some are answered)",
+			c.Job, MaxPendingPerJob)}, nil
+	}
+	in.pending[c.Job]++ // the place is taken before the record is written: two calls at once cannot both take the last one
+	first := in.pending[c.Job] == 1
+	in.mu.Unlock()
 	a, err := in.store.CreateApproval(store.Approval{
 		Job: c.Job, Agent: c.Agent, Harness: c.Harness, Tool: c.Tool, Request: c.Request, Arguments: c.Arguments, Why: c.Why,
 	})
 	if err != nil {
+		in.mu.Lock()
+		in.leave(c.Job)
+		in.mu.Unlock()
 		return Answer{}, err
 	}
 	ch := make(chan Answer, 1)
 	in.mu.Lock()
 	in.waiters[a.ID] = ch
-	in.pending[c.Job]++
-	first := in.pending[c.Job] == 1
 	in.mu.Unlock()
 	if first {
 		_ = in.store.SetStatus(c.Job, store.StatusWaitingForApproval, fmt.Sprintf("%s waits for a person: oz0 approval approve %s", c.Target(), a.ID))
@@ -121,16 +147,23 @@ func (in *Inbox) Ask(ctx context.Context, c Call) (Answer, error) {
 	release()
 	in.mu.Lock()
 	delete(in.waiters, a.ID)
-	in.pending[c.Job]--
-	last := in.pending[c.Job] == 0
-	if last {
-		delete(in.pending, c.Job)
-	}
+	last := in.leave(c.Job)
 	in.mu.Unlock()
 	if last && ctx.Err() == nil {
 		_ = in.store.SetStatus(c.Job, store.StatusRunning, "")
 	}
 	return ans, nil
+}
+
+// leave gives back a job's place in the inbox; it reports whether it was the job's last. in.mu
+// is held.
+func (in *Inbox) leave(job string) bool {
+	in.pending[job]--
+	if in.pending[job] > 0 {
+		return false
+	}
+	delete(in.pending, job)
+	return true
 }
 
 // Approve approves a pending approval with a scope: once, job (the rest of this job) or always

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,87 @@ func TestUnknownScope(t *testing.T) {
 	in, _, _ := setup(t)
 	if _, _, err := in.Approve("apr_x", "forever"); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestInboxBounded: 256 permission requests of 180 KB at once (as many as the protocol lets a
+// session have open) made the inbox hold 46 MB for one job. Past MaxPendingPerJob calls of a job,
+// a call is denied at once and not stored; another job's call still waits; an answered call
+// frees its place. Arguments past MaxArgumentBytes are denied without asking.
+func TestInboxBounded(t *testing.T) {
+	in, st, job := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	big := json.RawMessage(`{"body":"` + strings.Repeat("x", 180<<10) + `"}`)
+	outs := make(chan Answer, MaxPendingPerJob)
+	for range MaxPendingPerJob {
+		go func() {
+			c := call(job)
+			c.Arguments = big
+			a, err := in.Ask(ctx, c)
+			if err != nil {
+				t.Error(err)
+			}
+			outs <- a
+		}()
+	}
+	waitPending := func(n int) []store.Approval {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			list, err := st.ListApprovals(store.ApprovalPending)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) == n {
+				return list
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d approvals pending, want %d", len(list), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	list := waitPending(MaxPendingPerJob)
+	ans, err := in.Ask(ctx, call(job))
+	if err != nil || ans.Allow || ans.By != "inbox" || !strings.Contains(ans.Reason, "already has 32 calls waiting for a person") {
+		t.Errorf("the call past the bound: %+v, %v", ans, err)
+	}
+	// Another job is not held up by this one.
+	other, err := st.CreateJob(store.NewJob{Agent: "acme-triage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherOut := ask(t, in, st, ctx, call(other.ID))
+	waitPending(MaxPendingPerJob + 1)
+	// An answer frees a place.
+	if _, err := in.Deny(list[0].ID, "no"); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-outs; a.Allow || a.Reason != "no" {
+		t.Errorf("the denied call: %+v", a)
+	}
+	go func() {
+		a, err := in.Ask(ctx, call(job))
+		if err != nil {
+			t.Error(err)
+		}
+		outs <- a
+	}()
+	waitPending(MaxPendingPerJob + 1)
+	// Too large arguments are not stored, whatever the count.
+	huge := call(other.ID)
+	huge.Arguments = json.RawMessage(`"` + strings.Repeat("y", MaxArgumentBytes) + `"`)
+	ans, err = in.Ask(ctx, huge)
+	if err != nil || ans.Allow || ans.By != "inbox" || !strings.Contains(ans.Reason, "more than the 1048576 (1 MiB) the approvals inbox shows a person") {
+		t.Errorf("too large arguments: %+v, %v", ans, err)
+	}
+	waitPending(MaxPendingPerJob + 1)
+	cancel()
+	<-otherOut
+	for range MaxPendingPerJob {
+		if a := <-outs; a.By != "withdrawn" {
+			t.Errorf("a call left waiting: %+v", a)
+		}
 	}
 }

@@ -23,8 +23,9 @@ import (
 )
 
 // Of reads an exchange as a conversation; nil for a call that is none (a models list, a
-// count_tokens call still is one: its request is a conversation, its answer a count).
-func Of(ex *gateway.Exchange) *apiv1.Conversation {
+// count_tokens call still is one: its request is a conversation, its answer a count). mask (the
+// secrets' masker; nil: none) masks every text it shows, decoded (mask.go).
+func Of(ex *gateway.Exchange, mask func([]byte) []byte) *apiv1.Conversation {
 	var format gateway.Format
 	switch {
 	case strings.HasPrefix(ex.Path, "/anthropic/v1/messages"):
@@ -44,6 +45,7 @@ func Of(ex *gateway.Exchange) *apiv1.Conversation {
 		c.Notes = append(c.Notes, fmt.Sprintf("The request is not %s JSON (%v); the Raw view shows it as it was.", format, err))
 	}
 	c.Answer = answer(format, ex)
+	maskConversation(c, mask)
 	return c
 }
 
@@ -68,13 +70,13 @@ func decode(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// compact is a JSON value as compact text (keys in their order).
+// compact is a JSON value as compact text (keys in their order), its strings written plainly
+// (canonical); b itself when it is not JSON.
 func compact(b json.RawMessage) string {
-	var out bytes.Buffer
-	if err := json.Compact(&out, b); err != nil {
-		return string(b)
+	if s, ok := jsonutil.Canonical(b); ok {
+		return string(s)
 	}
-	return out.String()
+	return string(b)
 }
 
 // The request fields a conversation shows in its own places; the rest go to Settings.
@@ -105,7 +107,7 @@ func request(c *apiv1.Conversation, format gateway.Format, body []byte) error {
 			settings[k] = o[k]
 		}
 		b, _ := jsonutil.Marshal(settings)
-		c.Settings = string(b)
+		c.Settings = compact(b)
 	}
 	if format == gateway.AnthropicMessages {
 		anthropicRequest(c, o)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -324,3 +325,19 @@ func (n *Node) findAgent(name string) (*plugin.Plugin, *plugin.Agent) {
 	}
 	return nil, nil
 }
+
+// Sandbox is the sandbox that a session of the plugin in pluginDir runs in: the node's, with the
+// other plugins hidden.
+func (n *Node) Sandbox(pluginDir string) supervisor.Sandbox {
+	sandbox := n.cfg.Sandbox
+	sandbox.Hide = slices.Clone(sandbox.Hide)
+	for _, p := range n.cfg.Plugins.Plugins() {
+		if p.Dir != pluginDir {
+			sandbox.Hide = append(sandbox.Hide, p.Dir)
+		}
+	}
+	return sandbox
+}
+
+// TempDir is where the node's sessions make their directories; "" is os.TempDir().
+func (n *Node) TempDir() string { return n.cfg.TempDir }

@@ -293,3 +293,28 @@ func TestPermissionRequestIsRecordedBeforeItIsDecided(t *testing.T) {
 		t.Errorf("asked %d times; these requests were not in the record when their decider was asked: %v", d.asked, d.missing)
 	}
 }
+
+// KillSessions makes a Close under way quick (a second Ctrl-C on oz0 dev): a session that ignores
+// SIGTERM under an hour's grace ends at once, and its job is still recorded as interrupted.
+func TestKillSessionsHurriesClose(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"ignoreterm": ""}), func(c *node.Config) { c.Grace = time.Hour })
+	j := w.submit(t, "ignoreterm", ticket)
+	closed := make(chan error, 1)
+	_, end := w.events(t, j.ID, func(e store.Event) {
+		if e.Type == store.EventSay { // it ignores SIGTERM from here on
+			go func() { closed <- w.node.Close(t.Context()) }()
+			go w.node.KillSessions()
+		}
+	})
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for the hour's grace")
+	}
+	if end.Status != store.StatusInterrupted || end.Reason != "oz0 dev stopped while the job ran" {
+		t.Errorf("job ended %s: %q, want interrupted", end.Status, end.Reason)
+	}
+}

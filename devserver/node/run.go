@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -51,14 +50,7 @@ func (n *Node) run(job *Job) {
 	defer n.cfg.Gateway.Forget(job.ID)
 	defer n.cfg.Keys.RevokeJob(job.ID)
 
-	sandbox := n.cfg.Sandbox
-	sandbox.Hide = slices.Clone(sandbox.Hide)
-	for _, p := range n.cfg.Plugins.Plugins() {
-		if p.Dir != job.Plugin.Dir {
-			sandbox.Hide = append(sandbox.Hide, p.Dir)
-		}
-	}
-	spec := job.spec.Spec(n.cfg.GatewayURL, key, sandbox)
+	spec := job.spec.Spec(n.cfg.GatewayURL, key, n.Sandbox(job.Plugin.Dir))
 	if n.cfg.ReceiveSpans {
 		// The gateway's OTLP receiver takes the session's own spans under its key, as children
 		// of the job's span.
@@ -69,7 +61,7 @@ func (n *Node) run(job *Job) {
 	spec.Limits.Grace = n.cfg.Grace
 	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
-	spec.TempDir = n.cfg.TempDir
+	spec.TempDir = n.TempDir()
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
 	job.says = n.cfg.SayStream()
 	sess, err := supervisor.Start(context.Background(), spec)
@@ -361,6 +353,21 @@ func (n *Node) Running() []string {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// KillSessions ends every running session at once, without its grace period (supervisor's
+// Kill): a node that Close is stopping, told to hurry (a second Ctrl-C on oz0 dev). Their jobs
+// end as Close ends them.
+func (n *Node) KillSessions() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, job := range n.running {
+		job.mu.Lock()
+		if sess := job.session; sess != nil {
+			sess.Kill()
+		}
+		job.mu.Unlock()
+	}
 }
 
 // Close cancels every live job and waits for them to end, at most until ctx is done.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/orchestrator-zero/oz0/internal/linediff"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
@@ -138,16 +138,8 @@ func (d *differ) array(path string, a, b []any) {
 // lines shows how two strings differ: whole, when short and on one line; else the lines that
 // changed.
 func (d *differ) lines(path, a, b string) {
-	if !strings.Contains(a+b, "\n") && len(a) <= maxValue && len(b) <= maxValue {
-		d.add("  %s:", name(path))
-		d.add("    - %s", strconv.Quote(a))
-		d.add("    + %s", strconv.Quote(b))
-		return
-	}
-	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
-	d.add("  %s:", name(path))
-	for _, op := range lineDiff(la, lb) {
-		d.add("    %c %s", op.kind, textclip.ClipN(op.text, maxValue))
+	for _, l := range linediff.Describe(name(path), a, b) {
+		d.add("%s", l)
 	}
 }
 
@@ -161,60 +153,4 @@ func name(path string) string {
 func compact(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-type lineOp struct {
-	kind byte // '-' or '+'
-	text string
-}
-
-// lineDiff returns the lines removed from a and added in b, in order, by the longest common
-// subsequence of lines (inputs are prompts: tens or hundreds of lines). Very long inputs fall back
-// to their first differing lines.
-func lineDiff(a, b []string) []lineOp {
-	if len(a)*len(b) > 1<<20 {
-		i := 0
-		for i < len(a) && i < len(b) && a[i] == b[i] {
-			i++
-		}
-		var ops []lineOp
-		if i < len(a) {
-			ops = append(ops, lineOp{'-', a[i]})
-		}
-		if i < len(b) {
-			ops = append(ops, lineOp{'+', b[i]})
-		}
-		return ops
-	}
-	// lcs[i][j]: the common subsequence of a[i:] and b[j:].
-	lcs := make([][]int, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	// Walk both, a removal before an addition, so a changed line reads as - old, + new.
-	var ops []lineOp
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			i++
-			j++
-		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
-			ops = append(ops, lineOp{'-', a[i]})
-			i++
-		default:
-			ops = append(ops, lineOp{'+', b[j]})
-			j++
-		}
-	}
-	return ops
 }

@@ -102,6 +102,18 @@ func TestReplayOrderAndMask(t *testing.T) {
 	}
 }
 
+// A call that departs from the recording is refused with a diff of the two requests, which shows
+// their values decoded: a secret the live request escapes ("sk\u002dsecret") is masked there.
+func TestReplayDiffMasksAnEscapedSecret(t *testing.T) {
+	mask := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("sk-secret"), []byte("***")) }
+	exs := []gateway.Exchange{{Method: "POST", Path: "/anthropic/v1/messages", Request: anthReq("first", system), Status: 200, Body: "1"}}
+	r := NewReplay("job_e", exs, mask, false)
+	_, _, why := r.Answer("POST", "/anthropic/v1/messages", []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"pw sk\u002dsecret"}]}`))
+	if strings.Contains(why, "sk-secret") || !strings.Contains(why, "pw ***") {
+		t.Errorf("the divergence: %s", why)
+	}
+}
+
 func TestDiff(t *testing.T) {
 	rec := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"a"}],"temperature":0}`
 	now := `{"model":"m2","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"}],"tools":[{"name":"a"}],"top_p":1}`

@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/gateway"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // Decode reads a job's recorded calls as the store keeps them.
@@ -101,8 +102,11 @@ func (r *Replay) Answer(method, path string, body []byte) (*gateway.Exchange, bo
 		why = fmt.Sprintf("model call %d: the recording of job %s has %d model call%s, and the session makes more", r.calls, r.job, n, plural(n))
 	} else {
 		ex := &r.exchanges[next]
+		// The diff shows values decoded: a secret either body escapes is masked first.
+		recorded, _ := jsonutil.MaskDecoded([]byte(ex.Request), r.mask)
+		now, _ := jsonutil.MaskDecoded(live, r.mask)
 		why = fmt.Sprintf("model call %d differs from call %d of the recording of job %s:\n%s", r.calls, next+1, r.job,
-			strings.Join(Diff(ex.Method+" "+ex.Path, method+" "+path, []byte(ex.Request), live), "\n"))
+			strings.Join(Diff(ex.Method+" "+ex.Path, method+" "+path, recorded, now), "\n"))
 	}
 	if r.upstream {
 		r.wentLive = why

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,12 @@ type Approval struct {
 	Reason    string          `json:"reason,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	DecidedAt time.Time       `json:"decided_at,omitzero"`
+
+	// ArgumentsBytes is the size of the arguments' JSON. A list clips arguments longer than
+	// ListArgumentBytes: Arguments is then a JSON string, the start of their JSON text and "…",
+	// and ArgumentsClipped is set; GetApproval has them whole.
+	ArgumentsBytes   int  `json:"arguments_bytes"`
+	ArgumentsClipped bool `json:"arguments_clipped,omitempty"`
 }
 
 // Target is how hooks and rules name the call: <harness>.<tool>.
@@ -72,15 +79,42 @@ func newID(prefix string) string {
 
 const approvalColumns = `id, job, agent, harness, tool, request, arguments, why, status, scope, reason, created_at, decided_at`
 
-func scanApproval(r scanner) (Approval, error) {
+// ListArgumentBytes is the most of an approval's arguments a list holds (ListApprovals,
+// ApprovalSummary): past it, the first ListPreviewChars characters of their JSON text. A list is
+// read whole by every terminal and browser that shows the inbox, so it must not grow with what a
+// harness sends; the one approval (GetApproval) has them whole.
+const (
+	ListArgumentBytes = 4096
+	ListPreviewChars  = 1024
+)
+
+// listColumns are approvalColumns with long arguments clipped, in SQLite: a list never reads them
+// whole.
+var listColumns = strings.Replace(approvalColumns, "arguments", fmt.Sprintf(
+	"CASE WHEN length(CAST(arguments AS BLOB)) > %d THEN substr(arguments, 1, %d) ELSE arguments END, length(CAST(arguments AS BLOB))",
+	ListArgumentBytes, ListPreviewChars), 1)
+
+func scanApproval(r scanner) (Approval, error) { return scanApprovalAs(r, false) }
+
+func scanApprovalAs(r scanner, list bool) (Approval, error) {
 	var a Approval
 	var args string
 	var created int64
 	var decided sql.NullInt64
-	if err := r.Scan(&a.ID, &a.Job, &a.Agent, &a.Harness, &a.Tool, &a.Request, &args, &a.Why, &a.Status, &a.Scope, &a.Reason, &created, &decided); err != nil {
+	dest := []any{&a.ID, &a.Job, &a.Agent, &a.Harness, &a.Tool, &a.Request, &args, &a.Why, &a.Status, &a.Scope, &a.Reason, &created, &decided}
+	if list {
+		dest = slices.Insert(dest, 7, any(&a.ArgumentsBytes))
+	}
+	if err := r.Scan(dest...); err != nil {
 		return a, err
 	}
 	a.Arguments = json.RawMessage(args)
+	if !list {
+		a.ArgumentsBytes = len(args)
+	} else if a.ArgumentsBytes > ListArgumentBytes {
+		preview, _ := json.Marshal(args + "…")
+		a.Arguments, a.ArgumentsClipped = preview, true
+	}
 	a.CreatedAt = fromNanos(created)
 	if decided.Valid {
 		a.DecidedAt = fromNanos(decided.Int64)
@@ -95,6 +129,7 @@ func (s *Store) CreateApproval(a Approval) (Approval, error) {
 		return Approval{}, err
 	}
 	a.ID, a.Arguments, a.Status, a.CreatedAt = newID(apiv1.ApprovalIDPrefix), args, ApprovalPending, time.Now().UTC()
+	a.ArgumentsBytes, a.ArgumentsClipped = len(args), false
 	a.Why = s.maskString(a.Why)
 	err = s.write(context.Background(), func(x execer) ([]Change, error) {
 		_, err := x.ExecContext(context.Background(), `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)`,
@@ -113,9 +148,20 @@ func (s *Store) GetApproval(id string) (Approval, error) {
 	return a, s.readErr(err)
 }
 
-// ListApprovals lists approvals, oldest first; only those of the given statuses, if any.
+// ApprovalSummary reads an approval as a list shows it: its arguments clipped past
+// ListArgumentBytes.
+func (s *Store) ApprovalSummary(id string) (Approval, error) {
+	a, err := scanApprovalAs(s.rdb.QueryRow(`SELECT `+listColumns+` FROM approvals WHERE id = ?`, id), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("%w: approval %s", ErrNotFound, id)
+	}
+	return a, s.readErr(err)
+}
+
+// ListApprovals lists approvals, oldest first; only those of the given statuses, if any. Their
+// arguments are clipped past ListArgumentBytes (GetApproval has them whole).
 func (s *Store) ListApprovals(statuses ...ApprovalStatus) ([]Approval, error) {
-	q := `SELECT ` + approvalColumns + ` FROM approvals`
+	q := `SELECT ` + listColumns + ` FROM approvals`
 	var args []any
 	if len(statuses) > 0 {
 		q += ` WHERE status IN (?` + strings.Repeat(",?", len(statuses)-1) + `)`
@@ -130,7 +176,7 @@ func (s *Store) ListApprovals(statuses ...ApprovalStatus) ([]Approval, error) {
 	defer rows.Close()
 	var out []Approval
 	for rows.Next() {
-		a, err := scanApproval(rows)
+		a, err := scanApprovalAs(rows, true)
 		if err != nil {
 			return nil, s.readErr(err)
 		}

@@ -180,3 +180,33 @@ func median(v []float64) float64 {
 	slices.Sort(v)
 	return v[len(v)/2]
 }
+
+// BenchmarkOpen is the store's open and close, as oz0 dev's start pays it: on a new state
+// directory (the schema made), as --ephemeral opens it (never synced), and on one made before (a
+// restart's).
+func BenchmarkOpen(b *testing.B) {
+	b.Run("ephemeral", func(b *testing.B) {
+		for b.Loop() {
+			s, err := OpenWith(b.TempDir(), Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Close()
+		}
+	})
+	b.Run("existing", func(b *testing.B) {
+		dir := b.TempDir()
+		s, err := Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		for b.Loop() {
+			s, err := Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Close()
+		}
+	})
+}

@@ -18,8 +18,8 @@
 //
 // # Files
 //
-// dir/oz0.db (with oz0.db-wal and oz0.db-shm while open) and dir/oz0.lock, an flock held while a
-// Store is open, so a second `oz0 dev` on the same state directory is refused with the pid of the
+// dir/oz0.db (with oz0.db-wal and oz0.db-shm while open) and dir/oz0.lock, all mode 0600 (perm.go),
+// the lock an flock held while a Store is open, so a second `oz0 dev` on the same state directory is refused with the pid of the
 // first instead of sharing the database. Open refuses, with an error that names the file and what
 // to do, and without touching it: a file that is not SQLite (its first bytes are checked before
 // SQLite opens it), a corrupt one, a SQLite database that is not oz0's (tables but no

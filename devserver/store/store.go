@@ -45,6 +45,10 @@ type Options struct {
 	// included, and the database stays consistent after a power loss, which may lose the last
 	// commits before it.
 	FullSync bool
+	// NoSync never fsyncs (SQLite synchronous=OFF; it wins over FullSync), for a state that does
+	// not outlive the process (oz0 dev --ephemeral removes it at the stop): a fresh database's
+	// first commits were a third of its open, in fsyncs alone.
+	NoSync bool
 	// Readers is the size of the read pool (default 4).
 	Readers int
 	// MaxBatch bounds how many events one group commit holds (default 4096).
@@ -209,7 +213,10 @@ const (
 func (s *Store) dsn(kind connKind) string {
 	u := (&url.URL{Path: s.path}).EscapedPath()
 	sync := "NORMAL"
-	if s.opts.FullSync {
+	switch {
+	case s.opts.NoSync:
+		sync = "OFF"
+	case s.opts.FullSync:
 		sync = "FULL"
 	}
 	q := []string{"_pragma=busy_timeout(10000)"}
@@ -217,7 +224,8 @@ func (s *Store) dsn(kind connKind) string {
 	case readerConn:
 		q = append(q, "_pragma=query_only(1)")
 	case writerConn:
-		q = append(q, "_pragma=foreign_keys(1)", "_pragma=journal_mode(WAL)", "_pragma=synchronous("+sync+")",
+		// synchronous before journal_mode: a new database's switch to WAL is its first write.
+		q = append(q, "_pragma=foreign_keys(1)", "_pragma=synchronous("+sync+")", "_pragma=journal_mode(WAL)",
 			"_pragma=temp_store(MEMORY)", "_pragma=wal_autocheckpoint(16384)", "_pragma=journal_size_limit(67108864)", "_txlock=immediate")
 	case checkpointConn:
 		q = append(q, "_pragma=synchronous("+sync+")")
@@ -227,6 +235,9 @@ func (s *Store) dsn(kind connKind) string {
 
 func (s *Store) open() error {
 	if err := s.checkFile(); err != nil {
+		return err
+	}
+	if err := s.private(); err != nil {
 		return err
 	}
 	var err error
@@ -257,17 +268,13 @@ func (s *Store) open() error {
 	}
 	s.rdb.SetMaxOpenConns(s.opts.Readers)
 	s.rdb.SetMaxIdleConns(s.opts.Readers)
-	if err := s.rdb.Ping(); err != nil {
-		return s.openErr(err)
-	}
+	// The readers and the checkpointer connect on their first use, not here: the writer's
+	// connection has proved the file, and each connection made at the open was a sixth of it.
 	s.cdb, err = sql.Open("sqlite", s.dsn(checkpointConn))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", s.path, err)
 	}
 	s.cdb.SetMaxOpenConns(1)
-	if err := s.cdb.Ping(); err != nil {
-		return s.openErr(err)
-	}
 	return nil
 }
 
@@ -319,6 +326,10 @@ func (s *Store) SetMasker(m func([]byte) []byte) {
 	}
 	s.masker.Store(&m)
 }
+
+// Mask applies the store's masker (SetMasker) to b, as the store does to what it writes: for
+// those that show what they read decoded, where a secret escaped in the bytes kept shows again.
+func (s *Store) Mask(b []byte) []byte { return s.mask(b) }
 
 func (s *Store) mask(b []byte) []byte {
 	if p := s.masker.Load(); p != nil && len(b) > 0 {

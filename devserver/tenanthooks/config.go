@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -313,8 +314,9 @@ type conditions struct {
 }
 
 type argCondition struct {
-	key string
-	re  *regexp.Regexp
+	key      string
+	re       *regexp.Regexp // a regular expression on the value's text; or
+	min, max *float64       // bounds on the value as a number (either may be nil)
 }
 
 func (p *parser) conditions(path []string, m map[string]any) *conditions {
@@ -322,15 +324,18 @@ func (p *parser) conditions(path []string, m map[string]any) *conditions {
 	c.agent = p.regex(append(slices.Clone(path), "agent"), m["agent"])
 	c.job = p.regex(append(slices.Clone(path), "job"), m["job"])
 	if args, ok := m["arguments"].(map[string]any); ok {
-		keys := make([]string, 0, len(args))
-		for k := range args {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(args))
 		for _, k := range keys {
 			at := append(slices.Clone(path), "arguments", k)
 			if k == "" || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") {
 				p.keyProblem(diag.InvalidValue, at, fmt.Sprintf("`%s` is not an argument key or a dotted path such as customer.tier", k))
+				continue
+			}
+			if b, ok := args[k].(map[string]any); ok {
+				if cond, ok := p.bounds(at, b); ok {
+					cond.key = k
+					c.args = append(c.args, cond)
+				}
 				continue
 			}
 			if re := p.regex(at, args[k]); re != nil {
@@ -339,6 +344,30 @@ func (p *parser) conditions(path []string, m map[string]any) *conditions {
 		}
 	}
 	return c
+}
+
+// bounds reads a numeric condition, {min: N, max: N} (the schema checked its shape).
+func (p *parser) bounds(path []string, m map[string]any) (argCondition, bool) {
+	var c argCondition
+	if p.reported(path) {
+		return c, false
+	}
+	for key, dst := range map[string]**float64{"min": &c.min, "max": &c.max} {
+		v, ok := m[key]
+		if !ok {
+			continue
+		}
+		f, ok := number(v)
+		if !ok {
+			return c, false
+		}
+		*dst = &f
+	}
+	if c.min != nil && c.max != nil && *c.min > *c.max {
+		p.problem(diag.InvalidValue, path, fmt.Sprintf("`min` (%v) is above `max` (%v): no number is between them", *c.min, *c.max))
+		return c, false
+	}
+	return c, c.min != nil || c.max != nil
 }
 
 func (p *parser) regex(path []string, v any) *regexp.Regexp {
@@ -391,11 +420,7 @@ func (p *parser) plugin(path []string, name string, m map[string]any) *pluginHoo
 		}
 	}
 	if env, ok := m["env"].(map[string]any); ok {
-		keys := make([]string, 0, len(env))
-		for k := range env {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(env))
 		for _, k := range keys {
 			kat := append(slices.Clone(path), "env", k)
 			switch {

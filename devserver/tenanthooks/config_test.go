@@ -57,6 +57,19 @@ hooks:
 		{"unknown top-level key", "hook:\n  - name: a\n", []string{
 			"hooks.yaml:1:1: error unknown-key unknown key `hook`; did you mean `hooks`?",
 		}},
+		{"bad numeric bounds", `
+hooks:
+  - name: a
+    match: "*.refund"
+    when: {arguments: {amount: {min: 5, max: 1}, b: {above: 3}, c: {min: "x"}, d: 5, e: {}}}
+    decide: ask
+`, []string{
+			"hooks.yaml:5:32: error invalid-value `min` (5) is above `max` (1): no number is between them",
+			"hooks.yaml:5:54: error unknown-key unknown key `above` in `b`; expected one of max, min",
+			"hooks.yaml:5:74: error invalid-value `min` must be a number, not a string",
+			"hooks.yaml:5:83: error invalid-value `d` must be a regular expression (a string) or numeric bounds such as {min: 1000}, not `5`",
+			"hooks.yaml:5:89: error invalid-value `e` must have at least 1 key",
+		}},
 		{"bad decide", `
 hooks:
   - name: a

@@ -340,3 +340,55 @@ hooks:
 	}
 	wg.Wait()
 }
+
+// TestNumericBounds: the docs' big-refunds hook matched `amount: "^[0-9]{4,}$"` on the JSON text,
+// so 10000.0 and 1e4 passed it by. Bounds compare numbers by value, whatever their spelling.
+func TestNumericBounds(t *testing.T) {
+	s := mustParse(t, `
+hooks:
+  - name: big-refunds
+    match: "*.refund"
+    when: {arguments: {amount: {min: 1000}}}
+    decide: ask
+  - name: band
+    match: "*.discount"
+    when: {arguments: {percent: {min: 10, max: 50.5}}}
+    decide: deny
+`)
+	for _, c := range []struct {
+		tool, args string
+		want       Decision
+	}{
+		{"refund", `{"amount":15000}`, Ask},
+		{"refund", `{"amount":10000.0}`, Ask},
+		{"refund", `{"amount":1e4}`, Ask},
+		{"refund", `{"amount":1E+3}`, Ask},
+		{"refund", `{"amount":1000}`, Ask},
+		{"refund", `{"amount":1e400}`, Ask}, // beyond float64: +Inf, as a tool reads it
+		{"refund", `{"amount":"1e4"}`, Ask}, // a tool that converts strings reads 10000
+		{"refund", `{"amount":" 2500.50 "}`, Ask},
+		{"refund", `{"amount":999.99}`, Allow},
+		{"refund", `{"amount":-1e9}`, Allow},
+		// Strings it cannot read as a number in JSON's syntax, some of which a tool reads as
+		// 50000 (Python's float: leading zeros, +, _, other scripts' digits): a person decides.
+		{"refund", `{"amount":"lots"}`, Ask},
+		{"refund", `{"amount":"010000"}`, Ask},
+		{"refund", `{"amount":"+50000"}`, Ask},
+		{"refund", `{"amount":"50_000"}`, Ask},
+		{"refund", `{"amount":"50000."}`, Ask},
+		{"refund", `{"amount":".5e5"}`, Ask},
+		{"refund", `{"amount":"٥٠٠٠٠"}`, Ask},
+		{"discount", `{"percent":"020"}`, Ask},
+		{"refund", `{"amount":true}`, Allow},
+		{"refund", `{}`, Allow},
+		{"discount", `{"percent":10}`, Deny},
+		{"discount", `{"percent":50.5}`, Deny},
+		{"discount", `{"percent":5.05e1}`, Deny},
+		{"discount", `{"percent":50.51}`, Allow},
+		{"discount", `{"percent":9.99}`, Allow},
+	} {
+		if r := eval(s, call("h", c.tool, c.args)); r.Decision != c.want {
+			t.Errorf("%s %s: %s by %s, want %s", c.tool, c.args, r.Decision, r.By, c.want)
+		}
+	}
+}

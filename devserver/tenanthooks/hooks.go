@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ import (
 
 	"github.com/orchestrator-zero/oz0/harnesskit/hook"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // Decision is what a hook did, or the outcome of an evaluation (allow, deny or ask).
@@ -192,7 +195,16 @@ func (s *Set) Evaluate(ctx context.Context, c Call) Result {
 	name := c.Name()
 	changed := false
 	for _, h := range s.hooks {
-		if !h.sees(name, c, args) {
+		sees, unsure := h.sees(name, c, args)
+		if unsure != "" {
+			// A string its bounds cannot read as a number, which a tool may (Python reads
+			// "010000" and "50_000"): neither the hook's decision nor passing it by is safe.
+			res.Decision, res.By = Ask, "hook:"+h.name
+			res.Reason = fmt.Sprintf("hook %s cannot compare %s with its bounds as a number: a person decides", h.name, unsure)
+			res.Trail = append(res.Trail, Step{Hook: h.name, Decision: Ask, Reason: res.Reason})
+			break
+		}
+		if !sees {
 			continue
 		}
 		var step Step
@@ -259,8 +271,10 @@ func currentRaw(asked []byte, args map[string]any, changed bool) json.RawMessage
 	return mustMarshal(args)
 }
 
-// sees reports whether the hook sees the call: a glob matches and the conditions hold.
-func (h *hookDef) sees(name string, c Call, args map[string]any) bool {
+// sees reports whether the hook sees the call: a glob matches and the conditions hold. unsure
+// names an argument whose value a bounds condition of the hook cannot read (unsureOf): the hook
+// can neither see the call nor pass it by.
+func (h *hookDef) sees(name string, c Call, args map[string]any) (sees bool, unsure string) {
 	matched := false
 	for _, g := range h.globs {
 		if g.MatchString(name) {
@@ -269,15 +283,22 @@ func (h *hookDef) sees(name string, c Call, args map[string]any) bool {
 		}
 	}
 	if !matched {
-		return false
+		return false, ""
+	}
+	for _, cs := range []*conditions{h.when, h.unless} {
+		if cs != nil {
+			if u := cs.unsure(args); u != "" {
+				return false, u
+			}
+		}
 	}
 	if h.when != nil && !h.when.hold(c, args) {
-		return false
+		return false, ""
 	}
 	if h.unless != nil && h.unless.hold(c, args) {
-		return false
+		return false, ""
 	}
-	return true
+	return true, ""
 }
 
 func (cs *conditions) hold(c Call, args map[string]any) bool {
@@ -289,11 +310,73 @@ func (cs *conditions) hold(c Call, args map[string]any) bool {
 	}
 	for _, a := range cs.args {
 		v, ok := lookup(args, a.key)
-		if !ok || !a.re.MatchString(valueText(v)) {
+		if !ok || !a.holds(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// unsure names the first argument that a bounds condition finds as a string it cannot read as a
+// number in JSON's syntax (`amount "010000"`), "" when there is none.
+func (cs *conditions) unsure(args map[string]any) string {
+	for _, a := range cs.args {
+		if a.re != nil {
+			continue
+		}
+		v, ok := lookup(args, a.key)
+		if s, isString := v.(string); ok && isString {
+			if _, ok := number(s); !ok {
+				return fmt.Sprintf("argument %s %s", a.key, strconv.Quote(textclip.ClipN(s, 40)))
+			}
+		}
+	}
+	return ""
+}
+
+// holds reports whether an argument's value meets the condition: its regular expression on the
+// value's text, or its bounds on the value as a number. For bounds, a number is compared by its
+// value whatever its spelling (10000, 10000.0, 1e4 and "1e4" are the same; 1e400 is above every
+// bound, as the float64 a tool reads it as); a value that is not a number does not hold, and a
+// string that does not hold one in JSON's syntax sends the call to a person (conditions.unsure).
+func (a argCondition) holds(v any) bool {
+	if a.re != nil {
+		return a.re.MatchString(valueText(v))
+	}
+	f, ok := number(v)
+	if !ok {
+		return false
+	}
+	return (a.min == nil || f >= *a.min) && (a.max == nil || f <= *a.max)
+}
+
+// jsonNumber is a JSON number's syntax.
+var jsonNumber = lazyre.New(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+// number is v as a float64: a JSON number (out of float64's range, ±Inf), or a string holding
+// one (spaces around it aside), as a tool that converts strings reads it.
+func number(v any) (float64, bool) {
+	var text string
+	switch v := v.(type) {
+	case json.Number:
+		text = string(v)
+	case float64:
+		return v, !math.IsNaN(v)
+	case int:
+		return float64(v), true
+	case string:
+		text = strings.TrimSpace(v)
+		if !jsonNumber().MatchString(text) {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
 }
 
 // lookup finds an argument by key: the key itself, else a dotted path into nested objects and

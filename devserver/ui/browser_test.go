@@ -100,6 +100,16 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the jobs page before the feed's first snapshot says %q, want connecting…", got)
 		}
 		br.do("back to the UI", chromedp.Navigate(base), chromedp.WaitVisible("#jobs"), br.waitText("#jobs-empty", "No jobs yet."))
+		// A harness's text shows its format characters written out, as on a terminal: an override
+		// (U+202E) would show the approval's arguments in another order than they are.
+		if got := evaluate[string](br, `import('/ui/dom.js').then((m) => {
+			const pre = m.h('pre', {class: 'args'}, '{"cmd":"rm -rf ~/important \u202e\u2066 txt.sgol mr\u2069\u200b\u{e0041}"}');
+			const span = document.createElement('span');
+			m.setText(span, 'a\u200db\ufeff\u200bc');
+			return pre.textContent + ' ' + span.textContent;
+		})`, chromedp.EvalAwaitPromise); got != `{"cmd":"rm -rf ~/important \u202e\u2066 txt.sgol mr\u2069\u200b\U000e0041"} a`+"\u200d"+`b\ufeff\u200bc` {
+			t.Errorf("format characters in the UI's text: %q", got)
+		}
 		br.noUnlabelled()
 		br.shot("jobs-empty")
 	})

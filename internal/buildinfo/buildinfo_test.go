@@ -1,8 +1,10 @@
 package buildinfo
 
 import (
+	"os"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestRead(t *testing.T) {
@@ -39,5 +41,32 @@ func TestRead(t *testing.T) {
 				t.Errorf("%s: %q ref %q, want %q ref %q", c.name, got.String(), got.Ref, c.want, c.ref)
 			}
 		})
+	}
+}
+
+// ExecutableKey is the same for the same file and another once the file is rebuilt (here: its
+// modification time moved).
+func TestExecutableKey(t *testing.T) {
+	k1, ok := ExecutableKey()
+	if !ok {
+		t.Fatal("the test binary's file has no key")
+	}
+	if k2, _ := ExecutableKey(); k2 != k1 {
+		t.Errorf("two keys of one file: %q and %q", k1, k2)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(exe, fi.ModTime(), fi.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chtimes(exe, fi.ModTime(), fi.ModTime()) })
+	if k3, _ := ExecutableKey(); k3 == k1 {
+		t.Errorf("a rebuilt binary (its modification time moved) keeps the key %q", k1)
 	}
 }

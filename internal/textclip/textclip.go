@@ -58,6 +58,12 @@ func LastLines(s string, n, maxBytes int) string {
 	return s
 }
 
+// LastLine is the last line of s that is not blank, trimmed and clipped to n runes: what a
+// failure's stderr ends with, quoted in its one-line error.
+func LastLine(s string, n int) string {
+	return ClipN(strings.TrimSpace(LastLines(strings.TrimSpace(s), 1, 64<<10)), n)
+}
+
 // MaxArg is the most runes of a value from a file quoted in a message (Clip): a hostile file
 // cannot make megabyte-long messages.
 const MaxArg = 80

@@ -1,6 +1,9 @@
 package textclip
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSquash(t *testing.T) {
 	if got := Squash(" a\n\tb  c ", 0); got != "a b c" {
@@ -53,6 +56,19 @@ func TestSizeName(t *testing.T) {
 	for in, want := range map[int64]string{8 << 20: "8 MiB", 64 << 10: "64 KiB", 100: "100 bytes", 1<<20 + 1: "1048577 bytes"} {
 		if got := SizeName(in); got != want {
 			t.Errorf("SizeName(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"Traceback:\n  File x\nModuleNotFoundError: No module named 'x'\n\n": "ModuleNotFoundError: No module named 'x'",
+		"  one line  ":                   "one line",
+		"":                               "",
+		"a\n" + strings.Repeat("é", 400): strings.Repeat("é", 299) + "…",
+	} {
+		if got := LastLine(in, 300); got != want {
+			t.Errorf("LastLine(%.40q) = %.40q, want %.40q", in, got, want)
 		}
 	}
 }

@@ -61,10 +61,23 @@ type Case struct {
 	Input string
 	// Source is where the answers come from; Path the recording or script, relative to the eval
 	// file's directory, slash-separated.
-	Source  Source
-	Path    string
-	Asserts []Assertion
+	Source Source
+	Path   string
+	// PathKey is the key that names Path, recording or script, at PathLine:PathCol (its value);
+	// "" for the default recording.
+	PathKey           string
+	PathLine, PathCol int
+	Asserts           []Assertion
+	// Approvals is how oz0 eval answers the approvals the case's job asks for: ApproveAll,
+	// DenyAll, or "" (none is expected: the case fails on one).
+	Approvals string
 }
+
+// The answers a case may give to its job's approvals.
+const (
+	ApproveAll = "approve"
+	DenyAll    = "deny"
+)
 
 // Assertion is one thing that must hold of a case's job.
 type Assertion struct {
@@ -78,6 +91,20 @@ type Assertion struct {
 func DefaultRecording(file, name string) string {
 	stem := strings.TrimSuffix(path.Base(strings.ReplaceAll(file, `\`, "/")), path.Ext(file))
 	return path.Join(RecordingsDir, stem, name+".json")
+}
+
+// Absent is what is said, after its key, of a case whose script (script:, or a .yaml recording:,
+// which oz0 job script wrote) is not beside the eval file (named file); "" for a .json recording,
+// which oz0 eval --record makes where the case says (oz0 eval says so when it is not there).
+func (c *Case) Absent(file string) string {
+	if c.Source != FromScript || c.PathKey == "" {
+		return ""
+	}
+	at := path.Join(path.Dir(strings.ReplaceAll(file, `\`, "/")), c.Path)
+	if c.PathKey == "script" {
+		return fmt.Sprintf("no file `%s` (%s); give the path of a fake model script, relative to the eval file", c.Path, at)
+	}
+	return fmt.Sprintf("no file `%s` (%s); give the path of the script oz0 job script wrote (oz0 job script JOB -o %s), relative to the eval file", c.Path, at, at)
 }
 
 // Parse reads an eval file's data; name is how findings name it. The diagnostics have File set to
@@ -121,6 +148,7 @@ func Parse(name string, data []byte) (*File, []diag.Diagnostic) {
 				seen[c.Name] = nn.Line
 			}
 		}
+		c.Approvals, _ = cm["approvals"].(string)
 		switch in := cm["input"].(type) {
 		case string:
 			c.Input = in
@@ -147,7 +175,14 @@ func Parse(name string, data []byte) (*File, []diag.Diagnostic) {
 		}
 		if c.Path != "" {
 			for _, key := range []string{"recording", "script"} {
-				if _, pn := schemas.Locate(root, "cases", idx, key); pn != nil && !relative(c.Path) {
+				_, pn := schemas.Locate(root, "cases", idx, key)
+				if pn == nil {
+					continue
+				}
+				if c.PathKey == "" {
+					c.PathKey, c.PathLine, c.PathCol = key, pn.Line, pn.Column
+				}
+				if !relative(c.Path) {
 					problems = append(problems, at(pn, "`%s` must be a path relative to the eval file, beside it or below (no ..)", c.Path))
 				}
 			}

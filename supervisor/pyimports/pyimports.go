@@ -5,26 +5,39 @@ package pyimports
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/lazyre"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
-// importScript imports each module named in argv (a path ending in .py is loaded from that file,
-// under another name, so its main guard does not run) and prints a line for the first that
-// fails: "missing<TAB>MODULE<TAB>PACKAGE" for a module not installed, "error<TAB>MODULE<TAB>TEXT"
-// for any other failure, its traceback on stderr.
-const importScript = `import importlib, importlib.util, sys, traceback
-for name in sys.argv[1:]:
+// importScript is a harness of the protocol that imports each module named in argv (a path
+// ending in .py is loaded from that file, under another name, so its main guard does not run) and
+// answers with a result: {"ok": true}, or the first module that failed, {"kind": "missing",
+// "module", "what": the module not installed} or {"kind": "error", "module", "what": the error}.
+// What the modules print goes to stderr, with the traceback; its own niceness is raised first
+// when its first argument is "--nice" (oz0 dev's check, which nobody waits for).
+const importScript = `import importlib, importlib.util, json, os, sys, traceback
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.stdin.readline()
+names = sys.argv[1:]
+if names[:1] == ["--nice"]:
+    names = names[1:]
+    os.nice(10)
+report = {"ok": True}
+for name in names:
     try:
         if name.endswith(".py"):
             spec = importlib.util.spec_from_file_location("_oz0_doctor_harness", name)
@@ -34,13 +47,24 @@ for name in sys.argv[1:]:
             importlib.import_module(name)
     except ModuleNotFoundError as err:
         traceback.print_exc()
-        print("missing\t%s\t%s" % (name, err.name or err))
-        sys.exit(1)
+        report = {"kind": "missing", "module": name, "what": err.name or str(err)}
+        break
     except BaseException as err:
         traceback.print_exc()
-        print("error\t%s\t%s: %s" % (name, type(err).__name__, str(err).replace("\n", " ")))
-        sys.exit(1)
+        report = {"kind": "error", "module": name, "what": "%s: %s" % (type(err).__name__, str(err).replace("\n", " "))}
+        break
+sys.stdout.flush()
+out.write(json.dumps({"type": "result", "output": report}) + "\n")
+out.flush()
 `
+
+// report is the importScript's result.
+type report struct {
+	OK     bool   `json:"ok"`
+	Kind   string `json:"kind"`
+	Module string `json:"module"`
+	What   string `json:"what"`
+}
 
 // Problem is a harness whose modules do not import.
 type Problem struct {
@@ -72,9 +96,26 @@ func (p *Problem) Mend() string {
 	return supervisor.InstallMend(p.Dir, true)
 }
 
-// Check imports the modules of each Python harness of p. It returns what it imported, one entry
-// a harness ("MODULES (PYTHON)"), the first Problem, or an error when Python could not be run.
-func Check(ctx context.Context, p *plugin.Plugin) (done []string, problem *Problem, err error) {
+// Options say how Check runs.
+type Options struct {
+	// Background runs the check at a low CPU priority: oz0 dev's check after its start, which
+	// nobody waits for.
+	Background bool
+	// Sandbox is the sandbox the check runs in: the node's, as its sessions run (the check
+	// imports the plugin's own code). Its zero value is tier none.
+	Sandbox supervisor.Sandbox
+	// TempDir is where the check's session makes its directories; "" is os.TempDir().
+	TempDir string
+}
+
+// checkTimeout bounds one harness's check: a framework's import takes seconds.
+const checkTimeout = time.Minute
+
+// Check imports the modules of each Python harness of p, in a session of the harness's
+// interpreter, environment and sandbox (opts.Sandbox), as the harness's own sessions run. It
+// returns what it imported, one entry a harness ("MODULES (PYTHON)"), the first Problem, or an
+// error when the check could not run.
+func Check(ctx context.Context, p *plugin.Plugin, opts Options) (done []string, problem *Problem, err error) {
 	for _, h := range p.Manifest.Harnesses {
 		if len(h.Command) == 0 || !supervisor.IsPython(h.Command[0]) || strings.ContainsRune(h.Command[0], '/') {
 			continue
@@ -83,32 +124,56 @@ func Check(ctx context.Context, p *plugin.Plugin) (done []string, problem *Probl
 		if len(modules) == 0 {
 			continue
 		}
-		exe, path, pythonPath, err := supervisor.PythonEnv(h.Command[0], p.Dir, os.Getenv("PATH"))
-		if err != nil {
-			return done, nil, err
+		args := modules
+		if opts.Background {
+			args = append([]string{"--nice"}, modules...)
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		cmd := exec.CommandContext(ctx, exe, append([]string{"-c", importScript}, modules...)...)
-		cmd.Dir = p.Dir
-		cmd.Env = []string{"PATH=" + path, "PYTHONPATH=" + pythonPath, "PYTHONDONTWRITEBYTECODE=1", "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
-		out, runErr := cmd.Output()
-		cancel()
-		if runErr != nil {
-			kind, module, what, ok := lastReport(string(out))
-			if !ok {
-				return done, nil, fmt.Errorf("harness %s: cannot import its modules with %s: %v", h.Name, exe, runErr)
-			}
-			pr := &Problem{Harness: h.Name, Module: module, Python: exe, Dir: p.Dir}
-			if kind == "missing" {
-				pr.Missing, pr.Listed = what, listedAs(p.Dir, what)
+		rep, python, err := run(ctx, p.Dir, append([]string{h.Command[0], "-c", importScript}, args...), opts)
+		if err != nil {
+			return done, nil, fmt.Errorf("harness %s: cannot import its modules: %w", h.Name, err)
+		}
+		if !rep.OK {
+			pr := &Problem{Harness: h.Name, Module: rep.Module, Python: python, Dir: p.Dir}
+			if rep.Kind == "missing" {
+				pr.Missing, pr.Listed = rep.What, listedAs(p.Dir, rep.What)
 			} else {
-				pr.Err = what
+				pr.Err = rep.What
 			}
 			return done, pr, nil
 		}
-		done = append(done, fmt.Sprintf("%s (%s)", strings.Join(modules, ", "), exe))
+		done = append(done, fmt.Sprintf("%s (%s)", strings.Join(modules, ", "), python))
 	}
 	return done, nil, nil
+}
+
+// run runs the importScript command as a session and returns its report and the interpreter
+// that ran it.
+func run(ctx context.Context, pluginDir string, command []string, opts Options) (report, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	sb := opts.Sandbox
+	if sb.Gateway == nil {
+		// A strict sandbox serves the gateway in the session's network; the check makes no call.
+		sb.Gateway = http.NotFoundHandler()
+	}
+	sess, err := supervisor.Start(ctx, supervisor.Spec{
+		Command: command, PluginDir: pluginDir, TempDir: opts.TempDir, Sandbox: sb,
+		Limits: supervisor.Limits{Timeout: checkTimeout},
+	})
+	if err != nil {
+		return report{}, "", err
+	}
+	end := sess.Wait()
+	python := sess.Program()
+	var rep report
+	if end.Status != harnesskit.Completed || json.Unmarshal(end.Output, &rep) != nil || (!rep.OK && rep.Module == "") {
+		why := end.Reason
+		if tail := textclip.LastLine(end.StderrTail, 300); tail != "" {
+			why += ": " + tail
+		}
+		return report{}, python, fmt.Errorf("%s: %s", python, why)
+	}
+	return rep, python, nil
 }
 
 // harnessModules are what a Python harness command runs, to import: for python -m PKG, PKG and
@@ -145,7 +210,7 @@ func harnessModules(dir string, argv []string) []string {
 func listedAs(dir, module string) string {
 	top := strings.ToLower(strings.ReplaceAll(strings.SplitN(module, ".", 2)[0], "_", "-"))
 	for _, d := range Dependencies(dir) {
-		name := strings.ToLower(strings.ReplaceAll(requirementName.FindString(d), "_", "-"))
+		name := strings.ToLower(strings.ReplaceAll(requirementName().FindString(d), "_", "-"))
 		if name == top || strings.HasPrefix(name, top+"-") {
 			return d
 		}
@@ -153,7 +218,7 @@ func listedAs(dir, module string) string {
 	return ""
 }
 
-var requirementName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
+var requirementName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
 
 // Dependencies is [project] dependencies of the pyproject.toml in dir; nil when it has none or
 // cannot be read.
@@ -171,14 +236,4 @@ func Dependencies(dir string) []string {
 		return nil
 	}
 	return doc.Project.Dependencies
-}
-
-// lastReport splits the importScript's report, its last line of stdout (a module may print too).
-func lastReport(out string) (kind, module, what string, ok bool) {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	f := strings.SplitN(lines[len(lines)-1], "\t", 3)
-	if len(f) != 3 || (f[0] != "missing" && f[0] != "error") {
-		return "", "", "", false
-	}
-	return f[0], f[1], f[2], true
 }

@@ -15,6 +15,11 @@
 //     detached. Paths keep their host names, so the request's paths and the resolved argv mean the
 //     same inside. What must stay unseen where something shown holds it (the node's state in the
 //     plugin's .oz0/dev) is covered by an empty filesystem.
+//   - A plugin's links are its author's: a linked .venv, node_modules or harness program is shown
+//     where it leads only when it is what it claims (a virtual environment, a directory named
+//     node_modules, an interpreter in a bin directory), and never when it leads to a directory of
+//     the host's own (offLimits). A refused link fails the session's start (LinkError) rather than
+//     be dropped, which would fail later with a module that cannot be found.
 //   - Ids: the node's user is the harness's, inside and out; a node that is root in the host's
 //     user namespace runs the harness as nobody, so that root's files are not the harness's. An
 //     unprivileged init gets the capabilities it needs as ambient ones; before the harness starts

@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/internal/lowprio"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
@@ -35,19 +37,23 @@ var (
 const askTimeout = 30 * time.Second
 
 // PythonInterpreter returns the interpreter that the Python program runs: program itself when it
-// is one (a binary), else what it reports as sys.executable when run with env in dir. The
+// is one (a binary) or lies in pluginDir (as named, or with its links followed), else what it
+// reports as sys.executable
+// when run with env in dir. A program of the plugin's own (a script as .venv/bin/python) is
+// never run outside the session's sandbox, where the plugin is shown and it runs as it is: the
+// question runs outside any sandbox, as the user. The
 // question is asked once per program in the process: callers that come while it is asked wait
 // for its answer, and a failed answer is kept as well (AskPythonInterpreter asks again). A
 // wrapper such as pyenv's shim needs its installation in the user's home, which a sandbox hides;
 // the interpreter it picks needs only its own installation (InstallPaths). The error says what to
 // do instead of the wrapper.
-func PythonInterpreter(program string, env []string, dir string) (string, error) {
-	if isBinary(program) {
+func PythonInterpreter(program string, env []string, dir, pluginDir string) (string, error) {
+	if !asked(program, pluginDir) {
 		return program, nil
 	}
 	a, ask := lookupInterpreter(program, false)
 	if ask {
-		a.answer(program, env, dir)
+		a.answer(program, questionEnv(env, pluginDir), dir, (*exec.Cmd).Start)
 	}
 	<-a.done
 	return a.exe, a.err
@@ -57,12 +63,14 @@ func PythonInterpreter(program string, env []string, dir string) (string, error)
 // the sessions that need the answer find it: when a node starts and when its plugin reloads. A
 // question answered already is not asked again, unless it failed (the wrapper may be mended by
 // now). It returns at once.
-func AskPythonInterpreter(program string, env []string, dir string) {
-	if isBinary(program) {
+func AskPythonInterpreter(program string, env []string, dir, pluginDir string) {
+	if !asked(program, pluginDir) {
 		return
 	}
 	if a, ask := lookupInterpreter(program, true); ask {
-		go a.answer(program, env, dir)
+		// At a low priority: asked ahead, it must not slow what runs meanwhile (oz0 dev's first
+		// answer), and a session that comes to wait for it leaves it the CPU.
+		go a.answer(program, questionEnv(env, pluginDir), dir, lowprio.Start)
 	}
 }
 
@@ -89,27 +97,33 @@ func lookupInterpreter(program string, retry bool) (a *interpreter, ask bool) {
 	return a, true
 }
 
-// answer asks program for its sys.executable and keeps the answer.
-func (a *interpreter) answer(program string, env []string, dir string) {
+// answer asks program, started by start, for its sys.executable and keeps the answer.
+func (a *interpreter) answer(program string, env []string, dir string, start func(*exec.Cmd) error) {
 	defer close(a.done)
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, program, "-c", "import sys; print(sys.executable)")
+	// Isolated (-I: no PYTHON* variables, no user site, not the working directory on sys.path)
+	// and without site (-S: no .pth file, no sitecustomize): the question runs outside any
+	// sandbox, so nothing of the plugin's (its src/ on PYTHONPATH) may run with it.
+	cmd := exec.CommandContext(ctx, program, "-I", "-S", "-c", "import sys; print(sys.executable)")
 	cmd.Env, cmd.Dir, cmd.SysProcAttr = env, dir, askAttr()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	exe := strings.TrimSpace(string(out))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	exe := strings.TrimSpace(stdout.String())
 	why := ""
 	switch {
 	case ctx.Err() != nil:
 		why = fmt.Sprintf("it did not answer within %s", askTimeout)
 	case err != nil:
 		why = "it failed: " + err.Error()
-		if tail := lastLine(stderr.String()); tail != "" {
+		if tail := textclip.LastLine(stderr.String(), 300); tail != "" {
 			why += ": " + tail
 		}
-	case !filepath.IsAbs(exe) || !isBinary(exe):
+	case !filepath.IsAbs(exe) || !IsBinary(exe):
 		why = fmt.Sprintf("it answered %q, not the path of an interpreter", textclip.ClipN(exe, 200))
 	}
 	if why != "" {
@@ -128,18 +142,57 @@ type WrapperError struct {
 
 func (e *WrapperError) Error() string {
 	return fmt.Sprintf("%s is a script (a wrapper such as pyenv's shim) that cannot run in the sandbox, "+
-		"and asked which interpreter it runs (python -c 'import sys; print(sys.executable)') %s; "+
+		"and asked which interpreter it runs (python -I -S -c 'import sys; print(sys.executable)') %s; "+
 		"set the harness command to an interpreter's path, or create the plugin's .venv (uv sync)", e.Program, e.Why)
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return textclip.ClipN(strings.TrimSpace(lines[len(lines)-1]), 300)
+// asked reports whether program is asked which interpreter it runs: not an interpreter's binary,
+// and not the plugin's own (which runs only in its sessions' sandbox, as it is).
+func asked(program, pluginDir string) bool {
+	return !IsBinary(program) && !inDir(program, pluginDir)
 }
 
-// isBinary reports whether the file at p (links followed) is an executable of the machine's
+// inDir reports whether p lies in dir, as named or with links followed (either way, dir with its
+// links followed or not): a plugin's .venv/bin/python is the plugin's even when it links to a
+// script elsewhere (/usr/bin/zcat, which runs the gzip it finds first on PATH: the plugin's).
+func inDir(p, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	paths := []string{filepath.Clean(p)}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		paths = append(paths, real)
+	}
+	dirs := uniq(filepath.Clean(dir), realPath(dir))
+	return slices.ContainsFunc(paths, func(q string) bool { return under(q, dirs) })
+}
+
+// questionEnv is env for the interpreter question, which runs outside any sandbox: without the
+// plugin's directories on PATH (a wrapper runs what it finds there) and without the PYTHON*
+// variables (its src/ on PYTHONPATH).
+func questionEnv(env []string, pluginDir string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "PYTHON"):
+			continue
+		case strings.HasPrefix(kv, "PATH=") && pluginDir != "":
+			var keep []string
+			for _, d := range filepath.SplitList(strings.TrimPrefix(kv, "PATH=")) {
+				if d != "" && !inDir(d, pluginDir) {
+					keep = append(keep, d)
+				}
+			}
+			kv = "PATH=" + strings.Join(keep, string(filepath.ListSeparator))
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// IsBinary reports whether the file at p (links followed) is an executable of the machine's
 // format rather than a script.
-func isBinary(p string) bool {
+func IsBinary(p string) bool {
 	f, err := os.Open(p)
 	if err != nil {
 		return false

@@ -70,7 +70,9 @@ func (c *Config) plan() ([]op, error) {
 	p.showSystem()
 	p.makeFresh()
 	p.showResolvConf()
-	p.showSession(c)
+	if err := p.showSession(c); err != nil {
+		return nil, err
+	}
 	if err := p.hide(c.Hide); err != nil {
 		return nil, err
 	}
@@ -135,8 +137,9 @@ func (p *rootPlan) showResolvConf() {
 // showSession shows the session's own paths, bound where the host has them so that every path
 // the node gave the harness (its argv, its request's workdir and state_dir) means the same
 // inside: the plugin, its dependencies, the program's installation and c.ReadOnly read-only,
-// c.Writable read-write.
-func (p *rootPlan) showSession(c *Config) {
+// c.Writable read-write. A link of the plugin's that leads where the sandbox does not show is an
+// error (links.go).
+func (p *rootPlan) showSession(c *Config) error {
 	type bind struct {
 		path string
 		rw   bool
@@ -155,14 +158,23 @@ func (p *rootPlan) showSession(c *Config) {
 			p.need[q] = true
 		}
 	}
+	var deps []string
 	if c.PluginDir != "" {
 		addRO(c.PluginDir)
-		for _, d := range DependencyPaths(c.PluginDir) {
+		var err error
+		if deps, err = DependencyPaths(c.PluginDir); err != nil {
+			return err
+		}
+		for _, d := range deps {
 			addRO(d)
 		}
 	}
 	if len(c.Argv) > 0 {
-		for _, d := range InstallPaths(c.Argv[0]) {
+		install, err := programPaths(c.Argv[0], c.PluginDir, deps)
+		if err != nil {
+			return err
+		}
+		for _, d := range install {
 			addRO(d)
 		}
 	}
@@ -185,6 +197,7 @@ func (p *rootPlan) showSession(c *Config) {
 		p.ops = append(p.ops, op{Kind: kind, Src: b.path, Dst: b.path})
 		p.shown = append(p.shown, b.path)
 	}
+	return nil
 }
 
 // hide covers what must not be seen, where something shown holds it; a path that holds one the
@@ -219,24 +232,35 @@ func (p *rootPlan) hide(paths []string) error {
 // DependencyPaths are the directories of a plugin's dependencies that lie outside it: a .venv or
 // node_modules that is a link (uv's UV_PROJECT_ENVIRONMENT, a shared install), shown where it
 // points, and the node_modules of the plugin's parent directories, where Node looks for packages
-// after the plugin's own (an npm, pnpm or yarn workspace installs them at its root).
-func DependencyPaths(pluginDir string) []string {
+// after the plugin's own (an npm, pnpm or yarn workspace installs them at its root). A link that
+// is not what it claims to be (a .venv that is no virtual environment, a node_modules that is not
+// one) or that leads where the sandbox never shows (offLimits) is a *LinkError.
+func DependencyPaths(pluginDir string) ([]string, error) {
 	var paths []string
 	for _, name := range []string{".venv", "node_modules"} {
 		if p := filepath.Join(pluginDir, name); isSymlink(p) && isDir(p) {
-			paths = append(paths, realPath(p))
+			target := realPath(p)
+			if err := checkDependencyLink(p, target, pluginDir); err != nil {
+				return nil, err
+			}
+			paths = append(paths, target)
 		}
 	}
 	abs, err := filepath.Abs(pluginDir)
 	if err != nil {
-		return paths
+		return paths, nil
 	}
 	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
 		if p := filepath.Join(dir, "node_modules"); isDir(p) {
+			if isSymlink(p) {
+				if err := checkDependencyLink(p, realPath(p), pluginDir); err != nil {
+					return nil, err
+				}
+			}
 			paths = append(paths, p)
 		}
 		if dir == filepath.Dir(dir) {
-			return paths
+			return paths, nil
 		}
 	}
 }
@@ -244,22 +268,16 @@ func DependencyPaths(pluginDir string) []string {
 // InstallPaths are the directories a program needs besides itself: the directory its file
 // (links resolved) is in and, when that is a bin directory, its installation's lib and lib64
 // (where an interpreter keeps its library: pyenv's, uv's or nvm's installations). A program that
-// lies directly in a user's home, or in / , is shown alone, never the home.
+// lies directly in a directory the sandbox never shows (a user's home, / , the temporary
+// directory's root: offLimits) is shown alone, never that directory.
 func InstallPaths(program string) []string {
 	real, err := filepath.EvalSymlinks(program)
 	if err != nil || !filepath.IsAbs(real) {
 		return nil
 	}
 	dir := filepath.Dir(real)
-	if dir == "/" {
+	if offLimits(dir, "") != "" {
 		return []string{real}
-	}
-	if home, err := os.UserHomeDir(); err == nil && home != "" {
-		for _, h := range uniq(home, realPath(home)) {
-			if dir == h || strings.HasPrefix(h, dir+"/") {
-				return []string{real}
-			}
-		}
 	}
 	paths := []string{dir}
 	if filepath.Base(dir) == "bin" {

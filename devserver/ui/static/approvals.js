@@ -1,7 +1,7 @@
 // The approvals inbox: the tool calls waiting for a person, each approved once, for the rest of
 // its job or always, or denied with a reason. The list follows the feed: a call appears when it
 // is asked and goes when it is answered (here, in a terminal, or by its job's end).
-import {fmtTime, h, sortedJSON, syncList} from './dom.js';
+import {fmtCount, fmtTime, h, setText, sortedJSON, syncList} from './dom.js';
 
 export function mount(root, app) {
   const list = h('div', {class: 'approvals', id: 'approvals'});
@@ -58,7 +58,7 @@ export function approvalCard(a, app) {
     h('p', {class: 'meta'},
       'job ', h('a', {href: `#/jobs/${a.job}`, class: 'mono'}, a.job), ` · ${a.agent} · waiting since ${fmtTime(a.created_at)} · `,
       h('span', {class: 'why'}, a.why)),
-    h('pre', {class: 'args', 'aria-label': 'Arguments'}, sortedJSON(a.arguments)),
+    argumentsOf(a, app),
     h('div', {class: 'answers'},
       h('div', {role: 'group', 'aria-label': `Approve ${target}`, class: 'approve-group'},
         approve('once', 'Approve once'), approve('job', 'Approve for this job'), approve('always', 'Approve always')),
@@ -74,4 +74,24 @@ export function approvalCard(a, app) {
       }},
       h('label', {for: `deny-reason-${n}`}, 'Reason to deny'), reason, deny)),
     outcome);
+}
+
+// argumentsOf shows a call's arguments. The feed clips arguments over 4 KiB (a string of their
+// start, arguments_clipped): then a button fetches the approval and shows them whole.
+function argumentsOf(a, app) {
+  if (!a.arguments_clipped) return h('pre', {class: 'args', 'aria-label': 'Arguments'}, sortedJSON(a.arguments));
+  const pre = h('pre', {class: 'args', 'aria-label': 'Arguments'}, a.arguments);
+  const button = h('button', {type: 'button', class: 'quiet unfold'}, `Show all (${fmtCount(a.arguments_bytes)} bytes)`);
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const whole = await app.call('GET', `approvals/${a.id}`);
+      setText(pre, sortedJSON(whole.arguments));
+      button.remove();
+    } catch (err) {
+      app.alert(`Could not read ${a.id}: ${err.message}`);
+      button.disabled = false;
+    }
+  });
+  return h('div', {class: 'folded'}, pre, button);
 }

@@ -153,18 +153,18 @@ export function fold(text) {
   const lines = text.split('\n');
   const pre = h('pre', {class: 'text'});
   if (lines.length <= FOLD_LINES + 4 && text.length <= FOLD_CHARS + 500) {
-    pre.textContent = text;
+    setText(pre, text);
     return pre;
   }
   let head = lines.slice(0, FOLD_LINES).join('\n');
   if (head.length > FOLD_CHARS) head = head.slice(0, FOLD_CHARS);
   const restLines = text.slice(head.length).split('\n').length - 1;
-  pre.textContent = head;
+  setText(pre, head);
   const more = `${fmtCount(text.length - head.length)} more characters${restLines ? `, ${fmtCount(restLines)} more lines` : ''}`;
   const button = h('button', {type: 'button', class: 'quiet unfold', 'aria-expanded': 'false'}, `Show all (${more})`);
   button.addEventListener('click', () => {
     const open = button.getAttribute('aria-expanded') === 'true';
-    pre.textContent = open ? head : text;
+    setText(pre, open ? head : text);
     button.setAttribute('aria-expanded', String(!open));
     setText(button, open ? `Show all (${more})` : 'Fold');
   });

@@ -19,14 +19,27 @@ export function h(tag, props, ...children) {
 function append(el, children) {
   for (const c of children.flat()) {
     if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    el.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
   }
 }
 
 // setText replaces an element's children with text, touching the DOM only when it differs.
 export function setText(el, text) {
-  text = String(text);
+  text = visible(String(text));
   if (el.textContent !== text) el.textContent = text;
+}
+
+// visible writes out the format characters (Unicode's Cf: the bidirectional controls, which make
+// text show in another order than it is, as U+202E, and the invisible ones, zero-width spaces,
+// tags; not the joiners) as oz0 does on a terminal: \u202e, \U000e0041. Text is made of them by h() and
+// setText, so what a harness or a model wrote (a tool call's arguments in the inbox) reads as it
+// is: CSS cannot do it (unicode-bidi: plaintext still obeys an override inside the text).
+export function visible(s) {
+  // The joiners (U+200C, U+200D) stay, as on a terminal: other scripts' words and emoji use them.
+  return s.replace(/(?![\u200c\u200d])\p{Cf}/gu, (c) => {
+    const cp = c.codePointAt(0);
+    return cp > 0xffff ? `\\U${cp.toString(16).padStart(8, '0')}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+  });
 }
 
 // syncList makes container's children the elements of items, in order, by key: an existing

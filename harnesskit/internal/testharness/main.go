@@ -607,23 +607,10 @@ var rawModes = map[string]func(arg string){
 	},
 	// grandchild leaves a child that holds stdout open, answers and exits. The child's pid is
 	// on the first line of stderr. With arg "setsid" the child leaves the process group too.
-	"grandchild": func(arg string) {
-		readRequest()
-		exe, _ := os.Executable()
-		cmd := exec.Command(exe, "sleep")
-		cmd.Stdout = stdout
-		cmd.Stderr = os.Stderr
-		if arg == "setsid" {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		}
-		if err := cmd.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "testharness: cannot start the grandchild:", err)
-			os.Exit(6)
-		}
-		fmt.Fprintf(os.Stderr, "grandchild %d\n", cmd.Process.Pid)
-		put(`{"type":"result","output":"left a grandchild"}`)
-		os.Exit(0)
-	},
+	"grandchild": func(arg string) { leaveGrandchild(arg == "setsid", "") },
+	// grandchildheld is grandchild setsid that answers only once the file ARG exists: a test reads
+	// what it needs of the live session first (its init's namespaces, gone with the init).
+	"grandchildheld": func(arg string) { leaveGrandchild(true, arg) },
 	// sleep sleeps for a long time.
 	"sleep": func(string) { time.Sleep(time.Hour) },
 	// stderrflood writes ARG bytes to stderr in lines of 100 bytes, as fast as it can, then answers.
@@ -775,4 +762,31 @@ var rawModes = map[string]func(arg string){
 		out, _ := json.Marshal(names)
 		put(`{"type":"result","output":` + string(out) + `}`)
 	},
+}
+
+// leaveGrandchild starts a grandchild that sleeps (in a session of its own with setsid), waits
+// for the file held to exist if one is named, and answers, leaving the grandchild behind.
+func leaveGrandchild(setsid bool, held string) {
+	readRequest()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "sleep")
+	cmd.Stdout = stdout
+	cmd.Stderr = os.Stderr
+	if setsid {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "testharness: cannot start the grandchild:", err)
+		os.Exit(6)
+	}
+	fmt.Fprintf(os.Stderr, "grandchild %d\n", cmd.Process.Pid)
+	// A test that failed before it wrote the file does not leave this waiting for ever.
+	for deadline := time.Now().Add(30 * time.Second); held != "" && time.Now().Before(deadline); {
+		if _, err := os.Stat(held); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	put(`{"type":"result","output":"left a grandchild"}`)
+	os.Exit(0)
 }

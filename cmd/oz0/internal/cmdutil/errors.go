@@ -23,7 +23,15 @@ const (
 	ExitFindings    = 1 // the command ran and found problems: lint errors, a failed check, a failed job
 	ExitUsage       = 2 // how the command was called is wrong, or the dev server refused what it asked
 	ExitEnvironment = 3 // internal or environment failure: a busy port, an unreadable file, no dev server
+	// ExitInterrupted is the shell's code of a command that SIGINT (Ctrl-C) ended: 128 + 2.
+	ExitInterrupted = 130
 )
+
+// InterruptedError says the command was interrupted (Ctrl-C) before it finished its work. Msg is
+// the one line said on stderr: what was done, what was not.
+type InterruptedError struct{ Msg string }
+
+func (e *InterruptedError) Error() string { return e.Msg }
 
 // UsageError is a mistake in how the command was called: a bad flag or argument, a bad
 // combination, a form the person backed out of.
@@ -49,9 +57,12 @@ func ExitCode(err error) int {
 	var findings *FindingsError
 	var report *diag.ReportError
 	var apiErr *client.APIError
+	var interrupted *InterruptedError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &interrupted):
+		return ExitInterrupted
 	case errors.As(err, &findings), errors.As(err, &report):
 		return ExitFindings // a report: input the user gave has problems
 	case errors.As(err, &usage), errors.Is(err, prompt.ErrCancel):

@@ -27,6 +27,7 @@ func TestExitCode(t *testing.T) {
 		{"API 401", &client.APIError{Status: 401, Message: "refused the token"}, ExitEnvironment},
 		{"API 503", &client.APIError{Status: 503, Message: "shutting down"}, ExitEnvironment},
 		{"no dev server", errors.New("no dev server at http://127.0.0.1:1"), ExitEnvironment},
+		{"interrupted", fmt.Errorf("eval: %w", &InterruptedError{Msg: "interrupted"}), ExitInterrupted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := ExitCode(c.err); got != c.want {
