@@ -364,6 +364,9 @@ func (s *Server) resolveSandbox() error {
 	if r.warning != "" {
 		s.say("warning: %s", r.warning)
 	}
+	if w := s.tier.Policy().Warning; w != "" {
+		s.say("warning: %s", w)
+	}
 	return nil
 }
 

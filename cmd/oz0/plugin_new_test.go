@@ -41,7 +41,7 @@ func (a *testPrompter) Ask(qs []prompt.Question) error {
 	return a.err
 }
 
-func (a *testPrompter) Confirm(title string) bool {
+func (a *testPrompter) Confirm(_ context.Context, title string) bool {
 	a.asked = append(a.asked, title)
 	return a.confirm
 }

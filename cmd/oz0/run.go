@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -213,9 +214,12 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	// stream left open first (huh redraws the rows it takes, and would wipe that line).
 	var rmu sync.Mutex
 	closeLine := func() { rmu.Lock(); r.Close(); rmu.Unlock() }
+	// An inline answer form (on a terminal) is closed when the stream ends, before oz0 exits, so
+	// the terminal is left as it was, and before a signal is acted on.
+	inline := &inlineAnswer{}
 	followed := make(chan struct{})
 	defer close(followed)
-	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed, closeLine)
+	go cancelOnSignal(ctx, opts, c, job.ID, sigs, followed, closeLine, inline)
 
 	// JSON lines are the server's own encoding of each event, printed as they come: buffered, and
 	// flushed whenever the stream has nothing more waiting.
@@ -224,10 +228,6 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	// stream ends (it stops after its jobs have ended), so there is no asking it afterwards.
 	var outcome apiv1.StatusData
 	broke := "" // the last break said, so that a dead server is one line, not one per retry
-	// An inline answer form (on a terminal) is closed when the stream ends, before oz0 exits, so
-	// the terminal is left as it was.
-	var inline sync.WaitGroup
-	closeInline := func() {}
 	err := c.EventsRaw(ctx, job.ID, 0, func(raw client.RawEvent) error {
 		broke = ""
 		if asJSON {
@@ -252,16 +252,12 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		if ev.Type == apiv1.EventStatus {
 			var st apiv1.StatusData
 			// The job moved on (answered elsewhere, or ended): the inline form goes first.
-			closeInline()
-			inline.Wait()
+			inline.close(errJobMovedOn)
 			if json.Unmarshal(ev.Data, &st) == nil && st.Status == apiv1.StatusWaitingForApproval {
 				closeLine()
 				fmt.Fprintf(ios.ErrOut, "oz0: waiting for approval: %s (or deny it with --reason; oz0 approval list shows it)\n", termtext.OneLine(st.Reason))
 				if ios.CanPrompt() {
-					var waitCtx context.Context
-					waitCtx, closeInline = context.WithCancel(ctx)
-					inline.Add(1)
-					go func() { defer inline.Done(); answerInline(waitCtx, ctx, opts, c, job.ID) }()
+					inline.open(ctx, func(waitCtx context.Context) { answerInline(waitCtx, ctx, opts, c, job.ID) })
 				}
 			}
 		}
@@ -282,8 +278,13 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		err = ferr
 	}
 	closeLine()
-	closeInline()
-	inline.Wait()
+	// The stream ended: the job's end, or this command stopped following it (oz0 job watch's
+	// Ctrl-C), which leaves a waiting call in the inbox.
+	if ctx.Err() != nil {
+		inline.close(errStoppedFollowing)
+	} else {
+		inline.close(errJobMovedOn)
+	}
 	if err != nil {
 		return err
 	}
@@ -305,31 +306,41 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 }
 
 // cancelOnSignal cancels the job on a signal from sigs, until sigs closes or the job has been
-// followed to its end. Ctrl-C on a terminal asks first (closeLine ends the stream's open line
-// before the question); SIGTERM comes from a program (timeout, a supervisor), which cannot
-// answer, and cancels at once. Once the dev server has taken the cancel, further signals ask
-// nothing more: the job's end is on its way (timeout signals the process and its group).
-func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal, followed <-chan struct{}, closeLine func()) {
+// followed to its end. An approval form open on the terminal is closed first, its call left in
+// the inbox: a signal never answers for a person. Ctrl-C on a terminal asks first (closeLine ends
+// the stream's open line before the question), and a further signal ends the question unanswered;
+// SIGTERM comes from a program (timeout, a supervisor), which cannot answer, and cancels at once.
+// Once the dev server has taken the cancel, further signals ask nothing more: the job's end is on
+// its way (timeout signals the process and its group).
+func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job string, sigs <-chan os.Signal, followed <-chan struct{}, closeLine func(), inline *inlineAnswer) {
 	cancelled := false
+	var pending os.Signal // a signal that ended a question, acted on next
 	for {
-		var sig os.Signal
-		select {
-		case s, ok := <-sigs:
-			if !ok {
+		sig := pending
+		pending = nil
+		if sig == nil {
+			select {
+			case s, ok := <-sigs:
+				if !ok {
+					return
+				}
+				sig = s
+			case <-followed:
 				return
 			}
-			sig = s
-		case <-followed:
-			return
 		}
+		inline.close(errInterrupted)
 		if cancelled {
 			continue
 		}
 		if sig == os.Interrupt && opts.IO.CanPrompt() {
 			closeLine()
-			if !opts.Prompter.Confirm(fmt.Sprintf("Cancel job %s?", job)) {
+			var yes bool
+			yes, pending = confirmUnlessSignalled(ctx, opts, fmt.Sprintf("Cancel job %s?", job), sigs)
+			if !yes && pending != syscall.SIGTERM {
 				continue
 			}
+			pending = nil
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "oz0: cancelling job %s\n", job)
 		if _, err := c.Cancel(ctx, job); err != nil {
@@ -337,6 +348,72 @@ func cancelOnSignal(ctx context.Context, opts *runOptions, c *client.Client, job
 			continue
 		}
 		cancelled = true
+	}
+}
+
+// confirmUnlessSignalled asks title, and returns the answer; a signal from sigs while it asks
+// ends the question unanswered (no) and is returned.
+func confirmUnlessSignalled(ctx context.Context, opts *runOptions, title string, sigs <-chan os.Signal) (yes bool, signalled os.Signal) {
+	askCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	got := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s, ok := <-sigs:
+			if ok { // closed: no more signals, the question stays until answered
+				got <- s
+				stop()
+			}
+		case <-askCtx.Done():
+		}
+	}()
+	yes = opts.Prompter.Confirm(askCtx, title)
+	stop()
+	select {
+	case signalled = <-got:
+		return false, signalled
+	default:
+		return yes, nil
+	}
+}
+
+// Why an inline approval form was closed without an answer.
+var (
+	errJobMovedOn       = errors.New("the job moved on")
+	errInterrupted      = errors.New("a signal")
+	errStoppedFollowing = errors.New("stopped following the job")
+)
+
+// inlineAnswer is the approval form a followed job may have open on the terminal: at most one,
+// closed (and waited for) before the next opens, before a signal is acted on, and when the
+// stream ends.
+type inlineAnswer struct {
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+func (a *inlineAnswer) open(ctx context.Context, answer func(context.Context)) {
+	a.close(errJobMovedOn)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// The form ends by close alone, so that its cause is always said (a cancelled ctx has
+	// its own).
+	waitCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	a.cancel, a.done = cancel, done
+	go func() { defer close(done); answer(waitCtx) }()
+}
+
+// close ends the open form, if any, for why, and waits until it has left the terminal.
+func (a *inlineAnswer) close(why error) {
+	a.mu.Lock()
+	cancel, done := a.cancel, a.done
+	a.cancel, a.done = nil, nil
+	a.mu.Unlock()
+	if cancel != nil {
+		cancel(why)
+		<-done
 	}
 }
 
@@ -356,7 +433,12 @@ func answerInline(ctx, send context.Context, opts *runOptions, c *client.Client,
 		title := termtext.OneLine(fmt.Sprintf("%s %s — %s", a.Target(), approvalArguments(a), a.Why))
 		choice, reason, ok := opts.Prompter.Approval(ctx, title)
 		if ctx.Err() != nil {
-			return // answered elsewhere, or the job ended: nothing to say
+			// Answered elsewhere, or the job ended: nothing to say. A signal, or the command
+			// ceasing to follow the job, leaves the call waiting, and says so.
+			if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) || errors.Is(cause, errStoppedFollowing) {
+				fmt.Fprintf(opts.IO.ErrOut, "oz0: left %s in the inbox\n", a.ID)
+			}
+			return
 		}
 		if !ok {
 			fmt.Fprintf(opts.IO.ErrOut, "oz0: left %s in the inbox\n", a.ID)

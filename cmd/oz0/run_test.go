@@ -196,7 +196,7 @@ func TestRunCtrlCAsksBeforeCancelling(t *testing.T) {
 				}
 				lineClosed++
 			}
-			cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil, closeLine)
+			cancelOnSignal(context.Background(), &runOptions{IO: ios, Prompter: p}, c, "job_a", sigs, nil, closeLine, &inlineAnswer{})
 			if fs.cancels != tc.cancels || len(p.asked) != tc.asked || lineClosed != tc.asked {
 				t.Errorf("%d cancels, asked %q, line ended %d times", fs.cancels, p.asked, lineClosed)
 			}

@@ -62,11 +62,15 @@ type Policy struct {
 	OwnNetwork bool
 	// Summary says in a few words what a session of the tier sees, for banners.
 	Summary string
+	// Warning, when set, is what a person starting a node of the tier must know it leaves open;
+	// the banner says it whether the tier was asked for or fallen back to.
+	Warning string
 }
 
 var policies = map[Tier]Policy{
 	None: {Tier: None,
-		Summary: "no isolation: sessions run as you, in a process group of their own"},
+		Summary: "no isolation: sessions run as you, in a process group of their own",
+		Warning: "tier none hides nothing: a session runs as you and can read your files, every oz0 dev's token and state on this machine, and signal or trace your processes; use it only for code you trust"},
 	Standard: {Tier: Standard, Namespaces: true,
 		Summary: "user, mount, PID, IPC and UTS namespaces: the plugin read-only, a private /tmp, nothing left when a session ends"},
 	Strict: {Tier: Strict, Namespaces: true, OwnNetwork: true,

@@ -5,8 +5,10 @@ package prompt
 import (
 	"context"
 	"errors"
+	"os"
 
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/huh/v2"
 )
 
@@ -33,8 +35,8 @@ type Prompter interface {
 	// Ask asks all questions in one form. It returns ErrCancel when the person backs out
 	// (Ctrl-C, Esc).
 	Ask(questions []Question) error
-	// Confirm asks a yes/no question; false when the person backs out.
-	Confirm(title string) bool
+	// Confirm asks a yes/no question; false when the person backs out, and when ctx ends first.
+	Confirm(ctx context.Context, title string) bool
 	// Approval asks a person to answer a tool call waiting for approval: "once", "job", "always"
 	// or "deny" (with a reason). ok is false when they back out or choose to leave it for later,
 	// and when ctx ends first.
@@ -62,20 +64,19 @@ func (Huh) Ask(questions []Question) error {
 		}
 		fields = append(fields, in)
 	}
-	err := newForm(huh.NewGroup(fields...)).Run()
-	if errors.Is(err, huh.ErrUserAborted) {
+	form := newForm(huh.NewGroup(fields...))
+	err := form.Run()
+	if errors.Is(err, huh.ErrUserAborted) || (err == nil && form.State != huh.StateCompleted) {
 		return ErrCancel
 	}
 	return err
 }
 
 // Confirm asks a yes/no question.
-func (Huh) Confirm(title string) bool {
+func (Huh) Confirm(ctx context.Context, title string) bool {
 	yes := false
-	if err := newForm(huh.NewGroup(huh.NewConfirm().Title(title).Value(&yes))).WithShowHelp(false).Run(); err != nil {
-		return false
-	}
-	return yes
+	form := newForm(huh.NewGroup(huh.NewConfirm().Title(title).Value(&yes))).WithShowHelp(false)
+	return form.RunWithContext(ctx) == nil && form.State == huh.StateCompleted && yes
 }
 
 // Approval asks which answer to give a waiting tool call.
@@ -96,15 +97,21 @@ func (Huh) Approval(ctx context.Context, title string) (choice, reason string, o
 			return nil
 		})).WithHideFunc(func() bool { return choice != "deny" }),
 	)
-	if err := form.RunWithContext(ctx); err != nil || choice == "later" {
+	// Only a form the person submitted answers: one that ended any other way (a signal, the
+	// terminal gone, ctx) approves nothing, whatever its select showed.
+	if err := form.RunWithContext(ctx); err != nil || form.State != huh.StateCompleted || choice == "later" {
 		return "", "", false
 	}
 	return choice, reason, true
 }
 
-// newForm is a huh form that Esc backs out of as well as Ctrl-C (huh's default is Ctrl-C only).
+// newForm is a huh form that Esc and Ctrl-D back out of as well as Ctrl-C (huh's default is
+// Ctrl-C only). It leaves signals to the command: bubbletea's own handler turned SIGTERM into a
+// quit that huh took as the form's end with its values as they stood (an approval's first option
+// approved), and it blocked on sending a signal to a program that had already stopped, so a form
+// closed by its context never returned.
 func newForm(groups ...*huh.Group) *huh.Form {
 	keys := huh.NewDefaultKeyMap()
-	keys.Quit = key.NewBinding(key.WithKeys("ctrl+c", "esc"))
-	return huh.NewForm(groups...).WithKeyMap(keys)
+	keys.Quit = key.NewBinding(key.WithKeys("ctrl+c", "esc", "ctrl+d"))
+	return huh.NewForm(groups...).WithKeyMap(keys).WithProgramOptions(tea.WithOutput(os.Stderr), tea.WithoutSignalHandler()) // huh's default output, kept
 }
