@@ -44,6 +44,7 @@ const (
 	AgentFilename
 	InstructionsMissing
 	InputSchema
+	SchemaTooDeep
 	TimeoutDuration
 	MaxSteps
 	AgentToolUnknown
@@ -315,6 +316,13 @@ var catalogue = [numRules]Rule{
 		Help:    "input: {schema: ...} and output: {schema: ...} take an inline JSON Schema or the path of a .json file relative to the plugin. The schema is compiled as JSON Schema draft 2020-12 (unless it names another draft with $schema). The linter reads no network and no file outside the plugin: a $ref must point inside the schema or at another file of the plugin; relative references in an inline schema resolve against the plugin directory.",
 		Example: "input schema schemas/ticket.json is not a valid JSON Schema: at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
 		Fix:     "Correct the schema, or the path.",
+	},
+	SchemaTooDeep: {
+		name: "schema-too-deep", Severity: Error,
+		Short:   "An input or output schema file, or a file it refers to, nests deeper than 64 levels.",
+		Help:    "Objects and arrays within each other count as levels, as in YAML files (yaml-limits). Compiling a schema costs more than its size: a 100 KB schema of 4,000 nested items took oz0 plugin lint over a minute and 300 MB. A schema past the limit is not compiled; a structure that nests without end is written with $ref to itself.",
+		Example: "input schema schemas/ticket.json nests deeper than 64 levels",
+		Fix:     "Flatten the schema: name a part that repeats once under $defs and refer to it with $ref (recursively, for a structure of any depth).",
 	},
 	TimeoutDuration: {
 		name: "timeout-duration", Severity: Error,
