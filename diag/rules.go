@@ -159,7 +159,7 @@ var catalogue = [numRules]Rule{
 	FileTooLarge: {
 		name: "file-too-large", Severity: Error,
 		Short:   "A file the linter loads is over 1 MiB.",
-		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml, package.json and schema files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow.",
+		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml, package.json, schema files and eval files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow; oz0 eval refuses an eval file over it alike.",
 		Example: "agents/big.yaml is 2097152 bytes; files the linter loads must be at most 1 MiB",
 		Fix:     "Shrink the file; move data that is not configuration elsewhere.",
 	},
@@ -179,9 +179,9 @@ var catalogue = [numRules]Rule{
 	},
 	YAMLLimits: {
 		name: "yaml-limits", Severity: Error,
-		Short:   "A YAML file expands to too many nodes or nests too deep.",
-		Help:    "Aliases are expanded with a budget of 100,000 nodes (a \"billion laughs\" document stops here), nesting is limited to 64 levels, and an alias that refers to a node containing itself is refused. The file is not validated further.",
-		Example: "too many aliases: the document expands to more than 100000 nodes",
+		Short:   "A YAML file holds or expands to too many nodes, or nests too deep.",
+		Help:    "A document may hold 100,000 nodes (keys, values and list items), aliases and merge keys expanded (a \"billion laughs\" document stops here; the message says how many of them came through aliases), nesting is limited to 64 levels, and an alias that refers to a node containing itself is refused. The file is not validated further.",
+		Example: "too many aliases: the document expands to more than 100000 nodes, 99990 of them through aliases and merge keys",
 		Fix:     "Write the values out instead of nesting aliases; flatten the structure.",
 	},
 	UnknownKey: {
@@ -459,4 +459,17 @@ var catalogue = [numRules]Rule{
 		Example: "case name `billing` is used twice (first on line 6); names must be unique",
 		Fix:     "Correct the case as the message says; oz0 eval --help and docs/eval.md describe the format.",
 	},
+}
+
+// MaxFileSize is the largest file of a plugin's that oz0 parses (the file-too-large rule): its
+// manifest, agents, skills, schemas, pyproject.toml, package.json, eval files.
+const MaxFileSize = 1 << 20
+
+// TooLarge is the file-too-large message of the file name, size bytes long; a size below 0 is
+// over MaxFileSize by an amount not known (the file grew as it was read).
+func TooLarge(name string, size int64) string {
+	if size < 0 {
+		return name + " is over 1 MiB; files the linter loads must be at most 1 MiB"
+	}
+	return fmt.Sprintf("%s is %d bytes; files the linter loads must be at most 1 MiB", name, size)
 }
