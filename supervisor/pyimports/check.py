@@ -14,6 +14,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import stat
 import sys
 
 MAX_FILES = 500  # the plugin's files read, at most
@@ -180,11 +181,12 @@ class Reader:
             self.unread += 1
             return
         try:
-            if os.path.getsize(path) > MAX_BYTES:
-                self.unread += 1
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+                self.unread += 1  # a pipe would block the read; a large file is no hand-written module
                 return
             with open(path, "rb") as f:
-                source = f.read()
+                source = f.read(MAX_BYTES + 1)
         except OSError as err:
             self.fail("error", name, self.where(path, 0), "cannot read it: %s" % err.strerror)
             return

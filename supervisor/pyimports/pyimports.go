@@ -92,6 +92,9 @@ func (h Harness) String() string {
 	if len(tops) > 0 {
 		what = strings.Join(tops, ", ")
 	}
+	if h.Unread > 0 {
+		what += fmt.Sprintf(" (and %d of its files were not read: over 2 MiB, or past the 500th)", h.Unread)
+	}
 	return fmt.Sprintf("%s imports %s (%s)", h.Name, what, h.Python)
 }
 

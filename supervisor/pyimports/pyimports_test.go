@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/orchestrator-zero/oz0/plugin"
@@ -309,5 +310,23 @@ func TestDependencies(t *testing.T) {
 		if got := listedAs(dir, module); got != want {
 			t.Errorf("listedAs(%s) = %q, want %q", module, got, want)
 		}
+	}
+}
+
+// A pipe where a module would be is no module (Python's finder, which the check asks, skips it:
+// the read would wait for ever), and a module too large to be written by hand is not read: what
+// it imports goes unseen, and it is counted as unread.
+func TestCheckSkipsWhatIsNoModule(t *testing.T) {
+	p := pythonPlugin(t, "from . import piped, huge\n", "")
+	if err := syscall.Mkfifo(filepath.Join(p.Dir, "src/triage/piped.py"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, p.Dir, map[string]string{"src/triage/huge.py": "import oz0_not_installed\n" + strings.Repeat("#\n", 1<<20)})
+	done, problem, err := Check(context.Background(), p, Options{})
+	if err != nil || problem != nil || len(done) != 1 || done[0].Unread != 1 || slices.Contains(done[0].Files, "src/triage/huge.py") {
+		t.Fatalf("done %+v, problem %v, err %v", done, problem, err)
+	}
+	if s := done[0].String(); !strings.Contains(s, "(and 1 of its files were not read: over 2 MiB, or past the 500th)") {
+		t.Errorf("String() = %s", s)
 	}
 }
