@@ -260,10 +260,10 @@ func afterFirstAnswer(h http.Handler, then func()) http.Handler {
 	})
 }
 
-// checkImports imports the Python harnesses' modules as their sessions will, in their sandbox
-// (oz0 doctor's check), after the banner, so that a framework missing from the plugin's environment is said
-// at start, with the mend, rather than by the first job's failure. It takes what a framework's
-// import takes (seconds), so it does not hold up the start.
+// checkImports looks up what the Python harnesses import (pyimports: their files read, never run),
+// in a session of their sandbox (oz0 doctor's check), after the banner, so that a framework missing
+// from the plugin's environment is said at start, with where it is imported and the mend, rather
+// than by the first job's failure. It starts an interpreter, so it does not hold up the start.
 func (s *Server) checkImports() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -276,7 +276,7 @@ func (s *Server) checkImports() {
 	}()
 	for _, p := range s.Plugins() {
 		// At a low priority: the interpreters it starts took the cores from the first requests.
-		// In the sandbox of the plugin's sessions: it runs the plugin's own code.
+		// In the sandbox of the plugin's sessions: it runs their interpreter and environment.
 		opts := pyimports.Options{Background: true, Sandbox: s.node.Sandbox(p.Dir), TempDir: s.node.TempDir()}
 		if _, problem, err := pyimports.Check(ctx, p, opts); problem != nil && ctx.Err() == nil {
 			s.say("warning: %s: its jobs will fail; %s", problem, problem.Mend())

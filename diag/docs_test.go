@@ -83,10 +83,12 @@ them in a plugin's CI.
 ## Limits
 
 The linter reads untrusted files and stays fast on any input: a file over 1 MiB is not parsed
-([file-too-large](#file-too-large)); YAML aliases are expanded with a budget of 100,000 nodes and
-nesting is limited to 64 levels ([yaml-limits](#yaml-limits)); a pipe or a device where a file
-belongs is not opened ([not-a-file](#not-a-file)); JSON Schema files are compiled without reading
-the network or any file outside the plugin ([input-schema](#input-schema)).
+([file-too-large](#file-too-large); ` + "`oz0 eval`" + ` reads eval files within the same bound); a YAML
+document holds at most 100,000 nodes, its aliases expanded, and nests at most 64 levels
+([yaml-limits](#yaml-limits)); a JSON Schema file nests at most 64 levels too
+([schema-too-deep](#schema-too-deep)); a pipe or a device where a file belongs is not opened
+([not-a-file](#not-a-file)); JSON Schema files are compiled without reading the network or any
+file outside the plugin ([input-schema](#input-schema)).
 
 ## Not findings
 

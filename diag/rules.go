@@ -44,6 +44,7 @@ const (
 	AgentFilename
 	InstructionsMissing
 	InputSchema
+	SchemaTooDeep
 	TimeoutDuration
 	MaxSteps
 	AgentToolUnknown
@@ -158,7 +159,7 @@ var catalogue = [numRules]Rule{
 	FileTooLarge: {
 		name: "file-too-large", Severity: Error,
 		Short:   "A file the linter loads is over 1 MiB.",
-		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml, package.json and schema files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow.",
+		Help:    "Manifests, agent definitions, SKILL.md, pyproject.toml, package.json, schema files and eval files are small. A file over 1 MiB (1,048,576 bytes) is not parsed, so that a stray or hostile file cannot make the linter slow; oz0 eval refuses an eval file over it alike.",
 		Example: "agents/big.yaml is 2097152 bytes; files the linter loads must be at most 1 MiB",
 		Fix:     "Shrink the file; move data that is not configuration elsewhere.",
 	},
@@ -178,9 +179,9 @@ var catalogue = [numRules]Rule{
 	},
 	YAMLLimits: {
 		name: "yaml-limits", Severity: Error,
-		Short:   "A YAML file expands to too many nodes or nests too deep.",
-		Help:    "Aliases are expanded with a budget of 100,000 nodes (a \"billion laughs\" document stops here), nesting is limited to 64 levels, and an alias that refers to a node containing itself is refused. The file is not validated further.",
-		Example: "too many aliases: the document expands to more than 100000 nodes",
+		Short:   "A YAML file holds or expands to too many nodes, or nests too deep.",
+		Help:    "A document may hold 100,000 nodes (keys, values and list items), aliases and merge keys expanded (a \"billion laughs\" document stops here; the message says how many of them came through aliases), nesting is limited to 64 levels, and an alias that refers to a node containing itself is refused. The file is not validated further.",
+		Example: "too many aliases: the document expands to more than 100000 nodes, 99990 of them through aliases and merge keys",
 		Fix:     "Write the values out instead of nesting aliases; flatten the structure.",
 	},
 	UnknownKey: {
@@ -315,6 +316,13 @@ var catalogue = [numRules]Rule{
 		Help:    "input: {schema: ...} and output: {schema: ...} take an inline JSON Schema or the path of a .json file relative to the plugin. The schema is compiled as JSON Schema draft 2020-12 (unless it names another draft with $schema). The linter reads no network and no file outside the plugin: a $ref must point inside the schema or at another file of the plugin; relative references in an inline schema resolve against the plugin directory.",
 		Example: "input schema schemas/ticket.json is not a valid JSON Schema: at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'",
 		Fix:     "Correct the schema, or the path.",
+	},
+	SchemaTooDeep: {
+		name: "schema-too-deep", Severity: Error,
+		Short:   "An input or output schema file, or a file it refers to, nests deeper than 64 levels.",
+		Help:    "Objects and arrays within each other count as levels, as in YAML files (yaml-limits). Compiling a schema costs more than its size: a 100 KB schema of 4,000 nested items took oz0 plugin lint over a minute and 300 MB. A schema past the limit is not compiled; a structure that nests without end is written with $ref to itself.",
+		Example: "input schema schemas/ticket.json nests deeper than 64 levels",
+		Fix:     "Flatten the schema: name a part that repeats once under $defs and refer to it with $ref (recursively, for a structure of any depth).",
 	},
 	TimeoutDuration: {
 		name: "timeout-duration", Severity: Error,
@@ -451,4 +459,17 @@ var catalogue = [numRules]Rule{
 		Example: "case name `billing` is used twice (first on line 6); names must be unique",
 		Fix:     "Correct the case as the message says; oz0 eval --help and docs/eval.md describe the format.",
 	},
+}
+
+// MaxFileSize is the largest file of a plugin's that oz0 parses (the file-too-large rule): its
+// manifest, agents, skills, schemas, pyproject.toml, package.json, eval files.
+const MaxFileSize = 1 << 20
+
+// TooLarge is the file-too-large message of the file name, size bytes long; a size below 0 is
+// over MaxFileSize by an amount not known (the file grew as it was read).
+func TooLarge(name string, size int64) string {
+	if size < 0 {
+		return name + " is over 1 MiB; files the linter loads must be at most 1 MiB"
+	}
+	return fmt.Sprintf("%s is %d bytes; files the linter loads must be at most 1 MiB", name, size)
 }

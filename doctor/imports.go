@@ -12,9 +12,9 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
-// checkImports imports the modules of the plugin's Python harnesses as a session would run them,
-// in the sandbox oz0 dev's sessions get by default (it runs the plugin's own code): a framework
-// that is not installed fails here, with the package and the mend, rather than in the first job.
+// checkImports looks up what the plugin's Python harnesses import (pyimports: read, never run),
+// in a session of the sandbox oz0 dev's sessions get by default: a framework that is not
+// installed fails here, with where it is imported and the mend, rather than in the first job.
 func checkImports(ctx context.Context, p *plugin.Plugin, env Env) Result {
 	r := Result{Check: "imports"}
 	if p == nil {
@@ -39,9 +39,13 @@ func checkImports(ctx context.Context, p *plugin.Plugin, env Env) Result {
 	case problem != nil:
 		r.Level, r.Detail, r.Mend = Fail, problem.Error(), problem.Mend()
 	case len(done) == 0:
-		r.Level, r.Detail = OK, "no Python harness runs a module or a script to import"
+		r.Level, r.Detail = OK, "no Python harness runs a module or a script to read"
 	default:
-		r.Level, r.Detail = OK, "the harnesses' modules import: "+strings.Join(done, "; ")
+		found := make([]string, len(done))
+		for i, h := range done {
+			found[i] = h.String()
+		}
+		r.Level, r.Detail = OK, "the harnesses' imports are installed: "+strings.Join(found, "; ")
 	}
 	return r
 }

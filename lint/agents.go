@@ -274,6 +274,14 @@ func (l *linter) checkIO(file string, root *yaml.Node, m map[string]any, key str
 				return io
 			}
 			sch, err := l.compileSchema(rel, doc)
+			if deep := (*tooDeepError)(nil); errors.As(err, &deep) {
+				if deep.file == rel {
+					l.addAt(file, n, 0, diag.SchemaTooDeep, "%s schema %s", key, deep)
+				} else {
+					l.addAt(file, n, 0, diag.SchemaTooDeep, "%s schema %s refers to %s", key, rel, deep.which())
+				}
+				return io
+			}
 			if err != nil {
 				for _, msg := range schemaMessages(err, nil) {
 					l.addAt(file, n, 0, diag.InputSchema, "%s schema %s is not a valid JSON Schema: %s", key, rel, composed(msg.Message))
@@ -283,6 +291,10 @@ func (l *linter) checkIO(file string, root *yaml.Node, m map[string]any, key str
 			io.Schema, io.SchemaFile, io.Compiled = data, rel, sch
 		case map[string]any:
 			sch, err := l.compileSchema(fmt.Sprintf(".inline-%s-%s.json", strings.TrimSuffix(path.Base(file), ".yaml"), key), s)
+			if deep := (*tooDeepError)(nil); errors.As(err, &deep) {
+				l.addAt(file, n, 0, diag.SchemaTooDeep, "the inline %s schema refers to %s", key, deep.which())
+				return io
+			}
 			if err != nil {
 				for _, p := range schemaMessages(err, n) {
 					l.add(file, p.Line, p.Col, diag.InputSchema, "the inline %s schema is not a valid JSON Schema: %s", key, composed(p.Message))
@@ -330,6 +342,9 @@ func (l *linter) compileSchema(rel string, doc any) (sch *jsonschema.Schema, err
 			err = fmt.Errorf("the schema compiler failed: %v", r)
 		}
 	}()
+	if nestedDeeper(doc, schemas.DefaultLimits.MaxDepth) {
+		return nil, &tooDeepError{rel}
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(pluginLoader{l})
@@ -337,7 +352,60 @@ func (l *linter) compileSchema(rel string, doc any) (sch *jsonschema.Schema, err
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
-	return c.Compile(url)
+	sch, err = c.Compile(url)
+	var load *jsonschema.LoadURLError
+	if errors.As(err, &load) {
+		if deep := (*tooDeepError)(nil); errors.As(load.Err, &deep) {
+			return nil, deep // the loader's error, said as the file's own
+		}
+	}
+	return sch, err
+}
+
+// tooDeepError is a schema file (the agent's, or one it refers to) nested deeper than
+// schemas.DefaultLimits.MaxDepth. The compiler's cost grows faster than a schema's depth (each
+// subschema carries its whole path), so such a file is not compiled.
+type tooDeepError struct{ file string }
+
+func (e *tooDeepError) Error() string {
+	return fmt.Sprintf("%s nests deeper than %d levels", e.file, schemas.DefaultLimits.MaxDepth)
+}
+
+// which is the error said of a file another refers to.
+func (e *tooDeepError) which() string {
+	return fmt.Sprintf("%s, which nests deeper than %d levels", e.file, schemas.DefaultLimits.MaxDepth)
+}
+
+// nestedDeeper reports whether a decoded JSON value holds objects and arrays more than limit
+// levels within each other; it looks no deeper than that.
+func nestedDeeper(v any, limit int) bool {
+	type item struct {
+		v     any
+		depth int
+	}
+	stack := []item{{v, 1}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		var children []any
+		switch x := it.v.(type) {
+		case map[string]any:
+			for _, c := range x {
+				children = append(children, c)
+			}
+		case []any:
+			children = x
+		default:
+			continue
+		}
+		if it.depth > limit {
+			return true
+		}
+		for _, c := range children {
+			stack = append(stack, item{c, it.depth + 1})
+		}
+	}
+	return false
 }
 
 type pluginLoader struct{ l *linter }
@@ -363,7 +431,11 @@ func (p pluginLoader) Load(url string) (any, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return jsonschema.UnmarshalJSON(io.LimitReader(f, MaxFileSize))
+	doc, err := jsonschema.UnmarshalJSON(io.LimitReader(f, MaxFileSize))
+	if err == nil && nestedDeeper(doc, schemas.DefaultLimits.MaxDepth) {
+		return nil, &tooDeepError{rel}
+	}
+	return doc, err
 }
 
 func oneLine(s string) string { return textclip.Squash(s, 300) }

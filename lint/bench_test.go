@@ -58,3 +58,34 @@ func BenchmarkLint1000Sequential(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLintBigSchema lints the template with an input schema near the limits: 1 MiB at most,
+// 64 levels deep at most. The compile's cost should grow with the schema's size alone: wide is
+// 1,200 properties each 30 arrays deep (~1 MB), deep the 64 levels.
+func BenchmarkLintBigSchema(b *testing.B) {
+	chain := nestedItems(30)
+	wide := `{"type": "object", "properties": {`
+	for i := range 1200 {
+		if i > 0 {
+			wide += ", "
+		}
+		wide += fmt.Sprintf("%q: %s", fmt.Sprint("p", i), chain)
+	}
+	wide += "}}"
+	for _, tc := range []struct{ name, schema string }{{"wide", wide}, {"deep", nestedItems(64)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			files := templateFiles()
+			files["agents/acme-triage.yaml"] = replace(templateAgent, "input: text", "input: {schema: in.json}")
+			files["in.json"] = tc.schema
+			writeFiles(b, dir, files, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				rep, err := Run(dir)
+				if err != nil || len(rep.Diagnostics) > 0 {
+					b.Fatal(err, rep.Diagnostics)
+				}
+			}
+		})
+	}
+}

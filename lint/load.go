@@ -21,7 +21,7 @@ import (
 )
 
 // MaxFileSize is the size of the largest file the linter parses.
-const MaxFileSize = 1 << 20
+const MaxFileSize = diag.MaxFileSize
 
 // ManifestFile is the name of the plugin manifest.
 const ManifestFile = "oz0-plugin.yaml"
@@ -144,7 +144,7 @@ func (l *linter) read(name string) ([]byte, fileState) {
 		l.add(name, 0, 0, diag.NotAFile, "%s is not a regular file (%s)", name, st.Mode().Type())
 		return nil, fileBad
 	case st.Size() > MaxFileSize:
-		l.add(name, 0, 0, diag.FileTooLarge, "%s is %d bytes; files the linter loads must be at most 1 MiB", name, st.Size())
+		l.add(name, 0, 0, diag.FileTooLarge, "%s", diag.TooLarge(name, st.Size()))
 		return nil, fileBad
 	}
 	f, err := l.fsys.Open(name)
@@ -158,7 +158,7 @@ func (l *linter) read(name string) ([]byte, fileState) {
 		return nil, fileBad
 	}
 	if len(data) > MaxFileSize {
-		l.add(name, 0, 0, diag.FileTooLarge, "%s is over 1 MiB; files the linter loads must be at most 1 MiB", name)
+		l.add(name, 0, 0, diag.FileTooLarge, "%s", diag.TooLarge(name, -1))
 		return nil, fileBad
 	}
 	return data, fileOK

@@ -66,6 +66,11 @@ func replace(s string, oldnew ...string) string {
 	return s
 }
 
+// nestedItems is a JSON Schema of arrays within arrays, depth levels of JSON objects in all.
+func nestedItems(depth int) string {
+	return strings.Repeat(`{"type": "array", "items": `, depth-1) + `{"type": "string"}` + strings.Repeat("}", depth-1)
+}
+
 func TestRules(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -257,6 +262,17 @@ func TestRules(t *testing.T) {
 			{"agents/acme-triage.yaml:8:17 input-schema", "input schema schemas/none.json does not exist"},
 			{"agents/acme-triage.yaml:9:18 input-schema", "output schema schemas/out.json is not JSON"},
 			{"agents/b.yaml:8:17 input-schema", "https://example.com/s.json"},
+		}},
+		{"schema-too-deep", map[string]string{
+			"agents/acme-triage.yaml": replace(templateAgent, "input: text", "input: {schema: schemas/deep.json}", "output: text", "output: {schema: schemas/refers.json}"),
+			"agents/b.yaml":           replace(templateAgent, "name: acme-triage", "name: b", "input: text", "input: {schema: {$ref: schemas/deep.json}}", "output: text", "output: {schema: schemas/limit.json}"),
+			"schemas/deep.json":       nestedItems(65),
+			"schemas/refers.json":     `{"properties": {"x": {"$ref": "deep.json"}}}`,
+			"schemas/limit.json":      nestedItems(64), // at the limit: compiled
+		}, []expect{
+			{"agents/acme-triage.yaml:8:17 schema-too-deep", "input schema schemas/deep.json nests deeper than 64 levels"},
+			{"agents/acme-triage.yaml:9:18 schema-too-deep", "output schema schemas/refers.json refers to schemas/deep.json, which nests deeper than 64 levels"},
+			{"agents/b.yaml:8:17 schema-too-deep", "the inline input schema refers to schemas/deep.json, which nests deeper than 64 levels"},
 		}},
 		{"timeout-duration and max-steps", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "max_steps: 10", "max_steps: 0", "timeout: 10m", "timeout: 10 minutes")}, []expect{
 			{"agents/acme-triage.yaml:11:14 max-steps", "`max_steps` must be at least 1, not 0"},

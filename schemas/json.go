@@ -32,9 +32,8 @@ func JSON(n *yaml.Node) (json.RawMessage, error) {
 }
 
 func (c *converter) writeJSON(b *bytes.Buffer, enc *json.Encoder, n *yaml.Node, depth int) error {
-	c.nodes++
-	if c.nodes > c.lim.MaxNodes {
-		return errors.New("the value expands to too many nodes")
+	if c.count(); c.nodes > c.lim.MaxNodes {
+		return errors.New(c.tooMany())
 	}
 	if c.tooDeep(n, depth) {
 		return errors.New(c.fatal.Message)
@@ -118,8 +117,8 @@ func (c *converter) entries(n *yaml.Node, depth int) (keys []string, vals []*yam
 		for _, src := range mergeSources(m) {
 			// Each source counts toward the node budget, as ToValue counts it: merge keys that
 			// pull in merge keys expand as aliases do.
-			if c.nodes++; c.nodes > c.lim.MaxNodes {
-				return nil, nil, errors.New("the value expands to too many nodes")
+			if c.count(); c.nodes > c.lim.MaxNodes {
+				return nil, nil, errors.New(c.tooMany())
 			}
 			t := resolveAlias(src)
 			if t == nil || t.Kind != yaml.MappingNode {

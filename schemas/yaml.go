@@ -250,6 +250,7 @@ func ToValueLimits(root *yaml.Node, lim Limits) (any, []diag.Diagnostic) {
 type converter struct {
 	lim      Limits
 	nodes    int
+	aliased  int // of nodes, those reached through an alias or a merge key
 	fatal    *diag.Diagnostic
 	problems []diag.Diagnostic
 	active   map[*yaml.Node]bool // alias targets being expanded
@@ -263,6 +264,24 @@ func (c *converter) fail(n *yaml.Node, msg string) {
 	}
 }
 
+// count counts a node toward the budget: one reached through an alias or a merge key (inside an
+// expansion) is aliased too.
+func (c *converter) count() {
+	c.nodes++
+	if len(c.active) > 0 {
+		c.aliased++
+	}
+}
+
+// tooMany says why the document is over the node budget: aliases that expand it, or nodes
+// written out one by one (a large file without an alias is no alias bomb).
+func (c *converter) tooMany() string {
+	if c.aliased == 0 {
+		return fmt.Sprintf("the document has more than %d nodes (keys, values and list items); split it into smaller files", c.lim.MaxNodes)
+	}
+	return fmt.Sprintf("too many aliases: the document expands to more than %d nodes, %d of them through aliases and merge keys", c.lim.MaxNodes, c.aliased)
+}
+
 func (c *converter) problem(n *yaml.Node, kind diag.RuleID, path, msg string) {
 	c.problems = append(c.problems, problem(n.Line, n.Column, kind, path, msg))
 }
@@ -271,9 +290,8 @@ func (c *converter) convert(n *yaml.Node, depth int, path string) any {
 	if c.fatal != nil {
 		return nil
 	}
-	c.nodes++
-	if c.lim.MaxNodes > 0 && c.nodes > c.lim.MaxNodes {
-		c.fail(n, fmt.Sprintf("too many aliases: the document expands to more than %d nodes", c.lim.MaxNodes))
+	if c.count(); c.lim.MaxNodes > 0 && c.nodes > c.lim.MaxNodes {
+		c.fail(n, c.tooMany())
 		return nil
 	}
 	switch n.Kind {
@@ -355,7 +373,7 @@ func (c *converter) mapping(n *yaml.Node, depth int, path string) map[string]any
 	// Merge keys: explicit keys win, then earlier sources win.
 	for _, m := range merges {
 		for _, src := range mergeSources(m) {
-			c.nodes++
+			c.count()
 			target := resolveAlias(src)
 			if target == nil || target.Kind != yaml.MappingNode {
 				c.problem(src, diag.InvalidValue, path, "a merge key (<<) takes a mapping or a list of mappings")

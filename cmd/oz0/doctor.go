@@ -24,8 +24,9 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 		Use:   "doctor",
 		Short: "Check this machine for the oz0 dev loop, and say how to mend each miss",
 		Long: `Check python, the plugin (it lints), its .venv (needed when it has dependencies), that its
-harnesses' modules import as their sessions run them (a framework that is not installed fails,
-naming the package and the mend), uv (for a Node plugin: node, against the plugin's engines.node,
+harnesses' imports are installed, as their sessions would find them (their files are read, never
+run; a framework that is not installed fails, naming the module, where it is imported and the
+mend), uv (for a Node plugin: node, against the plugin's engines.node,
 and its node_modules against package-lock.json), the dev server in OZ0_CONTEXT or running on the
 plugin, a free loopback port, and which sandbox tiers work here (and if one does not, why).
 Exit status 1 when a check fails; warnings do not fail it.`,

@@ -224,11 +224,15 @@ func loadEvals(t *evalTarget, p *plugin.Plugin) ([]*eval.File, *diag.Report, err
 	rep := &diag.Report{}
 	var files []*eval.File
 	for _, name := range t.files {
-		data, err := os.ReadFile(name)
+		shown := filepath.ToSlash(name)
+		data, ds, err := evalfile.Read(name, shown)
 		if err != nil {
 			return nil, nil, err
 		}
-		shown := filepath.ToSlash(name)
+		if len(ds) > 0 {
+			rep.Add(ds...)
+			continue
+		}
 		ef, ds := evalfile.Parse(shown, data)
 		rep.Add(ds...)
 		if ef == nil || len(ds) > 0 {

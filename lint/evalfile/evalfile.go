@@ -7,6 +7,8 @@ package evalfile
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -105,6 +107,38 @@ func (c *Case) Absent(file string) string {
 		return fmt.Sprintf("no file `%s` (%s); give the path of a fake model script, relative to the eval file", c.Path, at)
 	}
 	return fmt.Sprintf("no file `%s` (%s); give the path of the script oz0 job script wrote (oz0 job script JOB -o %s), relative to the eval file", c.Path, at, at)
+}
+
+// Read reads the eval file at path for Parse, within diag.MaxFileSize as oz0 plugin lint reads
+// it: a larger file is a file-too-large finding (its File is name, how findings name it), not
+// read further. A file that cannot be read is an error.
+func Read(path, name string) ([]byte, []diag.Diagnostic, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.IsDir() {
+		return nil, nil, fmt.Errorf("%s is a directory, not an eval file", name)
+	}
+	tooLarge := func(size int64) []diag.Diagnostic {
+		return []diag.Diagnostic{{File: name, Severity: diag.Error, Rule: diag.FileTooLarge, Message: diag.TooLarge(name, size)}}
+	}
+	if st.Mode().IsRegular() && st.Size() > diag.MaxFileSize {
+		return nil, tooLarge(st.Size()), nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, diag.MaxFileSize+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(data) > diag.MaxFileSize {
+		return nil, tooLarge(-1), nil
+	}
+	return data, nil, nil
 }
 
 // Parse reads an eval file's data; name is how findings name it. The diagnostics have File set to

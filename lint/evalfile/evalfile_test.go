@@ -2,8 +2,12 @@ package evalfile
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator-zero/oz0/diag"
 )
 
 func TestParse(t *testing.T) {
@@ -85,5 +89,33 @@ func TestParsePath(t *testing.T) {
 		if _, err := ParsePath(p); err == nil {
 			t.Errorf("%s: no error", p)
 		}
+	}
+}
+
+// An eval file is read within the bound of every file the linter loads, and a larger one is said
+// as oz0 plugin lint says it.
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	at := filepath.Join(dir, "at.yaml")
+	over := filepath.Join(dir, "over.yaml")
+	if err := os.WriteFile(at, []byte(strings.Repeat("#", diag.MaxFileSize)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(over, []byte(strings.Repeat("#", diag.MaxFileSize+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, ds, err := Read(at, "evals/at.yaml"); err != nil || len(ds) > 0 || len(data) != diag.MaxFileSize {
+		t.Errorf("at the bound: %d bytes, %v, %v", len(data), ds, err)
+	}
+	data, ds, err := Read(over, "evals/over.yaml")
+	if err != nil || data != nil || len(ds) != 1 {
+		t.Fatalf("over the bound: %d bytes, %v, %v", len(data), ds, err)
+	}
+	if d := ds[0]; d.File != "evals/over.yaml" || d.Rule != diag.FileTooLarge || d.Severity != diag.Error ||
+		d.Message != "evals/over.yaml is 1048577 bytes; files the linter loads must be at most 1 MiB" {
+		t.Errorf("finding %+v", d)
+	}
+	if _, _, err := Read(dir, "evals"); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory: %v", err)
 	}
 }

@@ -1,15 +1,39 @@
-// Package pyimports imports the modules of a plugin's Python harnesses as a session would run
-// them (the same interpreter and PYTHONPATH), so that a framework that is not installed is found
-// before a job fails on it: oz0 doctor fails on it, oz0 dev warns at start.
+// Package pyimports finds the third-party modules a plugin's Python harnesses import, and those of
+// them that are not installed, without running the plugin's code: a framework missing from the
+// plugin's environment is said before a job fails on it (oz0 doctor fails on it, oz0 dev warns
+// at start).
+//
+// The check reads; it runs nothing of the plugin's. It is a session of the harness's own
+// interpreter, environment and sandbox (the tier's, with its deadline and the reaping of any
+// session), running check.py: that parses the harness's module with Python's ast (for `python -m
+// PKG`, PKG's __init__ and __main__; for `python FILE.py`, the file) and the plugin's own modules
+// they import, relative imports and imports inside functions included, at most 500 files of up to
+// 2 MiB each. Of the absolute imports outside the plugin's own package and the standard library
+// (sys.stdlib_module_names), each is looked up with importlib.util.find_spec on its top-level
+// name, which runs nothing of it (a namespace package, which has no code, is looked into by
+// name further: `google.adk` of `google`). An import that runs only when a function is called,
+// one under a try that catches ImportError, and one under `if TYPE_CHECKING` are not required: a
+// missing one is no problem, and none of them is a dependency.
+//
+// What is found (Harness.Dependencies) is the harness's dependencies: the third-party modules it
+// imports as its modules load, by their dotted names as written (`google.adk.agents`), each with
+// the file and line that first imports it. A session made ahead of its job may import these (and
+// never the plugin's own modules) to have them loaded when the job comes.
+//
+// What parsing cannot see is not checked: a module imported by a name computed as it runs
+// (importlib.import_module(name)), a dependency of a dependency, an import that fails for
+// another reason than the module's absence (its own import error, a version too old).
 package pyimports
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,78 +46,133 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
-// importScript is a harness of the protocol that imports each module named in argv (a path
-// ending in .py is loaded from that file, under another name, so its main guard does not run) and
-// answers with a result: {"ok": true}, or the first module that failed, {"kind": "missing",
-// "module", "what": the module not installed} or {"kind": "error", "module", "what": the error}.
-// What the modules print goes to stderr, with the traceback; its own niceness is raised first
-// when its first argument is "--nice" (oz0 dev's check, which nobody waits for).
-const importScript = `import importlib, importlib.util, json, os, sys, traceback
-out = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-sys.stdin.readline()
-names = sys.argv[1:]
-if names[:1] == ["--nice"]:
-    names = names[1:]
-    os.nice(10)
-report = {"ok": True}
-for name in names:
-    try:
-        if name.endswith(".py"):
-            spec = importlib.util.spec_from_file_location("_oz0_doctor_harness", name)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        else:
-            importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        traceback.print_exc()
-        report = {"kind": "missing", "module": name, "what": err.name or str(err)}
-        break
-    except BaseException as err:
-        traceback.print_exc()
-        report = {"kind": "error", "module": name, "what": "%s: %s" % (type(err).__name__, str(err).replace("\n", " "))}
-        break
-sys.stdout.flush()
-out.write(json.dumps({"type": "result", "output": report}) + "\n")
-out.flush()
-`
+// checkScript is a harness of the protocol that reads a harness's modules and answers with a
+// report (its docstring says how).
+//
+//go:embed check.py
+var checkScript string
 
-// report is the importScript's result.
+// report is checkScript's result.
 type report struct {
-	OK     bool   `json:"ok"`
-	Kind   string `json:"kind"`
-	Module string `json:"module"`
-	What   string `json:"what"`
+	Files   []string     `json:"files"`
+	Deps    []Dependency `json:"deps"`
+	Unread  int          `json:"unread"`
+	Problem *struct {
+		Kind   string `json:"kind"`   // missing, own, entry, syntax, error
+		Module string `json:"module"` // what is missing; the module that does not parse
+		At     string `json:"at"`     // FILE:LINE, relative to the plugin when in it; "" for the command
+		What   string `json:"what"`   // the error of one that does not parse or cannot be read
+	} `json:"problem"`
 }
 
-// Problem is a harness whose modules do not import.
+// Dependency is a third-party module that a harness imports.
+type Dependency struct {
+	Module string `json:"module"` // as imported: "google.adk.agents" (of from X import Y, X)
+	At     string `json:"at"`     // where it is first imported: "src/acme_adk/agent.py:8"
+}
+
+// Harness is what Check found of one Python harness.
+type Harness struct {
+	Name         string
+	Python       string       // the interpreter that its sessions run
+	Files        []string     // the plugin's files read, relative to its directory
+	Unread       int          // files not read: past the bounds
+	Dependencies []Dependency // sorted by module
+}
+
+// String is what the harness imports, for a person: "acme-adk imports anthropic, google (PYTHON)".
+func (h Harness) String() string {
+	var tops []string
+	for _, d := range h.Dependencies {
+		if top, _, _ := strings.Cut(d.Module, "."); !slices.Contains(tops, top) {
+			tops = append(tops, top)
+		}
+	}
+	what := "nothing beyond the standard library and its own modules"
+	if len(tops) > 0 {
+		what = strings.Join(tops, ", ")
+	}
+	if h.Unread > 0 {
+		what += fmt.Sprintf(" (and %d of its files were not read: over 2 MiB, or past the 500th)", h.Unread)
+	}
+	return fmt.Sprintf("%s imports %s (%s)", h.Name, what, h.Python)
+}
+
+// Problem is what a harness imports that would fail: a module not installed, one of the plugin's
+// own that is not there, a file that does not parse.
 type Problem struct {
 	Harness string
-	Module  string // the module (or script) that failed
-	Missing string // the module not installed; "" for another failure
-	Err     string // the other failure: "SyntaxError: …"
+	Module  string // the module not installed, or not there; the module that does not parse
+	At      string // where: FILE:LINE, relative to Dir when in it; "" when the harness's command names it
+	Err     string // for a file that does not parse or cannot be read: "SyntaxError: invalid syntax"
 	Python  string // the interpreter
-	Listed  string // the pyproject.toml dependency that provides Missing, if one does
+	Listed  string // the pyproject.toml dependency that provides Module, if one does
 	Dir     string
+	kind    string
 }
 
 func (p *Problem) Error() string {
-	if p.Missing == "" {
-		return fmt.Sprintf("harness %s: %s does not import: %s", p.Harness, p.Module, p.Err)
+	switch p.kind {
+	case "missing":
+		listed := "; pyproject.toml lists no dependency that provides it"
+		if p.Listed != "" {
+			listed = "; pyproject.toml lists it as " + p.Listed
+		}
+		return fmt.Sprintf("harness %s: %s imports %s, which is not installed in the plugin's environment (%s)%s", p.Harness, p.At, p.Module, p.Python, listed)
+	case "own":
+		return fmt.Sprintf("harness %s: %s imports %s, which is not in the plugin", p.Harness, p.At, p.Module)
+	case "entry":
+		return fmt.Sprintf("harness %s: its command runs %s, which %s cannot find", p.Harness, p.Module, p.Python)
+	case "syntax":
+		return fmt.Sprintf("harness %s: %s does not parse: %s", p.Harness, p.At, p.Err)
 	}
-	listed := "; pyproject.toml lists no dependency that provides it"
-	if p.Listed != "" {
-		listed = "; pyproject.toml lists it as " + p.Listed
-	}
-	return fmt.Sprintf("harness %s: %s imports %s, which is not installed in the plugin's environment (%s)%s", p.Harness, p.Module, p.Missing, p.Python, listed)
+	return fmt.Sprintf("harness %s: %s: %s", p.Harness, p.At, p.Err)
 }
 
-// Mend says what to do about it.
+// Mend says what to do about it: for a module not installed, how to install it, with the
+// distribution that provides it when pyproject.toml lists none.
 func (p *Problem) Mend() string {
-	if p.Missing == "" {
-		return "fix what the traceback says: " + p.Python + " -c 'import " + strings.TrimSuffix(filepath.Base(p.Module), ".py") + "' with the plugin's src/ on PYTHONPATH shows it"
+	switch p.kind {
+	case "missing":
+		if p.Listed != "" {
+			return supervisor.InstallMend(p.Dir, true)
+		}
+		add := "run `uv add " + distribution(p.Module) + "` in " + p.Dir
+		if _, err := os.Stat(filepath.Join(p.Dir, "pyproject.toml")); err != nil {
+			add = "create the plugin's pyproject.toml (`uv init --bare` in " + p.Dir + ") and run `uv add " + distribution(p.Module) + "` there"
+		}
+		return add + " (the distribution that provides " + p.Module + ", if its name differs)"
+	case "own":
+		return "add " + p.Module + " to the plugin, or import the module it has"
+	case "entry":
+		return "put " + p.Module + " in the plugin's src/, or set the harness's command to the module the plugin has"
+	case "syntax":
+		file, _, _ := strings.Cut(p.At, ":")
+		return "fix it there (python3 -m py_compile " + file + ", run in " + p.Dir + ", shows it)"
 	}
-	return supervisor.InstallMend(p.Dir, true)
+	return "check the file's permissions"
+}
+
+// distributions are the PyPI distributions whose name is not the module's they provide, among
+// those an agent commonly imports.
+var distributions = map[string]string{
+	"yaml": "pyyaml", "PIL": "pillow", "cv2": "opencv-python", "sklearn": "scikit-learn",
+	"bs4": "beautifulsoup4", "dateutil": "python-dateutil", "dotenv": "python-dotenv",
+	"jwt": "pyjwt", "attr": "attrs", "docx": "python-docx", "fitz": "pymupdf",
+	"google.protobuf": "protobuf", "git": "gitpython", "magic": "python-magic",
+}
+
+// distribution is the PyPI distribution that most likely provides module: google.adk is
+// google-adk, yaml is pyyaml, requests is requests.
+func distribution(module string) string {
+	top, _, _ := strings.Cut(module, ".")
+	if d, ok := distributions[module]; ok {
+		return d
+	}
+	if d, ok := distributions[top]; ok {
+		return d
+	}
+	return strings.ToLower(strings.NewReplacer(".", "-", "_", "-").Replace(module))
 }
 
 // Options say how Check runs.
@@ -101,53 +180,53 @@ type Options struct {
 	// Background runs the check at a low CPU priority: oz0 dev's check after its start, which
 	// nobody waits for.
 	Background bool
-	// Sandbox is the sandbox the check runs in: the node's, as its sessions run (the check
-	// imports the plugin's own code). Its zero value is tier none.
+	// Sandbox is the sandbox the check runs in: the node's, as its sessions run. Its zero value is
+	// tier none.
 	Sandbox supervisor.Sandbox
 	// TempDir is where the check's session makes its directories; "" is os.TempDir().
 	TempDir string
 }
 
-// checkTimeout bounds one harness's check: a framework's import takes seconds.
+// checkTimeout bounds one harness's check, which reads a few files.
 const checkTimeout = time.Minute
 
-// Check imports the modules of each Python harness of p, in a session of the harness's
-// interpreter, environment and sandbox (opts.Sandbox), as the harness's own sessions run. It
-// returns what it imported, one entry a harness ("MODULES (PYTHON)"), the first Problem, or an
-// error when the check could not run.
-func Check(ctx context.Context, p *plugin.Plugin, opts Options) (done []string, problem *Problem, err error) {
+// Check reads the modules of each Python harness of p, in a session of the harness's interpreter,
+// environment and sandbox (opts.Sandbox), and looks up what they import. It returns what it found
+// of the harnesses it read (those before the first problem), the first Problem, or an error when
+// the check could not run.
+func Check(ctx context.Context, p *plugin.Plugin, opts Options) (done []Harness, problem *Problem, err error) {
 	for _, h := range p.Manifest.Harnesses {
 		if len(h.Command) == 0 || !supervisor.IsPython(h.Command[0]) || strings.ContainsRune(h.Command[0], '/') {
 			continue
 		}
-		modules := harnessModules(p.Dir, h.Command)
-		if len(modules) == 0 {
+		entry := harnessEntry(p.Dir, h.Command)
+		if entry == nil {
 			continue
 		}
-		args := modules
+		args := append([]string{p.Dir}, entry...)
 		if opts.Background {
-			args = append([]string{"--nice"}, modules...)
+			args = append([]string{"--nice"}, args...)
 		}
-		rep, python, err := run(ctx, p.Dir, append([]string{h.Command[0], "-c", importScript}, args...), opts)
+		// -I: neither PYTHONPATH (the script puts it on sys.path itself) nor the working
+		// directory is searched as the interpreter starts, so no sitecustomize of the plugin's runs.
+		rep, python, err := run(ctx, p.Dir, append([]string{h.Command[0], "-I", "-c", checkScript}, args...), opts)
 		if err != nil {
-			return done, nil, fmt.Errorf("harness %s: cannot import its modules: %w", h.Name, err)
+			return done, nil, fmt.Errorf("harness %s: cannot check its imports: %w", h.Name, err)
 		}
-		if !rep.OK {
-			pr := &Problem{Harness: h.Name, Module: rep.Module, Python: python, Dir: p.Dir}
-			if rep.Kind == "missing" {
-				pr.Missing, pr.Listed = rep.What, listedAs(p.Dir, rep.What)
-			} else {
-				pr.Err = rep.What
+		if pr := rep.Problem; pr != nil {
+			problem := &Problem{Harness: h.Name, Module: pr.Module, At: pr.At, Err: pr.What, Python: python, Dir: p.Dir, kind: pr.Kind}
+			if pr.Kind == "missing" {
+				problem.Listed = listedAs(p.Dir, pr.Module)
 			}
-			return done, pr, nil
+			return done, problem, nil
 		}
-		done = append(done, fmt.Sprintf("%s (%s)", strings.Join(modules, ", "), python))
+		done = append(done, Harness{Name: h.Name, Python: python, Files: rep.Files, Unread: rep.Unread, Dependencies: rep.Deps})
 	}
 	return done, nil, nil
 }
 
-// run runs the importScript command as a session and returns its report and the interpreter
-// that ran it.
+// run runs the check's command as a session and returns its report and the interpreter that ran
+// it.
 func run(ctx context.Context, pluginDir string, command []string, opts Options) (report, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -166,7 +245,7 @@ func run(ctx context.Context, pluginDir string, command []string, opts Options) 
 	end := sess.Wait()
 	python := sess.Program()
 	var rep report
-	if end.Status != harnesskit.Completed || json.Unmarshal(end.Output, &rep) != nil || (!rep.OK && rep.Module == "") {
+	if end.Status != harnesskit.Completed || json.Unmarshal(end.Output, &rep) != nil || (rep.Problem != nil && rep.Problem.Kind == "") {
 		why := end.Reason
 		if tail := textclip.LastLine(end.StderrTail, 300); tail != "" {
 			why += ": " + tail
@@ -176,24 +255,11 @@ func run(ctx context.Context, pluginDir string, command []string, opts Options) 
 	return rep, python, nil
 }
 
-// harnessModules are what a Python harness command runs, to import: for python -m PKG, PKG and
-// the modules beside its __main__ (the templates import agent.py, and with it the framework,
-// only once a session has started); for python FILE.py, that file.
-func harnessModules(dir string, argv []string) []string {
+// harnessEntry is what a Python harness command runs, as check.py takes it: -m MODULE, or the
+// file of python FILE.py (its path in the plugin); nil for anything else (-c code).
+func harnessEntry(dir string, argv []string) []string {
 	if mod, _ := supervisor.PythonModule(argv); mod != "" {
-		mods := []string{mod}
-		pkgDir := filepath.Join(append([]string{dir, "src"}, strings.Split(mod, ".")...)...)
-		if _, err := os.Stat(pkgDir); err != nil {
-			pkgDir = filepath.Join(append([]string{dir}, strings.Split(mod, ".")...)...)
-		}
-		files, _ := filepath.Glob(filepath.Join(pkgDir, "*.py"))
-		for _, f := range files {
-			base := strings.TrimSuffix(filepath.Base(f), ".py")
-			if base != "__init__" && base != "__main__" {
-				mods = append(mods, mod+"."+base)
-			}
-		}
-		return mods
+		return []string{"-m", mod}
 	}
 	if i := supervisor.ScriptArg(argv); i > 0 && strings.HasSuffix(argv[i], ".py") {
 		f := argv[i]
@@ -206,13 +272,26 @@ func harnessModules(dir string, argv []string) []string {
 }
 
 // listedAs is the dependency of the plugin's pyproject.toml that provides module, by name
-// (google → google-adk==1.2.0); "" when none does.
+// (google.adk → google-adk==1.2.0, yaml → PyYAML>=6); "" when none does.
 func listedAs(dir, module string) string {
-	top := strings.ToLower(strings.ReplaceAll(strings.SplitN(module, ".", 2)[0], "_", "-"))
-	for _, d := range Dependencies(dir) {
-		name := strings.ToLower(strings.ReplaceAll(requirementName().FindString(d), "_", "-"))
-		if name == top || strings.HasPrefix(name, top+"-") {
-			return d
+	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(s)) }
+	top, _, _ := strings.Cut(module, ".")
+	deps := Dependencies(dir)
+	names := make([]string, len(deps))
+	for i, d := range deps {
+		names[i] = norm(requirementName().FindString(d))
+	}
+	// The likeliest distribution first, then any whose name starts with the top-level name's.
+	for _, want := range []string{norm(distribution(module)), norm(top)} {
+		for i, name := range names {
+			if name == want {
+				return deps[i]
+			}
+		}
+	}
+	for i, name := range names {
+		if strings.HasPrefix(name, norm(top)+"-") {
+			return deps[i]
 		}
 	}
 	return ""

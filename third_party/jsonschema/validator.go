@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -731,12 +732,14 @@ func (vd *validator) metaResource(sch *Schema) *resource {
 	if sch != vd.meta {
 		return nil
 	}
-	ptr := ""
-	for _, tok := range vd.instanceLocation() {
-		ptr += "/"
-		ptr += escape(tok)
+	// One builder, not a string grown token by token from a copy of the location (oz0's
+	// patch: that was quadratic in the depth, for every subschema validated).
+	var ptr strings.Builder
+	for _, tok := range vd.vloc {
+		ptr.WriteByte('/')
+		ptr.WriteString(escape(tok))
 	}
-	return vd.resources[jsonPointer(ptr)]
+	return vd.resources[jsonPointer(ptr.String())]
 }
 
 func (vd *validator) handleMeta() {

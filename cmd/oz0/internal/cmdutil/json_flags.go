@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
 
-	"github.com/cli/go-gh/v2/pkg/jq"
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 
@@ -140,7 +140,7 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 	}
 	switch {
 	case f.JQ != "":
-		if err := jq.EvaluateFormatted(bytes.NewReader(data), ios.Out, f.JQ, indent, false); err != nil {
+		if err := evalJQ(data, ios.Out, f.JQ, indent); err != nil {
 			return Usagef("--jq %q: %v", f.JQ, err)
 		}
 		return nil
@@ -164,4 +164,62 @@ func (f *JSONFlags) Write(ios *iostreams.IOStreams, v any) error {
 	// The exact text, with the controls encoding/json leaves raw (C1, DEL) escaped as well.
 	_, err := fmt.Fprintf(ios.Out, "%s\n", termtext.EscapeJSON(data))
 	return err
+}
+
+// evalJQ runs the jq expression expr on the JSON document data and writes what it yields, as gh's
+// --jq does: a string, number, boolean or null raw, one a line; an object or an array as JSON,
+// indented by indent. Unlike gh's (go-gh's pkg/jq), numbers keep their text: the document's
+// numbers are json.Number, which gojq carries through as written (1e999999, which no float64
+// holds, and 12345678901234567891, which one rounds), and a number gojq computes is written as jq
+// writes it. A job's result is the harness's JSON, and a number in it broke every listing that
+// held the job.
+func evalJQ(data []byte, w io.Writer, expr, indent string) error {
+	query, err := gojq.Parse(expr)
+	if err != nil {
+		return err
+	}
+	code, err := gojq.Compile(query, gojq.WithEnvironLoader(os.Environ))
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	iter := code.Run(doc)
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			return nil
+		}
+		if err, isErr := v.(error); isErr {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				return nil // halt: the end, without an error
+			}
+			return err
+		}
+		var out []byte
+		switch v := v.(type) {
+		case nil:
+		case string:
+			out = []byte(v)
+		case map[string]any, []any:
+			out, _ = gojq.Marshal(v)
+			if indent != "" {
+				var b bytes.Buffer
+				if err := json.Indent(&b, out, "", indent); err != nil {
+					return err
+				}
+				out = b.Bytes()
+			}
+		default: // a number or a boolean
+			out, _ = gojq.Marshal(v)
+		}
+		if _, err := w.Write(append(out, '\n')); err != nil {
+			return err
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ type item struct {
 
 func TestJSONFlagsWrite(t *testing.T) {
 	list := []item{{ID: "job_1", Note: "<b> & co"}, {ID: "job_2"}}
+	huge := json.RawMessage(`{"result":1e999999,"big":12345678901234567891,"tiny":1e-999999,"n":2.50}`)
 	for _, c := range []struct {
 		name  string
 		flags JSONFlags
@@ -29,6 +31,13 @@ func TestJSONFlagsWrite(t *testing.T) {
 		{"--jq on an empty list", JSONFlags{JQ: ".[].id"}, false, []item(nil), ""},
 		{"--jq: objects as JSON", JSONFlags{JQ: ".[1]"}, false, list, `{"id":"job_2"}` + "\n"},
 		{"--template", JSONFlags{Template: `{{range .}}{{.id}} {{end}}`}, false, list, "job_1 job_2 "},
+		// A job's result is the harness's JSON: its numbers are kept as written, those no float64
+		// holds too, passed through or printed raw; a number jq computes is written as jq does.
+		{"--jq keeps numbers as written", JSONFlags{JQ: ".result, .big, [.result, .tiny], .n"}, false, huge, "1e999999\n12345678901234567891\n[1e999999,1e-999999]\n2.50\n"},
+		{"--jq on a terminal: indented", JSONFlags{JQ: "{r: .result}"}, true, huge, "{\n  \"r\": 1e999999\n}\n"},
+		{"--jq computes as jq does", JSONFlags{JQ: ".n + 1, .result > 1, (.big | tostring)"}, false, huge, "3.5\ntrue\n12345678901234567891\n"},
+		{"--template keeps numbers as written", JSONFlags{Template: "{{.result}} {{.big}} {{.n}}"}, false, huge, "1e999999 12345678901234567891 2.50"},
+		{"--json keeps numbers as written", JSONFlags{JSON: true}, false, huge, `{"result":1e999999,"big":12345678901234567891,"tiny":1e-999999,"n":2.50}` + "\n"},
 		// Text from a harness: exact in JSON and piped; on a terminal --jq and --template show
 		// its controls, which JSON escapes but they print as they are.
 		{"JSON escapes C1 controls too", JSONFlags{JSON: true}, false, item{ID: "j", Note: "\x1b]0;t\x07\u009b"}, `{"id":"j","note":"\u001b]0;t\u0007\u009b"}` + "\n"},

@@ -1,9 +1,9 @@
 // Package ghtemplate is go-gh's pkg/template (github.com/cli/go-gh/v2 v2.16.2, MIT License,
 // Copyright (c) 2021 GitHub Inc.; the notice is in LICENSE beside this file), as --template
-// formats JSON, with one change: the five sprig functions it offers (contains, hasPrefix,
+// formats JSON, with two changes: the five sprig functions it offers (contains, hasPrefix,
 // hasSuffix, regexMatch, replace) are written here, as sprig defines them, instead of linking
 // sprig, whose dependencies (semver, decimal, ...) build tables at package init in every oz0
-// command.
+// command; and the document's numbers are json.Number, printed as written.
 //
 // Package template facilitates processing of JSON strings using Go templates.
 // Provides additional functions not available using basic Go templates, such as coloring,
@@ -11,12 +11,11 @@
 package ghtemplate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -112,8 +111,12 @@ func (t *Template) Execute(input io.Reader) error {
 		return err
 	}
 
+	// Numbers as json.Number, printed as written (oz0's change: go-gh's float64 refused
+	// 1e999999, which none holds, and printed 1.5 as 1.50 in a table).
+	dec := json.NewDecoder(bytes.NewReader(jsonData))
+	dec.UseNumber()
 	var data interface{}
-	if err := json.Unmarshal(jsonData, &data); err != nil {
+	if err := dec.Decode(&data); err != nil {
 		return err
 	}
 
@@ -220,12 +223,8 @@ func jsonScalarToString(input interface{}) (string, error) {
 	switch tt := input.(type) {
 	case string:
 		return tt, nil
-	case float64:
-		if math.Trunc(tt) == tt {
-			return strconv.FormatFloat(tt, 'f', 0, 64), nil
-		} else {
-			return strconv.FormatFloat(tt, 'f', 2, 64), nil
-		}
+	case json.Number:
+		return tt.String(), nil
 	case nil:
 		return "", nil
 	case bool:

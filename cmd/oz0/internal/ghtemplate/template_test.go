@@ -46,9 +46,13 @@ func TestSprigFunctions(t *testing.T) {
 	}
 }
 
+// Numbers print as written: go-gh's float64 showed 2.5 as 2.50, and could not hold 1e999999.
 func TestTableRows(t *testing.T) {
-	got := render(t, `{{range .}}{{tablerow .id .n}}{{end}}`, `[{"id":"a","n":1},{"id":"bb","n":2.5}]`)
-	if got != "a   1\nbb  2.50\n" {
+	got := render(t, `{{range .}}{{tablerow .id .n}}{{end}}`, `[{"id":"a","n":1},{"id":"bb","n":2.5},{"id":"c","n":1e999999}]`)
+	if got != "a   1\nbb  2.5\nc   1e999999\n" {
 		t.Fatalf("tablerow = %q", got)
+	}
+	if got := render(t, `{{.n}} {{join "," .l}}`, `{"n":12345678901234567891,"l":[1.10,-0e0]}`); got != "12345678901234567891 1.10,-0e0" {
+		t.Errorf("numbers = %q", got)
 	}
 }
