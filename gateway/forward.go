@@ -111,7 +111,7 @@ func (c *call) forward(info reqInfo) {
 	// the budget; a call kept for a recording keeps its copy of the body until it ends.
 	c.upBody.release()
 	if c.capture == nil {
-		c.hold.release()
+		c.hold.Release()
 	}
 	if err != nil {
 		c.upstreamFailed(err)

@@ -36,6 +36,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/membudget"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
@@ -81,7 +82,7 @@ type Config struct {
 	// MaxRequestBytes is the largest request body accepted; a larger one gets 413.
 	// 0: DefaultMaxRequestBytes.
 	MaxRequestBytes int64
-	// MaxBodyBytesInFlight bounds the request bodies held at once over all calls (budget.go): a
+	// MaxBodyBytesInFlight bounds the request bodies held at once over all calls (readBody): a
 	// call waits in line for room for its body, at most BodyQueueTimeout, then gets 503 (retried
 	// by the SDKs). 0: DefaultMaxBodyBytesInFlight; never less than MaxRequestBytes.
 	MaxBodyBytesInFlight int64
@@ -110,7 +111,7 @@ type Gateway struct {
 	respTimeout time.Duration
 	maxBody     int64
 	bodyTimeout time.Duration
-	budget      *budget
+	budget      *membudget.Budget // the request bodies held at once (readBody)
 	linger      time.Duration
 	after       *afterQueue
 
@@ -196,7 +197,7 @@ func New(cfg Config) (*Gateway, error) {
 	if queue <= 0 {
 		queue = DefaultBodyQueueTimeout
 	}
-	g.budget = newBudget(max(inFlight, g.maxBody+1), queue)
+	g.budget = membudget.New(max(inFlight, g.maxBody+1), queue)
 	switch g.bodyTimeout = cfg.BodyReadTimeout; {
 	case g.bodyTimeout == 0:
 		g.bodyTimeout = DefaultBodyReadTimeout
@@ -353,13 +354,13 @@ type call struct {
 	counted     bool // a step: admitted against the limits and accounted for
 	registered  bool
 
-	hold          *hold         // what the call's body takes of the gateway's budget
-	upBody        *upstreamBody // the body as it goes upstream
-	writeDeadline bool          // Kill set a write deadline on the response (guarded by js.mu)
-	capture       *capture      // what the client got, when the grant keeps its calls
-	answered      bool          // an answer came, from upstream or a recording
-	queued        bool          // in its job's order (guarded by js.mu)
-	ended         bool          // finished, end filled in (guarded by js.mu)
+	hold          *membudget.Hold // what the call's body takes of the gateway's budget
+	upBody        *upstreamBody   // the body as it goes upstream
+	writeDeadline bool            // Kill set a write deadline on the response (guarded by js.mu)
+	capture       *capture        // what the client got, when the grant keeps its calls
+	answered      bool            // an answer came, from upstream or a recording
+	queued        bool            // in its job's order (guarded by js.mu)
+	ended         bool            // finished, end filled in (guarded by js.mu)
 	end           endedCall
 }
 
@@ -640,7 +641,7 @@ func (c *call) answerBegins() {
 // finish accounts for the call and hands it to the meter goroutine, which meters and logs it
 // once the client has its answer.
 func (c *call) finish() {
-	c.hold.release()
+	c.hold.Release()
 	if c.watchdog != nil {
 		c.watchdog.Stop()
 	}
@@ -789,6 +790,17 @@ func (g *Gateway) logCall(e *endedCall) {
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, "gateway: call", attrs...)
 }
 
+// The gateway holds a call's request body whole: it reads the model and stream fields, which may
+// come last, before the call goes upstream, and keeps the body until the upstream's answer begins
+// (the transport resends it when a kept-alive connection turns out dead). Each call is bounded
+// (Config.MaxRequestBytes); the budget (membudget) bounds them together. Before reading a body, a
+// call takes its size from the budget (as it reads, for a body of no declared length), waiting in
+// line for room at most Config.BodyQueueTimeout, and gives it back once the upstream's answer has
+// begun (or when the call ends, for a call kept for a recording, whose copy of the body lives
+// until then). Through oz0 dev, eight calls of 30 MB at once peak at ~380 MB with it, and did at
+// 1.2 GB before (docs/reliability.md says what else went into that). After a burst of more than
+// half the budget, once it has drained, the budget gives the memory back to the system.
+
 // readBody reads the request body whole, once the gateway's budget has room for it. A body over
 // the limit gets 413, one that finds no room 503, one that does not come within the body timeout
 // 408 (and its connection is closed). ok is false when the call has been answered, or its client
@@ -807,7 +819,7 @@ func (c *call) readBody() (body []byte, ok bool) {
 	if size < 0 {
 		size = min(64<<10, g.maxBody)
 	}
-	c.hold = &hold{b: g.budget}
+	c.hold = g.budget.Hold()
 	if !c.take(size) {
 		return nil, false
 	}
@@ -857,13 +869,13 @@ func (c *call) readBody() (body []byte, ok bool) {
 // take takes n more bytes of the budget for the call's body; false when the call has been
 // answered 503, or its client has gone, while it waited.
 func (c *call) take(n int64) bool {
-	err := c.hold.take(c.r.Context(), n)
+	err := c.hold.Take(c.r.Context(), n)
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, errNoRoom):
+	case errors.Is(err, membudget.ErrNoRoom):
 		c.w.Header().Set("Retry-After", "2")
-		c.fail(errorf(http.StatusServiceUnavailable, "overloaded", fmt.Sprintf("oz0 gateway: too many request bytes in flight: the call's body waited %s for room in the %s the gateway holds at once over all calls; retry shortly", c.g.budget.wait, mib(c.g.budget.size))))
+		c.fail(errorf(http.StatusServiceUnavailable, "overloaded", fmt.Sprintf("oz0 gateway: too many request bytes in flight: the call's body waited %s for room in the %s the gateway holds at once over all calls; retry shortly", c.g.budget.Wait(), mib(c.g.budget.Size()))))
 	default:
 		c.clientGone = true
 		c.rec.Error = "the client went away while its call waited for room for its body"
