@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +53,7 @@ const (
 	DefaultMaxBodyBytesInFlight = 2 * DefaultMaxRequestBytes
 	DefaultBodyQueueTimeout     = 30 * time.Second
 	DefaultBodyReadTimeout      = 30 * time.Second
+	DefaultDrainTimeout         = 30 * time.Second
 )
 
 // Config configures a Gateway. Only Resolver is required.
@@ -97,6 +99,11 @@ type Config struct {
 	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
 	// batch (after.go), unless hurried (Gateway.Hurry, Gateway.Flush); 0: none.
 	MeterLinger time.Duration
+	// DrainTimeout is how long the gateway keeps reading a stream whose client has gone, for the
+	// usage the upstream reports at its end (at most maxDrainBytes of it), before it cuts the
+	// upstream request; Gateway.StopDraining cuts it sooner. 0: DefaultDrainTimeout; < 0: the
+	// upstream request is cut at once.
+	DrainTimeout time.Duration
 }
 
 // Gateway is the model gateway, an http.Handler. It is safe for concurrent use.
@@ -113,6 +120,7 @@ type Gateway struct {
 	bodyTimeout time.Duration
 	budget      *membudget.Budget // the request bodies held at once (readBody)
 	linger      time.Duration
+	drain       time.Duration // Config.DrainTimeout; < 0: none
 	after       *afterQueue
 
 	mu   sync.Mutex
@@ -171,7 +179,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, maskFn: cfg.Mask, rt: cfg.Transport,
-		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger,
+		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger, drain: cfg.DrainTimeout,
 		jobs: map[string]*jobState{}, after: newAfterQueue(),
 	}
 	if g.log == nil {
@@ -189,6 +197,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxRequestBytes
+	}
+	if g.drain == 0 {
+		g.drain = DefaultDrainTimeout
 	}
 	inFlight, queue := cfg.MaxBodyBytesInFlight, cfg.BodyQueueTimeout
 	if inFlight <= 0 {
@@ -347,6 +358,11 @@ type call struct {
 	cancel   context.CancelCauseFunc
 	watchdog *time.Timer
 	wait     time.Duration // the watchdog's time before the answer's headers
+	// leave is what the call does once its client goes (drain.go); stopLeave stops the watch of
+	// the client's request, drainTimer the drain's bound.
+	leave      atomic.Int32
+	stopLeave  func() bool
+	drainTimer atomic.Pointer[time.Timer]
 
 	wroteHeader bool
 	clientGone  bool
@@ -409,7 +425,7 @@ func (c *call) serve() {
 		return
 	}
 	edits, info := c.planBody(body)
-	if !c.enter(body) {
+	if !c.enter(body, info.stream) {
 		return
 	}
 	if rp := c.grant.Replay; rp != nil && c.replay(rp, body) {
@@ -519,12 +535,20 @@ func (c *call) planBody(body []byte) ([]edit, reqInfo) {
 
 // enter admits the call against its job's kill mark, budget and limits (see admit), which makes
 // it cancellable by Kill; a call the grant records is captured from here, refused or not.
-func (c *call) enter(body []byte) bool {
+func (c *call) enter(body []byte, stream bool) bool {
 	grant, r := c.grant, c.r
 	if grant.Recording { // before admit: a refused call is kept too, with the refusal
 		c.capture = newCapture(c, body)
 	}
-	c.ctx, c.cancel = context.WithCancelCause(r.Context()) // before admit: Kill may cancel from then on
+	// Before admit: Kill may cancel from then on. A client that goes cancels the upstream
+	// request, but a stream's once it has begun: its upstream is read to its end, for its usage
+	// (clientLeft).
+	if stream {
+		c.ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
+		c.stopLeave = context.AfterFunc(r.Context(), c.clientLeft)
+	} else {
+		c.ctx, c.cancel = context.WithCancelCause(r.Context())
+	}
 	if e, limit := c.admit(); e != nil {
 		c.refuse(limit, e)
 		c.g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
@@ -644,6 +668,12 @@ func (c *call) finish() {
 	c.hold.Release()
 	if c.watchdog != nil {
 		c.watchdog.Stop()
+	}
+	if c.stopLeave != nil {
+		c.stopLeave()
+	}
+	if t := c.drainTimer.Load(); t != nil {
+		t.Stop()
 	}
 	if c.cancel != nil {
 		c.cancel(nil)
