@@ -134,6 +134,7 @@ type jobState struct {
 	calls    int64
 	usage    Usage
 	cost     float64
+	flight   inFlight                 // what its calls in flight may use (reserve.go)
 	sessions map[string]*sessionState // by session key
 	live     map[*call]struct{}
 	// order is the job's calls not yet handed to the meter, in the order their answers began
@@ -142,9 +143,10 @@ type jobState struct {
 }
 
 type sessionState struct {
-	steps int
-	usage Usage
-	cost  float64
+	steps  int
+	usage  Usage
+	cost   float64
+	flight inFlight
 }
 
 var (
@@ -369,6 +371,8 @@ type call struct {
 	abortConn   bool // end by dropping the client's connection (mirrors an upstream cut)
 	counted     bool // a step: admitted against the limits and accounted for
 	registered  bool
+	res         inFlight // what the call may use, reserved while it is in flight (a step's)
+	reserved    bool
 
 	hold          *membudget.Hold // what the call's body takes of the gateway's budget
 	upBody        *upstreamBody   // the body as it goes upstream
@@ -529,7 +533,9 @@ func (c *call) planBody(body []byte) ([]edit, reqInfo) {
 			c.rec.UpstreamModel = info.upstreamModel
 		}
 	}
-	c.counted = c.rt.ep == EndpointMessages || c.rt.ep == EndpointChat
+	if c.counted = c.rt.ep == EndpointMessages || c.rt.ep == EndpointChat; c.counted {
+		c.res = reservation(info, len(body), c.grant.Record.Prices)
+	}
 	return edits, info
 }
 
@@ -624,17 +630,18 @@ func (c *call) admit() (*gwError, string) {
 		quota := func(status int, msg string) *gwError {
 			return &gwError{status: status, kind: "rate_limit", msg: msg, noRetry: true, quota: true}
 		}
-		if b := g.Budget.Tokens; b > 0 && js.usage.Total() >= b {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.tokens of %d reached for job %s (%d used)", b, g.Job, js.usage.Total())), "budget.tokens"
+		// Against what was used and what the calls in flight may use (reserve.go).
+		if b := g.Budget.Tokens; b > 0 && js.usage.Total()+js.flight.tokens >= b {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.tokens of %d reached for job %s (%d used%s)", b, g.Job, js.usage.Total(), js.flight.tokensNote())), "budget.tokens"
 		}
-		if b := g.Budget.CostUSD; b > 0 && js.cost >= b {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.cost_usd of $%s reached for job %s ($%s used)", fmtUSD(b), g.Job, fmtUSD(js.cost))), "budget.cost_usd"
+		if b := g.Budget.CostUSD; b > 0 && js.cost+js.flight.cost >= b {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.cost_usd of $%s reached for job %s ($%s used%s)", fmtUSD(b), g.Job, fmtUSD(js.cost), js.flight.costNote())), "budget.cost_usd"
 		}
-		if l := g.Limits.MaxTokens; l > 0 && ss.usage.Total() >= l {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_tokens of %d reached for job %s (agent %s's session used %d)", l, g.Job, g.Agent, ss.usage.Total())), "limits.max_tokens"
+		if l := g.Limits.MaxTokens; l > 0 && ss.usage.Total()+ss.flight.tokens >= l {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_tokens of %d reached for job %s (agent %s's session used %d%s)", l, g.Job, g.Agent, ss.usage.Total(), ss.flight.tokensNote())), "limits.max_tokens"
 		}
-		if l := g.Limits.MaxCostUSD; l > 0 && ss.cost >= l {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_cost_usd of $%s reached for job %s (agent %s's session used $%s)", fmtUSD(l), g.Job, g.Agent, fmtUSD(ss.cost))), "limits.max_cost_usd"
+		if l := g.Limits.MaxCostUSD; l > 0 && ss.cost+ss.flight.cost >= l {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_cost_usd of $%s reached for job %s (agent %s's session used $%s%s)", fmtUSD(l), g.Job, g.Agent, fmtUSD(ss.cost), ss.flight.costNote())), "limits.max_cost_usd"
 		}
 		if l := g.Limits.MaxSteps; l > 0 && ss.steps >= l {
 			return &gwError{status: http.StatusTooManyRequests, kind: "rate_limit", noRetry: true,
@@ -642,6 +649,9 @@ func (c *call) admit() (*gwError, string) {
 		}
 		ss.steps++
 		c.rec.Step = ss.steps
+		js.flight.add(c.res)
+		ss.flight.add(c.res)
+		c.reserved = true
 	}
 	js.live[c] = struct{}{}
 	c.registered = true
@@ -702,6 +712,10 @@ func (c *call) finish() {
 		if c.ss != nil {
 			c.ss.usage = c.ss.usage.Add(c.rec.Usage)
 			c.ss.cost += c.rec.CostUSD
+		}
+		if c.reserved { // what it used replaces what it might have
+			js.flight.sub(c.res)
+			c.ss.flight.sub(c.res)
 		}
 		js.mu.Unlock()
 	}
@@ -979,7 +993,8 @@ type reqInfo struct {
 	model         string // as requested
 	upstreamModel string // when the record maps it
 	stream        bool
-	injected      bool // include_usage was added for the gateway: hide the usage chunk
+	injected      bool  // include_usage was added for the gateway: hide the usage chunk
+	maxOutput     int64 // max_tokens (OpenAI: max_completion_tokens, else max_tokens); 0: none said
 }
 
 var includeUsageMember = []byte(`"stream_options":{"include_usage":true},`)
@@ -991,6 +1006,7 @@ func planRequest(body []byte, face Format, models map[string]string) ([]edit, re
 	var info reqInfo
 	var edits []edit
 	so := member{start: -1}
+	maxCompletion := false
 	err := topLevel(body, func(m member) bool {
 		switch {
 		case m.keyIs("model"):
@@ -1003,6 +1019,14 @@ func planRequest(body []byte, face Format, models map[string]string) ([]edit, re
 			}
 		case m.keyIs("stream"):
 			info.stream = string(body[m.start:m.end]) == "true"
+		case m.keyIs("max_completion_tokens"):
+			if n, ok := atoi(body[m.start:m.end]); ok {
+				info.maxOutput, maxCompletion = n, true
+			}
+		case m.keyIs("max_tokens"):
+			if n, ok := atoi(body[m.start:m.end]); ok && !maxCompletion {
+				info.maxOutput = n
+			}
 		case m.keyIs("stream_options"):
 			so = m
 		}
