@@ -70,8 +70,8 @@ type Receiver struct {
 	// MaxSpans and MaxBytes bound what a job keeps; 0 are DefaultMaxSpans and DefaultMaxBytes.
 	MaxSpans, MaxBytes int
 	// MaxBytesInFlight bounds the decompressed requests read and parsed at once over all
-	// sessions; 0 is DefaultMaxBytesInFlight. QueueTimeout is the longest a request waits for
-	// its turn; 0 is DefaultQueueTimeout.
+	// sessions; 0 is DefaultMaxBytesInFlight, and it is never less than MaxRequestBytes+1.
+	// QueueTimeout is the longest a request waits for its turn; 0 is DefaultQueueTimeout.
 	MaxBytesInFlight int64
 	QueueTimeout     time.Duration
 	// BodyTimeout, when set, is how long a request's body may take to come once its turn has
@@ -105,9 +105,11 @@ func (r *Receiver) Forget(job string) {
 	r.mu.Unlock()
 }
 
-func (r *Receiver) budget() *membudget.Budget {
+func (r *Receiver) readBudget() *membudget.Budget {
 	r.once.Do(func() {
-		r.inFlight = membudget.New(cmp.Or(r.MaxBytesInFlight, DefaultMaxBytesInFlight), cmp.Or(r.QueueTimeout, DefaultQueueTimeout))
+		// Never less than one request of the largest size, which would wait for room forever.
+		size := max(cmp.Or(r.MaxBytesInFlight, DefaultMaxBytesInFlight), MaxRequestBytes+1)
+		r.inFlight = membudget.New(size, cmp.Or(r.QueueTimeout, DefaultQueueTimeout))
 	})
 	return r.inFlight
 }
@@ -153,7 +155,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.refuseSpent(w, job) {
 		return
 	}
-	hold := r.budget().Hold()
+	hold := r.readBudget().Hold()
 	defer hold.Release()
 	if r.BodyTimeout > 0 {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.BodyTimeout))
@@ -221,7 +223,7 @@ func (r *Receiver) takeTurn(ctx context.Context, key string) (done func(), err e
 	t.refs++
 	t.waiting++
 	r.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, r.budget().Wait())
+	wctx, cancel := context.WithTimeout(ctx, r.readBudget().Wait())
 	err = t.sem.Acquire(wctx, 1)
 	cancel()
 	leave := func() {
@@ -262,7 +264,7 @@ func (r *Receiver) busy(w http.ResponseWriter, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	b := r.budget()
+	b := r.readBudget()
 	w.Header().Set("Retry-After", "2")
 	http.Error(w, fmt.Sprintf("the OTLP receiver is busy: the request waited %s for its turn (a session's requests are read one at a time, and at most %d MiB of them over all sessions); retry shortly", b.Wait(), b.Size()>>20),
 		http.StatusServiceUnavailable)

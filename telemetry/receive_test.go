@@ -148,7 +148,7 @@ func TestOneRequestAKeyAtATime(t *testing.T) {
 		w, _ := rt.post("key_job_a", exportOf(t, 3, 10), true)
 		first <- w.Code
 	}()
-	waitFor(t, "the first request to be read", func() bool { return rt.budget().Held() > 0 })
+	waitFor(t, "the first request to be read", func() bool { return rt.readBudget().Held() > 0 })
 	type answer struct {
 		code int
 		body *watchedBody
@@ -185,8 +185,8 @@ func TestOneRequestAKeyAtATime(t *testing.T) {
 	rt.mu.Lock()
 	turns := len(rt.turns)
 	rt.mu.Unlock()
-	if turns != 0 || rt.budget().Held() != 0 {
-		t.Errorf("%d turns and %d bytes left", turns, rt.budget().Held())
+	if turns != 0 || rt.readBudget().Held() != 0 {
+		t.Errorf("%d turns and %d bytes left", turns, rt.readBudget().Held())
 	}
 }
 
@@ -195,44 +195,44 @@ func TestOneRequestAKeyAtATime(t *testing.T) {
 // QueueTimeout is answered 503 with Retry-After, which the exporters retry. Before, every
 // request was read whole at once.
 func TestBytesInFlightBounded(t *testing.T) {
-	rt := newReceiverUnderTest(func(r *Receiver) { r.MaxBytesInFlight = 300 << 10 })
-	big := exportOf(t, 1, 200<<10)
+	const bound = MaxRequestBytes + 1 // the least it may be: one request of the largest size
+	rt := newReceiverUnderTest(func(r *Receiver) { r.MaxBytesInFlight = bound })
+	big := exportOf(t, 1, 5*MaxRequestBytes/8)
 	rt.block.Lock()
 	first := make(chan int)
 	go func() {
 		w, _ := rt.post("key_job_a", big, false)
 		first <- w.Code
 	}()
-	waitFor(t, "the first request to be read", func() bool { return rt.budget().Held() > 200<<10 })
-	second := make(chan *watchedBody)
+	waitFor(t, "the first request to be read", func() bool { return rt.readBudget().Held() >= int64(len(big)) })
+	second := make(chan int)
 	go func() {
-		w, b := rt.post("key_job_b", big, true)
-		if w.Code != http.StatusOK {
-			t.Errorf("the second request: %d %s", w.Code, w.Body)
-		}
-		second <- b
+		w, _ := rt.post("key_job_b", big, true)
+		second <- w.Code
 	}()
-	waitFor(t, "the second request to wait for room", func() bool { return rt.budget().Waiting() == 1 })
-	if held := rt.budget().Held(); held > 300<<10 {
-		t.Errorf("%d bytes held, over the 300 KiB bound", held)
+	waitFor(t, "the second request to wait for room", func() bool { return rt.readBudget().Waiting() == 1 })
+	if held := rt.readBudget().Held(); held > bound {
+		t.Errorf("%d bytes held, over the bound of %d", held, bound)
 	}
 	rt.block.Unlock()
 	if code := <-first; code != http.StatusOK {
 		t.Errorf("the first request: %d", code)
 	}
-	<-second
+	if code := <-second; code != http.StatusOK {
+		t.Errorf("the second request: %d", code)
+	}
 	if rt.kept["job_a"] != 1 || rt.kept["job_b"] != 1 {
 		t.Errorf("kept %v", rt.kept)
 	}
 
 	// Past the queue's wait: 503, with Retry-After.
-	rt = newReceiverUnderTest(func(r *Receiver) { r.MaxBytesInFlight, r.QueueTimeout = 300<<10, time.Millisecond })
+	rt = newReceiverUnderTest(func(r *Receiver) { r.MaxBytesInFlight, r.QueueTimeout = bound, time.Millisecond })
 	rt.block.Lock()
 	go func() {
 		w, _ := rt.post("key_job_a", big, false)
 		first <- w.Code
 	}()
-	waitFor(t, "the first request to be read", func() bool { return rt.budget().Held() > 200<<10 })
+	waitFor(t, "the first request to be read", func() bool { return rt.readBudget().Held() >= int64(len(big)) })
 	w, _ := rt.post("key_job_b", big, false)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "the OTLP receiver is busy") {
 		t.Errorf("no room: %d %v %s", w.Code, w.Header(), w.Body)
@@ -249,8 +249,8 @@ func TestRequestOverTheLimit(t *testing.T) {
 			t.Errorf("gzip %v: %d %s", gz, w.Code, w.Body)
 		}
 	}
-	if rt.budget().Held() != 0 {
-		t.Errorf("%d bytes held", rt.budget().Held())
+	if rt.readBudget().Held() != 0 {
+		t.Errorf("%d bytes held", rt.readBudget().Held())
 	}
 }
 
