@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -167,6 +168,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			r.busy(w, err)
 		case errors.Is(err, errTooLarge):
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("the request body did not come within %s; an exporter sends it at once", r.BodyTimeout), http.StatusRequestTimeout)
 		case req.Context().Err() != nil: // the client went away
 		default:
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -180,7 +184,6 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		in = &collectorpb.ExportTraceServiceRequest{}
 		err = proto.Unmarshal(body, in)
 	}
-	body = nil
 	if err != nil {
 		http.Error(w, "not an OTLP trace export request: "+err.Error(), http.StatusBadRequest)
 		return
