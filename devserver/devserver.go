@@ -656,6 +656,9 @@ func (s *Server) startNode() error {
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) {
+			// The session has ended: nobody reads the streams it left, which the gateway reads
+			// for their usage meanwhile.
+			s.gw.StopDraining(job)
 			s.gw.Hurry()
 			s.inflight.wait(job, 5*time.Second)
 			s.inbox.EndJob(job)

@@ -112,8 +112,8 @@ func trickle(t *testing.T, base, path string, header map[string]string) (net.Con
 	return conn, bufio.NewReader(conn)
 }
 
-// Every part of the port (the gateway, with a session's key; the control API, with the token;
-// the dev UI; the fake model; any other path) answers a request whose body trickles in, and
+// Every part of the port (the gateway and the sessions' OTLP receiver, with a session's key; the
+// control API, with the token; the dev UI; the fake model; any other path) answers a request whose body trickles in, and
 // closes its connection, once the body timeout has passed or at once.
 func TestTricklingBodiesCutOff(t *testing.T) {
 	s, keyFile := startLimited(t, portLimits{bodyTimeout: 200 * time.Millisecond})
@@ -126,6 +126,7 @@ func TestTricklingBodiesCutOff(t *testing.T) {
 		says   string
 	}{
 		{"gateway", "/gateway/anthropic/v1/messages", map[string]string{"x-api-key": k.AnthropicAPIKey, "anthropic-version": "2023-06-01"}, 408, "did not come within 200ms (9 of 1000000 bytes came)"},
+		{"spans", "/gateway/otlp/v1/traces", map[string]string{"Authorization": "Bearer " + k.AnthropicAPIKey, "Content-Type": "application/x-protobuf"}, 408, "did not come within 200ms"},
 		{"api", "/api/v1/jobs", map[string]string{"Authorization": "Bearer " + s.Token}, 408, "did not come within 200ms"},
 		{"ui", "/ui/api/v1/jobs", nil, 401, ""},
 		{"fake model", "/fake/v1/messages", map[string]string{"x-api-key": "guess", "anthropic-version": "2023-06-01"}, 0, ""},

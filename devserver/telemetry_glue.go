@@ -55,6 +55,8 @@ func (s *Server) startTelemetry() error {
 			s.store.Append(job, store.EventLog, b)
 		},
 		Mask: s.secrets.Masker(),
+		// A request's body may take the port's body timeout once its turn has come (limits.go).
+		BodyTimeout: s.cfg.limits.bodyTimeout,
 	}
 	if s.otlp != nil {
 		s.spans.Forward = s.otlp.Forward

@@ -111,7 +111,7 @@ func (c *call) forward(info reqInfo) {
 	// the budget; a call kept for a recording keeps its copy of the body until it ends.
 	c.upBody.release()
 	if c.capture == nil {
-		c.hold.release()
+		c.hold.Release()
 	}
 	if err != nil {
 		c.upstreamFailed(err)
@@ -292,7 +292,7 @@ func (c *call) abortReason() string {
 		return AbortKilled
 	case errors.Is(cause, errIdle):
 		return AbortIdle
-	case errors.Is(cause, errClientGone) || c.r.Context().Err() != nil:
+	case errors.Is(cause, errClientGone) || errors.Is(cause, errDrainCut) || c.r.Context().Err() != nil:
 		return AbortClient
 	}
 	return AbortUpstream
@@ -336,13 +336,13 @@ func (c *call) whole(resp *http.Response, wantUsage bool) {
 		return
 	}
 	maskInPlace(buf, c.keyBytes)
+	// The answer's usage before it is written: a client that goes meanwhile is metered it.
+	if wantUsage {
+		c.rec.Usage = responseUsage(buf, c.rt.face)
+	}
 	c.writeHeader(resp.StatusCode)
 	if _, err := (clientWriter{c}).Write(buf); err != nil {
 		c.clientWriteFailed()
-		return
-	}
-	if wantUsage {
-		c.rec.Usage = responseUsage(buf, c.rt.face)
 	}
 }
 
@@ -418,6 +418,7 @@ func (c *call) copyThrough(resp *http.Response, wantUsage bool) {
 
 // stream passes on a stream of server-sent events event by event, flushing after each batch of
 // events that arrives together, reading usage on the way and hiding the usage chunk it asked for.
+// Once its client has gone, it reads the rest for its usage, writing nothing (drain.go).
 func (c *call) stream(resp *http.Response, info reqInfo) {
 	pooled := bufPool.Get().(*[]byte)
 	defer bufPool.Put(pooled)
@@ -425,46 +426,66 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 	rc := http.NewResponseController(c.w)
 	mw := &maskWriter{w: clientWriter{c}, key: c.keyBytes}
 	sp := &sseParser{face: c.rt.face, strip: info.injected}
+	c.leave.CompareAndSwap(leaveCancels, leaveRelaying)
 	c.writeHeader(resp.StatusCode)
 	hf := startHeaderFlush(rc)
 	defer hf.stop()
+	drained := 0
+	relayedEnd := false // the client got the stream's last event
 	for {
 		n, err := resp.Body.Read(buf)
+		gone := c.clientHasGone()
 		if n > 0 {
 			c.watchdog.Reset(c.g.idle)
-			if out := sp.feed(buf[:n]); len(out) > 0 {
+			out := sp.feed(buf[:n])
+			switch {
+			case gone:
+				if drained += n; drained > maxDrainBytes {
+					c.cancel(errDrainCut)
+				}
+			case len(out) > 0:
 				if hf.stop() != nil || mw.Write(out) != nil || flush(rc) != nil {
-					c.clientWriteFailed()
-					c.rec.Usage = sp.usage
-					return
+					c.clientLeft()
+					break
 				}
 				if c.rec.FirstEvent == 0 {
 					c.rec.FirstEvent = time.Since(c.rec.Start)
 				}
+				relayedEnd = sp.done
 			}
 		}
 		if err != nil {
 			hf.stop() // a client gone is seen below, in the writes
-			c.rec.Usage, c.rec.StreamError = sp.usage, sp.streamErr
+			c.rec.Usage, c.rec.StreamError = sp.metered(), sp.streamErr
+			gone = c.clientHasGone()
 			// A client that hangs up once it has the last event (as the SDKs do on [DONE]) may
 			// cancel the upstream read before its EOF: the stream is complete all the same.
 			if err == io.EOF || sp.done {
-				if rest := sp.rest(); len(rest) > 0 {
-					mw.Write(rest)
+				switch {
+				case !gone:
+					if rest := sp.rest(); len(rest) > 0 {
+						mw.Write(rest)
+					}
+					mw.Flush()
+					rc.Flush()
+				case !relayedEnd: // read to its end after the client went
+					c.clientGone = true
+					c.aborted(AbortClient)
 				}
-				mw.Flush()
-				rc.Flush()
 				return
 			}
 			reason := c.abortReason()
+			if gone && reason == AbortUpstream {
+				reason = AbortClient // the client went first
+			}
 			c.aborted(reason)
-			switch reason {
-			case AbortKilled:
-				c.endStream(mw, rc, &gwError{kind: "permission", msg: fmt.Sprintf("oz0 gateway: job %s was killed", c.grant.Job)})
-			case AbortIdle:
-				c.endStream(mw, rc, &gwError{kind: "timeout", msg: fmt.Sprintf("oz0 gateway: the upstream of record %s sent nothing for %s", c.grant.Record.Name, c.g.idle)})
-			case AbortClient:
+			switch {
+			case gone || reason == AbortClient:
 				c.clientGone = true
+			case reason == AbortKilled:
+				c.endStream(mw, rc, &gwError{kind: "permission", msg: fmt.Sprintf("oz0 gateway: job %s was killed", c.grant.Job)})
+			case reason == AbortIdle:
+				c.endStream(mw, rc, &gwError{kind: "timeout", msg: fmt.Sprintf("oz0 gateway: the upstream of record %s sent nothing for %s", c.grant.Record.Name, c.g.idle)})
 			default:
 				// The upstream cut the stream: the client's connection is cut the same way.
 				c.rec.Error = c.mask("the upstream stream was cut short: " + err.Error())

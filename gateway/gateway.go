@@ -32,10 +32,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/membudget"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
@@ -51,6 +53,7 @@ const (
 	DefaultMaxBodyBytesInFlight = 2 * DefaultMaxRequestBytes
 	DefaultBodyQueueTimeout     = 30 * time.Second
 	DefaultBodyReadTimeout      = 30 * time.Second
+	DefaultDrainTimeout         = 30 * time.Second
 )
 
 // Config configures a Gateway. Only Resolver is required.
@@ -81,7 +84,7 @@ type Config struct {
 	// MaxRequestBytes is the largest request body accepted; a larger one gets 413.
 	// 0: DefaultMaxRequestBytes.
 	MaxRequestBytes int64
-	// MaxBodyBytesInFlight bounds the request bodies held at once over all calls (budget.go): a
+	// MaxBodyBytesInFlight bounds the request bodies held at once over all calls (readBody): a
 	// call waits in line for room for its body, at most BodyQueueTimeout, then gets 503 (retried
 	// by the SDKs). 0: DefaultMaxBodyBytesInFlight; never less than MaxRequestBytes.
 	MaxBodyBytesInFlight int64
@@ -96,6 +99,11 @@ type Config struct {
 	// MeterLinger is how long the meter waits, once a call has ended, for others to join its
 	// batch (after.go), unless hurried (Gateway.Hurry, Gateway.Flush); 0: none.
 	MeterLinger time.Duration
+	// DrainTimeout is how long the gateway keeps reading a stream whose client has gone, for the
+	// usage the upstream reports at its end (at most maxDrainBytes of it), before it cuts the
+	// upstream request; Gateway.StopDraining cuts it sooner. 0: DefaultDrainTimeout; < 0: the
+	// upstream request is cut at once.
+	DrainTimeout time.Duration
 }
 
 // Gateway is the model gateway, an http.Handler. It is safe for concurrent use.
@@ -110,8 +118,9 @@ type Gateway struct {
 	respTimeout time.Duration
 	maxBody     int64
 	bodyTimeout time.Duration
-	budget      *budget
+	budget      *membudget.Budget // the request bodies held at once (readBody)
 	linger      time.Duration
+	drain       time.Duration // Config.DrainTimeout; < 0: none
 	after       *afterQueue
 
 	mu   sync.Mutex
@@ -125,6 +134,7 @@ type jobState struct {
 	calls    int64
 	usage    Usage
 	cost     float64
+	flight   inFlight                 // what its calls in flight may use (reserve.go)
 	sessions map[string]*sessionState // by session key
 	live     map[*call]struct{}
 	// order is the job's calls not yet handed to the meter, in the order their answers began
@@ -133,9 +143,10 @@ type jobState struct {
 }
 
 type sessionState struct {
-	steps int
-	usage Usage
-	cost  float64
+	steps  int
+	usage  Usage
+	cost   float64
+	flight inFlight
 }
 
 var (
@@ -170,7 +181,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, maskFn: cfg.Mask, rt: cfg.Transport,
-		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger,
+		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger, drain: cfg.DrainTimeout,
 		jobs: map[string]*jobState{}, after: newAfterQueue(),
 	}
 	if g.log == nil {
@@ -189,6 +200,9 @@ func New(cfg Config) (*Gateway, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxRequestBytes
 	}
+	if g.drain == 0 {
+		g.drain = DefaultDrainTimeout
+	}
 	inFlight, queue := cfg.MaxBodyBytesInFlight, cfg.BodyQueueTimeout
 	if inFlight <= 0 {
 		inFlight = DefaultMaxBodyBytesInFlight
@@ -196,7 +210,7 @@ func New(cfg Config) (*Gateway, error) {
 	if queue <= 0 {
 		queue = DefaultBodyQueueTimeout
 	}
-	g.budget = newBudget(max(inFlight, g.maxBody+1), queue)
+	g.budget = membudget.New(max(inFlight, g.maxBody+1), queue)
 	switch g.bodyTimeout = cfg.BodyReadTimeout; {
 	case g.bodyTimeout == 0:
 		g.bodyTimeout = DefaultBodyReadTimeout
@@ -346,20 +360,27 @@ type call struct {
 	cancel   context.CancelCauseFunc
 	watchdog *time.Timer
 	wait     time.Duration // the watchdog's time before the answer's headers
+	// leave is what the call does once its client goes (drain.go); stopLeave stops the watch of
+	// the client's request, drainTimer the drain's bound.
+	leave      atomic.Int32
+	stopLeave  func() bool
+	drainTimer atomic.Pointer[time.Timer]
 
 	wroteHeader bool
 	clientGone  bool
 	abortConn   bool // end by dropping the client's connection (mirrors an upstream cut)
 	counted     bool // a step: admitted against the limits and accounted for
 	registered  bool
+	res         inFlight // what the call may use, reserved while it is in flight (a step's)
+	reserved    bool
 
-	hold          *hold         // what the call's body takes of the gateway's budget
-	upBody        *upstreamBody // the body as it goes upstream
-	writeDeadline bool          // Kill set a write deadline on the response (guarded by js.mu)
-	capture       *capture      // what the client got, when the grant keeps its calls
-	answered      bool          // an answer came, from upstream or a recording
-	queued        bool          // in its job's order (guarded by js.mu)
-	ended         bool          // finished, end filled in (guarded by js.mu)
+	hold          *membudget.Hold // what the call's body takes of the gateway's budget
+	upBody        *upstreamBody   // the body as it goes upstream
+	writeDeadline bool            // Kill set a write deadline on the response (guarded by js.mu)
+	capture       *capture        // what the client got, when the grant keeps its calls
+	answered      bool            // an answer came, from upstream or a recording
+	queued        bool            // in its job's order (guarded by js.mu)
+	ended         bool            // finished, end filled in (guarded by js.mu)
 	end           endedCall
 }
 
@@ -408,7 +429,7 @@ func (c *call) serve() {
 		return
 	}
 	edits, info := c.planBody(body)
-	if !c.enter(body) {
+	if !c.enter(body, info.stream) {
 		return
 	}
 	if rp := c.grant.Replay; rp != nil && c.replay(rp, body) {
@@ -512,18 +533,28 @@ func (c *call) planBody(body []byte) ([]edit, reqInfo) {
 			c.rec.UpstreamModel = info.upstreamModel
 		}
 	}
-	c.counted = c.rt.ep == EndpointMessages || c.rt.ep == EndpointChat
+	if c.counted = c.rt.ep == EndpointMessages || c.rt.ep == EndpointChat; c.counted {
+		c.res = reservation(info, len(body), c.grant.Record.Prices)
+	}
 	return edits, info
 }
 
 // enter admits the call against its job's kill mark, budget and limits (see admit), which makes
 // it cancellable by Kill; a call the grant records is captured from here, refused or not.
-func (c *call) enter(body []byte) bool {
+func (c *call) enter(body []byte, stream bool) bool {
 	grant, r := c.grant, c.r
 	if grant.Recording { // before admit: a refused call is kept too, with the refusal
 		c.capture = newCapture(c, body)
 	}
-	c.ctx, c.cancel = context.WithCancelCause(r.Context()) // before admit: Kill may cancel from then on
+	// Before admit: Kill may cancel from then on. A client that goes cancels the upstream
+	// request, but a stream's once it has begun: its upstream is read to its end, for its usage
+	// (clientLeft).
+	if stream {
+		c.ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
+		c.stopLeave = context.AfterFunc(r.Context(), c.clientLeft)
+	} else {
+		c.ctx, c.cancel = context.WithCancelCause(r.Context())
+	}
 	if e, limit := c.admit(); e != nil {
 		c.refuse(limit, e)
 		c.g.log.LogAttrs(r.Context(), slog.LevelWarn, "gateway: call refused",
@@ -599,17 +630,18 @@ func (c *call) admit() (*gwError, string) {
 		quota := func(status int, msg string) *gwError {
 			return &gwError{status: status, kind: "rate_limit", msg: msg, noRetry: true, quota: true}
 		}
-		if b := g.Budget.Tokens; b > 0 && js.usage.Total() >= b {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.tokens of %d reached for job %s (%d used)", b, g.Job, js.usage.Total())), "budget.tokens"
+		// Against what was used and what the calls in flight may use (reserve.go).
+		if b := g.Budget.Tokens; b > 0 && js.usage.Total()+js.flight.tokens >= b {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.tokens of %d reached for job %s (%d used%s)", b, g.Job, js.usage.Total(), js.flight.tokensNote())), "budget.tokens"
 		}
-		if b := g.Budget.CostUSD; b > 0 && js.cost >= b {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.cost_usd of $%s reached for job %s ($%s used)", fmtUSD(b), g.Job, fmtUSD(js.cost))), "budget.cost_usd"
+		if b := g.Budget.CostUSD; b > 0 && js.cost+js.flight.cost >= b {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: budget.cost_usd of $%s reached for job %s ($%s used%s)", fmtUSD(b), g.Job, fmtUSD(js.cost), js.flight.costNote())), "budget.cost_usd"
 		}
-		if l := g.Limits.MaxTokens; l > 0 && ss.usage.Total() >= l {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_tokens of %d reached for job %s (agent %s's session used %d)", l, g.Job, g.Agent, ss.usage.Total())), "limits.max_tokens"
+		if l := g.Limits.MaxTokens; l > 0 && ss.usage.Total()+ss.flight.tokens >= l {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_tokens of %d reached for job %s (agent %s's session used %d%s)", l, g.Job, g.Agent, ss.usage.Total(), ss.flight.tokensNote())), "limits.max_tokens"
 		}
-		if l := g.Limits.MaxCostUSD; l > 0 && ss.cost >= l {
-			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_cost_usd of $%s reached for job %s (agent %s's session used $%s)", fmtUSD(l), g.Job, g.Agent, fmtUSD(ss.cost))), "limits.max_cost_usd"
+		if l := g.Limits.MaxCostUSD; l > 0 && ss.cost+ss.flight.cost >= l {
+			return quota(http.StatusTooManyRequests, fmt.Sprintf("oz0 gateway: limits.max_cost_usd of $%s reached for job %s (agent %s's session used $%s%s)", fmtUSD(l), g.Job, g.Agent, fmtUSD(ss.cost), ss.flight.costNote())), "limits.max_cost_usd"
 		}
 		if l := g.Limits.MaxSteps; l > 0 && ss.steps >= l {
 			return &gwError{status: http.StatusTooManyRequests, kind: "rate_limit", noRetry: true,
@@ -617,6 +649,9 @@ func (c *call) admit() (*gwError, string) {
 		}
 		ss.steps++
 		c.rec.Step = ss.steps
+		js.flight.add(c.res)
+		ss.flight.add(c.res)
+		c.reserved = true
 	}
 	js.live[c] = struct{}{}
 	c.registered = true
@@ -640,9 +675,15 @@ func (c *call) answerBegins() {
 // finish accounts for the call and hands it to the meter goroutine, which meters and logs it
 // once the client has its answer.
 func (c *call) finish() {
-	c.hold.release()
+	c.hold.Release()
 	if c.watchdog != nil {
 		c.watchdog.Stop()
+	}
+	if c.stopLeave != nil {
+		c.stopLeave()
+	}
+	if t := c.drainTimer.Load(); t != nil {
+		t.Stop()
 	}
 	if c.cancel != nil {
 		c.cancel(nil)
@@ -671,6 +712,10 @@ func (c *call) finish() {
 		if c.ss != nil {
 			c.ss.usage = c.ss.usage.Add(c.rec.Usage)
 			c.ss.cost += c.rec.CostUSD
+		}
+		if c.reserved { // what it used replaces what it might have
+			js.flight.sub(c.res)
+			c.ss.flight.sub(c.res)
 		}
 		js.mu.Unlock()
 	}
@@ -789,6 +834,17 @@ func (g *Gateway) logCall(e *endedCall) {
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, "gateway: call", attrs...)
 }
 
+// The gateway holds a call's request body whole: it reads the model and stream fields, which may
+// come last, before the call goes upstream, and keeps the body until the upstream's answer begins
+// (the transport resends it when a kept-alive connection turns out dead). Each call is bounded
+// (Config.MaxRequestBytes); the budget (membudget) bounds them together. Before reading a body, a
+// call takes its size from the budget (as it reads, for a body of no declared length), waiting in
+// line for room at most Config.BodyQueueTimeout, and gives it back once the upstream's answer has
+// begun (or when the call ends, for a call kept for a recording, whose copy of the body lives
+// until then). Through oz0 dev, eight calls of 30 MB at once peak at ~380 MB with it, and did at
+// 1.2 GB before (docs/reliability.md says what else went into that). After a burst of more than
+// half the budget, once it has drained, the budget gives the memory back to the system.
+
 // readBody reads the request body whole, once the gateway's budget has room for it. A body over
 // the limit gets 413, one that finds no room 503, one that does not come within the body timeout
 // 408 (and its connection is closed). ok is false when the call has been answered, or its client
@@ -807,7 +863,7 @@ func (c *call) readBody() (body []byte, ok bool) {
 	if size < 0 {
 		size = min(64<<10, g.maxBody)
 	}
-	c.hold = &hold{b: g.budget}
+	c.hold = g.budget.Hold()
 	if !c.take(size) {
 		return nil, false
 	}
@@ -857,13 +913,13 @@ func (c *call) readBody() (body []byte, ok bool) {
 // take takes n more bytes of the budget for the call's body; false when the call has been
 // answered 503, or its client has gone, while it waited.
 func (c *call) take(n int64) bool {
-	err := c.hold.take(c.r.Context(), n)
+	err := c.hold.Take(c.r.Context(), n)
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, errNoRoom):
+	case errors.Is(err, membudget.ErrNoRoom):
 		c.w.Header().Set("Retry-After", "2")
-		c.fail(errorf(http.StatusServiceUnavailable, "overloaded", fmt.Sprintf("oz0 gateway: too many request bytes in flight: the call's body waited %s for room in the %s the gateway holds at once over all calls; retry shortly", c.g.budget.wait, mib(c.g.budget.size))))
+		c.fail(errorf(http.StatusServiceUnavailable, "overloaded", fmt.Sprintf("oz0 gateway: too many request bytes in flight: the call's body waited %s for room in the %s the gateway holds at once over all calls; retry shortly", c.g.budget.Wait(), mib(c.g.budget.Size()))))
 	default:
 		c.clientGone = true
 		c.rec.Error = "the client went away while its call waited for room for its body"
@@ -937,7 +993,8 @@ type reqInfo struct {
 	model         string // as requested
 	upstreamModel string // when the record maps it
 	stream        bool
-	injected      bool // include_usage was added for the gateway: hide the usage chunk
+	injected      bool  // include_usage was added for the gateway: hide the usage chunk
+	maxOutput     int64 // max_tokens (OpenAI: max_completion_tokens, else max_tokens); 0: none said
 }
 
 var includeUsageMember = []byte(`"stream_options":{"include_usage":true},`)
@@ -949,6 +1006,7 @@ func planRequest(body []byte, face Format, models map[string]string) ([]edit, re
 	var info reqInfo
 	var edits []edit
 	so := member{start: -1}
+	maxCompletion := false
 	err := topLevel(body, func(m member) bool {
 		switch {
 		case m.keyIs("model"):
@@ -961,6 +1019,14 @@ func planRequest(body []byte, face Format, models map[string]string) ([]edit, re
 			}
 		case m.keyIs("stream"):
 			info.stream = string(body[m.start:m.end]) == "true"
+		case m.keyIs("max_completion_tokens"):
+			if n, ok := atoi(body[m.start:m.end]); ok {
+				info.maxOutput, maxCompletion = n, true
+			}
+		case m.keyIs("max_tokens"):
+			if n, ok := atoi(body[m.start:m.end]); ok && !maxCompletion {
+				info.maxOutput = n
+			}
 		case m.keyIs("stream_options"):
 			so = m
 		}

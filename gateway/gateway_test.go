@@ -764,6 +764,8 @@ func TestMaskWriterAcrossWrites(t *testing.T) {
 	}
 }
 
+// With no drain (DrainTimeout < 0), a client that goes cancels the upstream request at once
+// (drain_test.go has the drain).
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	cancelled := make(chan struct{}, 1)
 	var e *env
@@ -776,7 +778,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	e = newEnv(t, `
 rules:
   - reply: {text: "one two three four five six seven eight nine ten eleven twelve thirteen", stream_delay: 200ms}
-`, withUpstream(observe))
+`, withUpstream(observe), withConfig(func(c *Config) { c.DrainTimeout = -1 }))
 	key := e.issue("job_dc", "a", Limits{}, Budget{})
 	ctx, cancel := context.WithCancel(context.Background())
 	_, sr := openStream(t, ctx, e.anthropicURL()+"/v1/messages", anthHeaders(key),

@@ -107,6 +107,7 @@ type env struct {
 
 	upHandler http.Handler
 	recordFns []func(*Record)
+	onRequest func(r *http.Request) // sees each request the gateway's server gets
 }
 
 type envOpt func(*env, *Config)
@@ -114,6 +115,11 @@ type envOpt func(*env, *Config)
 // withUpstream serves h instead of the fake (the fake still exists, unused).
 func withUpstream(h http.Handler) envOpt {
 	return func(e *env, _ *Config) { e.upHandler = h }
+}
+
+// withRequestHook has f see each request the gateway's server gets, before the gateway.
+func withRequestHook(f func(r *http.Request)) envOpt {
+	return func(e *env, _ *Config) { e.onRequest = f }
 }
 
 func withConfig(f func(*Config)) envOpt {
@@ -154,6 +160,9 @@ func newEnv(t *testing.T, script string, opts ...envOpt) *env {
 	mux := http.NewServeMux()
 	mux.Handle("/gateway/", http.StripPrefix("/gateway", e.gw))
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.onRequest != nil {
+			e.onRequest(r)
+		}
 		mux.ServeHTTP(&captureWriter{ResponseWriter: w, c: e.out}, r)
 	}))
 	t.Cleanup(e.srv.Close)

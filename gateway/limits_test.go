@@ -148,12 +148,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (b *budget) waitingNow() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.waiting
-}
-
 // The bodies held at once are bounded over all calls: a call whose body does not fit waits in
 // line, and goes on once a call ahead has its answer; one that waits past the queue timeout gets
 // 503 in the provider's shape, with Retry-After, and is not a step.
@@ -171,7 +165,7 @@ func TestBodiesInFlightBounded(t *testing.T) {
 	// Room for 6000 more: the second call waits for it.
 	second := make(chan rawResponse)
 	go func() { second <- do(t, "POST", u, h, body) }()
-	waitFor(t, "the second call to wait for room", func() bool { return e.gw.budget.waitingNow() == 1 })
+	waitFor(t, "the second call to wait for room", func() bool { return e.gw.budget.Waiting() == 1 })
 	if n := up.arrived.Load(); n != 1 {
 		t.Fatalf("%d calls upstream while the second should wait", n)
 	}
@@ -179,7 +173,7 @@ func TestBodiesInFlightBounded(t *testing.T) {
 	small := make(chan rawResponse)
 	_, _, smallBody := faceCall(e, AnthropicMessages, key, 0)
 	go func() { small <- do(t, "POST", u, h, smallBody) }()
-	waitFor(t, "the small call to wait behind it", func() bool { return e.gw.budget.waitingNow() == 2 })
+	waitFor(t, "the small call to wait behind it", func() bool { return e.gw.budget.Waiting() == 2 })
 	close(up.release)
 	for name, ch := range map[string]chan rawResponse{"first": first, "second": second, "small": small} {
 		if r := <-ch; r.status != 200 {
@@ -188,7 +182,7 @@ func TestBodiesInFlightBounded(t *testing.T) {
 	}
 
 	e.gw.Flush()
-	if held := e.gw.budget.heldNow(); held != 0 {
+	if held := e.gw.budget.Held(); held != 0 {
 		t.Errorf("%d bytes still held", held)
 	}
 
@@ -220,19 +214,13 @@ func TestBodiesInFlightBounded(t *testing.T) {
 	}
 }
 
-func (b *budget) heldNow() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.held
-}
-
 // After a burst of large bodies, once they are all answered, the gateway gives the memory back to
 // the system; small calls do not.
 func TestMemoryGivenBackAfterABurst(t *testing.T) {
 	e := newEnv(t, helloScript)
 	var freed atomic.Int32
-	e.gw.budget.freeMemory = func() { freed.Add(1) }
-	e.gw.budget.freeAfter, e.gw.budget.freeBelow = 20000, 0
+	e.gw.budget.FreeMemory = func() { freed.Add(1) }
+	e.gw.budget.FreeAfter, e.gw.budget.FreeBelow = 20000, 0
 	key := e.issue("job_mem", "a", Limits{}, Budget{})
 	u, h, body := faceCall(e, AnthropicMessages, key, 1000)
 	for range 3 {

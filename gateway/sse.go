@@ -20,7 +20,43 @@ type sseParser struct {
 
 	usage     Usage
 	streamErr string
-	done      bool // the stream's last event has passed (message_stop, data: [DONE])
+	done      bool  // the stream's last event has passed (message_stop, data: [DONE])
+	deltas    int64 // events that carried content (text, a tool call's arguments, thinking)
+}
+
+// metered is the stream's usage as the gateway meters it: the upstream's, and for a stream that
+// ended before its last event (whose final usage may not have come), at least one output token for
+// each event that carried content.
+func (p *sseParser) metered() Usage {
+	u := p.usage
+	if !p.done {
+		u.OutputTokens = max(u.OutputTokens, p.deltas)
+	}
+	return u
+}
+
+var (
+	contentBlockDelta = []byte("event: content_block_delta")
+	contentMember     = []byte(`"content":"`)
+	argumentsMember   = []byte(`"arguments":"`)
+)
+
+// carriesContent reports whether an OpenAI chunk's data has a non-empty content or arguments
+// string: a text delta or a piece of a tool call.
+func carriesContent(data []byte) bool {
+	for _, key := range [][]byte{contentMember, argumentsMember} {
+		for rest := data; ; {
+			i := bytes.Index(rest, key)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(key):]
+			if len(rest) > 0 && rest[0] != '"' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // eventEnd returns the length of the first complete event in data (its blank line included), or -1.
@@ -106,8 +142,12 @@ func eventFields(ev []byte) (name, data []byte) {
 // keep reads one event and says whether to pass it on.
 func (p *sseParser) keep(ev []byte) bool {
 	if p.face == AnthropicMessages {
-		// Only message_start, message_delta, message_stop and error events matter; the rest pass
-		// unread.
+		// Content deltas are counted; only message_start, message_delta, message_stop and error
+		// events are read, and the rest pass unread.
+		if bytes.HasPrefix(ev, contentBlockDelta) {
+			p.deltas++
+			return true
+		}
 		if !bytes.Contains(ev, []byte("message_")) && !bytes.Contains(ev, []byte("error")) {
 			return true
 		}
@@ -138,6 +178,9 @@ func (p *sseParser) keep(ev []byte) bool {
 		return true
 	}
 	if !hasObjectMember(data, []byte(`"usage"`)) {
+		if carriesContent(data) {
+			p.deltas++
+		}
 		if bytes.HasPrefix(data, []byte(`{"error"`)) {
 			e := memberValue(data, "error")
 			if p.streamErr, _ = jsonString(memberValue(e, "type")); p.streamErr == "" {

@@ -62,40 +62,51 @@ var kinds = map[tracepb.Span_SpanKind]string{
 func SpansData(rs []*tracepb.ResourceSpans) []SpanData {
 	var out []SpanData
 	for _, r := range rs {
-		service := ""
-		for _, kv := range r.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				service = kv.GetValue().GetStringValue()
-			}
-		}
+		service := serviceName(r)
 		for _, ss := range r.GetScopeSpans() {
 			for _, sp := range ss.GetSpans() {
-				d := SpanData{
-					TraceID: hex.EncodeToString(sp.GetTraceId()), SpanID: hex.EncodeToString(sp.GetSpanId()),
-					Name: sp.GetName(), Kind: kinds[sp.GetKind()],
-					Start:   time.Unix(0, int64(sp.GetStartTimeUnixNano())).UTC(),
-					End:     time.Unix(0, int64(sp.GetEndTimeUnixNano())).UTC(),
-					Service: service, Scope: ss.GetScope().GetName(),
-					Attributes: attrMap(sp.GetAttributes()),
-				}
-				if p := sp.GetParentSpanId(); len(p) > 0 {
-					d.ParentSpanID = hex.EncodeToString(p)
-				}
-				switch sp.GetStatus().GetCode() {
-				case tracepb.Status_STATUS_CODE_OK:
-					d.Status = "ok"
-				case tracepb.Status_STATUS_CODE_ERROR:
-					d.Status = "error"
-				}
-				d.StatusMessage = sp.GetStatus().GetMessage()
-				for _, ev := range sp.GetEvents() {
-					d.Events = append(d.Events, SpanEvent{Name: ev.GetName(), Time: time.Unix(0, int64(ev.GetTimeUnixNano())).UTC(), Attributes: attrMap(ev.GetAttributes())})
-				}
-				out = append(out, d)
+				out = append(out, spanData(service, ss.GetScope().GetName(), sp))
 			}
 		}
 	}
 	return out
+}
+
+// serviceName is the service.name of r's resource.
+func serviceName(r *tracepb.ResourceSpans) string {
+	service := ""
+	for _, kv := range r.GetResource().GetAttributes() {
+		if kv.GetKey() == "service.name" {
+			service = kv.GetValue().GetStringValue()
+		}
+	}
+	return service
+}
+
+// spanData is the data of sp's span event, sp of service and scope.
+func spanData(service, scope string, sp *tracepb.Span) SpanData {
+	d := SpanData{
+		TraceID: hex.EncodeToString(sp.GetTraceId()), SpanID: hex.EncodeToString(sp.GetSpanId()),
+		Name: sp.GetName(), Kind: kinds[sp.GetKind()],
+		Start:   time.Unix(0, int64(sp.GetStartTimeUnixNano())).UTC(),
+		End:     time.Unix(0, int64(sp.GetEndTimeUnixNano())).UTC(),
+		Service: service, Scope: scope,
+		Attributes: attrMap(sp.GetAttributes()),
+	}
+	if p := sp.GetParentSpanId(); len(p) > 0 {
+		d.ParentSpanID = hex.EncodeToString(p)
+	}
+	switch sp.GetStatus().GetCode() {
+	case tracepb.Status_STATUS_CODE_OK:
+		d.Status = "ok"
+	case tracepb.Status_STATUS_CODE_ERROR:
+		d.Status = "error"
+	}
+	d.StatusMessage = sp.GetStatus().GetMessage()
+	for _, ev := range sp.GetEvents() {
+		d.Events = append(d.Events, SpanEvent{Name: ev.GetName(), Time: time.Unix(0, int64(ev.GetTimeUnixNano())).UTC(), Attributes: attrMap(ev.GetAttributes())})
+	}
+	return d
 }
 
 func attrMap(kvs []*commonpb.KeyValue) map[string]any {
@@ -307,24 +318,41 @@ func WriteJSON(w io.Writer, req *collectorpb.ExportTraceServiceRequest) error {
 }
 
 // ReadJSON reads an OTLP JSON export request (IDs in hex).
+//
+// protojson reads the request in one pass, without a copy: OTLP JSON writes the trace and span IDs
+// in hex where protojson reads bytes as base64. The 2n hex digits of an n-byte ID are valid base64
+// of 3n/2 bytes, which written back in base64 are the same digits (2n is a multiple of 4: no
+// padding, no bits left over), so the ID is read again from them (hexID). An ID sent in base64, as
+// protojson writes it, has its own length and stays as read.
 func ReadJSON(b []byte) (*collectorpb.ExportTraceServiceRequest, error) {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, err
-	}
-	recodeIDs(v, func(s string) string {
-		raw, err := hex.DecodeString(s)
-		if err != nil {
-			return s
-		}
-		return base64.StdEncoding.EncodeToString(raw)
-	})
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
 	req := &collectorpb.ExportTraceServiceRequest{}
-	return req, protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, req)
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, req); err != nil {
+		return nil, err
+	}
+	for _, r := range req.ResourceSpans {
+		for _, ss := range r.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				sp.TraceId, sp.SpanId, sp.ParentSpanId = hexID(sp.TraceId, 16), hexID(sp.SpanId, 8), hexID(sp.ParentSpanId, 8)
+				for _, l := range sp.GetLinks() {
+					l.TraceId, l.SpanId = hexID(l.TraceId, 16), hexID(l.SpanId, 8)
+				}
+			}
+		}
+	}
+	return req, nil
+}
+
+// hexID is the n-byte ID whose hex digits protojson read as base64 into b (ReadJSON); b itself
+// when it is not such a reading.
+func hexID(b []byte, n int) []byte {
+	if len(b) != n*3/2 {
+		return b
+	}
+	id, err := hex.DecodeString(base64.StdEncoding.EncodeToString(b))
+	if err != nil {
+		return b
+	}
+	return id
 }
 
 // recodeIDs rewrites the values of the trace, span and parent span IDs in v, an OTLP request as

@@ -240,6 +240,7 @@ func TestReceiver(t *testing.T) {
 	var mu sync.Mutex
 	kept := map[string][][]byte{}
 	var notes, forwarded []string
+	var forwardedSpans []SpanData
 	r := &Receiver{
 		Resolve: func(_ context.Context, key string) (string, error) {
 			if key == "oz0s_key" {
@@ -256,6 +257,7 @@ func TestReceiver(t *testing.T) {
 		Note: func(job, msg string) { notes = append(notes, job+": "+msg) },
 		Forward: func(rs []*tracepb.ResourceSpans) {
 			forwarded = append(forwarded, attrMap(rs[0].ScopeSpans[0].Spans[0].Attributes)["text"].(string))
+			forwardedSpans = append(forwardedSpans, SpansData(rs)...)
 		},
 		Mask:     func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("s3cret"), []byte("***")) },
 		MaxSpans: 3,
@@ -287,7 +289,14 @@ func TestReceiver(t *testing.T) {
 	if len(forwarded) != 1 || forwarded[0] != "the ***" {
 		t.Errorf("forwarded: %q (a secret must be masked)", forwarded)
 	}
-	// JSON, as the JavaScript exporters send it; past the budget, refused and said once.
+	if code, _ := post("oz0s_key", "text/plain", body); code != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain: %d", code)
+	}
+	if code, _ := post("oz0s_key", "application/x-protobuf", []byte("not protobuf at all")); code != http.StatusBadRequest {
+		t.Errorf("garbage: %d", code)
+	}
+	// JSON, as the JavaScript exporters send it; past the budget, refused and said once, and
+	// not sent on.
 	var js bytes.Buffer
 	if err := WriteJSON(&js, sessionRequest(2, "x")); err != nil {
 		t.Fatal(err)
@@ -296,15 +305,16 @@ func TestReceiver(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(b), `"rejectedSpans":"1"`) {
 		t.Fatalf("over budget: %d %s", code, b)
 	}
-	post("oz0s_key", "application/json", js.Bytes())
+	if len(forwarded) != 2 || len(forwardedSpans) != 3 {
+		t.Errorf("forwarded %d spans in %d requests, want the 3 kept in 2", len(forwardedSpans), len(forwarded))
+	}
+	// Then the job's spans are refused before they are read.
+	code, b = post("oz0s_key", "application/json", js.Bytes())
+	if code != http.StatusForbidden || !strings.Contains(string(b), "the job's spans went past its budget (a job keeps at most 3 spans and 8 MiB of them): its later spans are refused") {
+		t.Errorf("past the budget: %d %s", code, b)
+	}
 	if len(kept["job_1"]) != 3 || len(notes) != 1 {
 		t.Errorf("kept %d spans (budget 3), notes %q", len(kept["job_1"]), notes)
-	}
-	if code, _ := post("oz0s_key", "text/plain", body); code != http.StatusUnsupportedMediaType {
-		t.Errorf("text/plain: %d", code)
-	}
-	if code, _ := post("oz0s_key", "application/x-protobuf", []byte("not protobuf at all")); code != http.StatusBadRequest {
-		t.Errorf("garbage: %d", code)
 	}
 }
 
