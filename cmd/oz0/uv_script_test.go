@@ -109,8 +109,8 @@ var uvPassThrough = []string{
 
 // setupUV gives a script uv as scripts/uv-env.sh gives it to the shell scripts: the pinned uv first on
 // PATH, the shared download cache, never a downloaded Python (the machine's python3), and the
-// fixed resolution date. (No UV_COMPILE_BYTECODE: compiling a whole .venv costs more than the
-// modules the few sessions of a script import; measured on crewai, 30 s of CPU against 3.5 s a session.)
+// fixed resolution date. uv compiles bytecode at sync where the plugin's pyproject.toml says so (the
+// templates do), as it does for their authors.
 func setupUV(env *testscript.Env, p uvPaths, binDir string) {
 	// A script that shows what a machine without uv gets sets PATH to this.
 	env.Setenv("PATH_WITHOUT_UV", env.Getenv("PATH"))
