@@ -177,6 +177,13 @@ func TestDecodeHarnessMessage(t *testing.T) {
 		`{"type":"say"`:                                                    "error: not JSON: unexpected end of JSON input",
 		`"say"`:                                                            "error: not a JSON object",
 		`{"type":"say","text":"x"} {}`:                                     "error: not JSON: invalid character '{' after top-level value",
+		// A key twice is no message, whichever the key and its spelling: encoding/json would
+		// take the last (a result), other parsers the first (a say).
+		`{"type":"say","text":"hi","type":"result","output":"forged"}`:       `error: an object with the key "type" twice`,
+		`{"type":"say","text":"hi","Type":"result","output":"forged"}`:       `error: an object with the key "Type" twice`,
+		`{"type":"tool_result","id":"p1","id":"p2","tool":"t","result":1}`:   `error: an object with the key "id" twice`,
+		`{"type":"mystery","x":1,"x":2}`:                                     `error: an object with the key "x" twice`,
+		`{"type":"tool_result","id":"p1","tool":"t","result":{"a":1,"a":2}}`: `harnesskit.ToolResult {p1 t [123 34 97 34 58 49 44 34 97 34 58 50 125] }`,
 	} {
 		m, err := harnesskit.DecodeHarnessMessage([]byte(line))
 		got := ""

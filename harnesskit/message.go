@@ -325,17 +325,24 @@ var (
 	ErrNotObject = errors.New("not a JSON object")
 	// ErrInvalidMessage: an object of a type the protocol defines whose fields do not match it.
 	ErrInvalidMessage = errors.New("not a valid protocol message")
+	// ErrDuplicateKey: an object with a member twice ("type", "id", …, compared as they decode,
+	// case folded as encoding/json matches a field). JSON parsers differ on which one counts
+	// (Go's and Python's take the last), so it is no message at all: a node acts on neither.
+	ErrDuplicateKey = errors.New("a key twice")
 )
 
 // DecodeError says why a line is not a protocol message.
 type DecodeError struct {
-	Err    error  // ErrNotJSON, ErrNotObject or ErrInvalidMessage
+	Err    error  // ErrNotJSON, ErrNotObject, ErrInvalidMessage or ErrDuplicateKey
 	Type   string // ErrInvalidMessage: the message's type
 	Detail string // what is wrong, for a person
+	Key    string // ErrDuplicateKey: the key, as the line has it the second time
 }
 
 func (e *DecodeError) Error() string {
 	switch {
+	case e.Err == ErrDuplicateKey:
+		return fmt.Sprintf("an object with the key %q twice", e.Key)
 	case e.Err == ErrInvalidMessage && e.Detail != "":
 		return fmt.Sprintf("%s %s message that is not valid: %s", Article(e.Type), e.Type, e.Detail)
 	case e.Err == ErrInvalidMessage:
@@ -378,8 +385,9 @@ type envelope struct {
 // DecodeHarnessMessage reads one line a harness wrote (without its newline): Say,
 // PermissionRequest, ToolResult, Log, Result, ErrorMessage, or Unknown for an object of another
 // type (node → harness types included). A line that is not a JSON object, or an object of a
-// harness message type whose fields do not match it, is a *DecodeError. Unknown fields are
-// ignored. Decoding copies what it keeps: line may be reused.
+// harness message type whose fields do not match it, or an object with a key twice
+// (ErrDuplicateKey, whatever its type), is a *DecodeError. Unknown fields are ignored. Decoding
+// copies what it keeps: line may be reused.
 func DecodeHarnessMessage(line []byte) (Message, error) {
 	if m, ok := decodePlainSay(line); ok {
 		return m, nil
@@ -534,6 +542,11 @@ func decodeEnvelope(line []byte) (env *envelope, typ string, err error) {
 	var syn *json.SyntaxError
 	if errors.As(uerr, &syn) || (uerr != nil && !json.Valid(line)) {
 		return nil, "", &DecodeError{Err: ErrNotJSON, Detail: uerr.Error()}
+	}
+	// The JSON is valid: before its type is trusted, each member must come once ("say" then
+	// "result" is taken last-wins by encoding/json, first-wins by other parsers).
+	if key, dup := jsonutil.DuplicateMember(line); dup {
+		return nil, "", &DecodeError{Err: ErrDuplicateKey, Key: key}
 	}
 	if env.Type == nil {
 		return nil, "", nil

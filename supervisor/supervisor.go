@@ -131,8 +131,8 @@ type Session struct {
 	ended    chan struct{} // closed when the end is decided
 	kill     chan struct{} // closed by Kill: no grace period
 	killOnce sync.Once
-	used     map[string]bool
-	open     int
+	calls    map[string]call // every permission request of the session, by its id
+	open     int             // the requests waiting for a decision
 
 	dctx     context.Context // Decide's context, done when the end is decided (its cause an *EndError)
 	dcancel  context.CancelCauseFunc
@@ -235,7 +235,7 @@ func newSession(spec Spec) *Session {
 		spec:      spec,
 		req:       spec.Request,
 		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
-		used:      map[string]bool{},
+		calls:     map[string]call{},
 		ended:     make(chan struct{}),
 		kill:      make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
@@ -537,8 +537,20 @@ func (s *Session) isLast() bool {
 	return s.last
 }
 
-func (s *Session) violate(rule harnesskit.ViolatedRule, reason string) bool {
-	return s.decideEnd(harnesskit.End{Status: harnesskit.ProtocolViolation, Rule: rule, Reason: fmt.Sprintf("protocol violation (%s): %s", rule, reason)})
+// violate ends the session for stdout line n, which broke rule: the end's reason is the rule
+// and reason, and a violation event in its place in the trace shows the line (nil: a line over
+// the limit, not kept). After the session's last line, the line is recorded and ignored, with
+// what was wrong with it. It reports whether the violation decided the end.
+func (s *Session) violate(n int64, line []byte, rule harnesskit.ViolatedRule, reason string) bool {
+	full := fmt.Sprintf("protocol violation (%s): %s", rule, reason)
+	if !s.decideEnd(harnesskit.End{Status: harnesskit.ProtocolViolation, Rule: rule, Reason: full}) {
+		text, _ := textclip.Bytes(line, harnesskit.MaxEventText)
+		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventIgnored, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: afterLast + ", and a " + full})
+		return false
+	}
+	text, _ := textclip.Bytes(line, harnesskit.MaxEventText) // a long line is not copied whole
+	s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventViolation, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: full, Rule: rule})
+	return true
 }
 
 // ---- stdout -----------------------------------------------------------------------------------
@@ -578,9 +590,7 @@ func (s *Session) readStdout() {
 		case errors.Is(err, harnesskit.ErrInvalidUTF8):
 			s.stray(n, line, "not valid UTF-8")
 		case errors.Is(err, harnesskit.ErrLineTooLong):
-			if !s.violate(harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err)) {
-				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", err)})
-			}
+			s.violate(n, nil, harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err))
 		default:
 			if s.stdout.heldOpen.Load() {
 				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
@@ -658,6 +668,10 @@ func (s *Session) handleLine(n int64, line []byte) {
 		var de *harnesskit.DecodeError
 		errors.As(err, &de)
 		switch {
+		case de != nil && de.Err == harnesskit.ErrDuplicateKey:
+			// Which message it is depends on which of the two a parser takes: it is acted on as
+			// neither.
+			s.violate(n, line, harnesskit.RuleKeys, fmt.Sprintf("line %d of stdout is %v; JSON parsers differ on which of the two counts, so the node takes it as no message: write each key once", n, err))
 		case de == nil || de.Err != harnesskit.ErrInvalidMessage:
 			s.stray(n, line, err.Error())
 		case s.isLast():
@@ -665,9 +679,7 @@ func (s *Session) handleLine(n int64, line []byte) {
 		case de.Type == harnesskit.TypeSay || de.Type == harnesskit.TypeLog || de.Type == harnesskit.TypeToolResult:
 			s.ignored(n, line, nil, err.Error())
 		default: // permission_request, result, error: the session cannot go on without them
-			if !s.violate(harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is %v", n, err)) {
-				s.ignored(n, line, nil, afterLast+"; "+err.Error())
-			}
+			s.violate(n, line, harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is %v", n, err))
 		}
 		return
 	}
@@ -700,6 +712,10 @@ func (s *Session) handleLine(n int64, line []byte) {
 	case harnesskit.Log:
 		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventLog, Message: m})
 	case harnesskit.ToolResult:
+		if wrong := s.unasked(m); wrong != "" {
+			s.violate(n, line, harnesskit.RuleResults, fmt.Sprintf("line %d of stdout is a tool_result for %s; a tool_result reports a call the job allowed, with its request's id and tool", n, wrong))
+			return
+		}
 		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventToolResult, Message: m})
 	case harnesskit.Unknown:
 		note := fmt.Sprintf("unknown type %q (rule 3)", m.Type)
@@ -712,33 +728,67 @@ func (s *Session) handleLine(n int64, line []byte) {
 
 // ---- permissions ------------------------------------------------------------------------------
 
+// call is a permission request of the session: its tool, and where its decision stands.
+type call struct {
+	tool  string
+	state callState
+}
+
+type callState uint8
+
+const (
+	callAsked   callState = iota // waiting for its decision
+	callAllowed                  // allowed: its tool_result may come
+	callDenied                   // denied, by the node or the decider: its tool must not run
+)
+
+// unasked says what is wrong with a tool_result that is not for an allowed call of its tool ("" when
+// it is): an id never asked, a call denied or not decided yet, another tool.
+func (s *Session) unasked(m harnesskit.ToolResult) string {
+	s.mu.Lock()
+	c, ok := s.calls[m.ID]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return fmt.Sprintf("the id %q, which no permission_request of this session asked", m.ID)
+	case c.state == callDenied:
+		return fmt.Sprintf("%s, a call of %s the node denied: the harness ran it anyway", m.ID, c.tool)
+	case c.state == callAsked:
+		return fmt.Sprintf("%s, a call of %s not allowed yet: the harness ran it before the job decided", m.ID, c.tool)
+	case m.Tool != "" && m.Tool != c.tool:
+		return fmt.Sprintf("%s naming the tool %q, but %s asked for %s", m.ID, m.Tool, m.ID, c.tool)
+	}
+	return ""
+}
+
 func (s *Session) permissionRequest(n int64, line []byte, m harnesskit.PermissionRequest) {
 	// Arguments with a key twice are refused before anyone decides on them: the decider (hooks,
 	// a person) reads one value and the tool's parser may take the other.
 	dupKey, dupAt, dup := jsonutil.DuplicateKey(m.Arguments)
 	s.mu.Lock()
+	_, used := s.calls[m.ID]
 	switch {
 	case s.last:
 		s.mu.Unlock()
 		s.ignored(n, line, m, afterLast)
 		return
-	case s.used[m.ID]:
+	case used:
 		s.mu.Unlock()
-		if !s.violate(harnesskit.RuleIDs, fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID)) {
-			s.ignored(n, line, m, afterLast)
-		}
+		s.violate(n, line, harnesskit.RuleIDs, fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID))
 		return
 	}
 	listed := slices.Contains(s.req.Tools, m.Tool)
 	if listed && !dup && s.open >= MaxOpenPermissions {
 		s.mu.Unlock()
-		s.violate(harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
+		s.violate(n, line, harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
 		return
 	}
-	s.used[m.ID] = true
 	if listed && !dup {
+		s.calls[m.ID] = call{tool: m.Tool, state: callAsked}
 		s.open++
 		s.deciders.Add(1)
+	} else { // refused by the node, below
+		s.calls[m.ID] = call{tool: m.Tool, state: callDenied}
 	}
 	s.mu.Unlock()
 
@@ -805,6 +855,12 @@ func (s *Session) ask(m harnesskit.PermissionRequest) {
 		return
 	}
 	s.open--
+	// Before the harness can read the answer: a tool_result for a call is checked against it.
+	state := callDenied
+	if p.Allow {
+		state = callAllowed
+	}
+	s.calls[m.ID] = call{tool: m.Tool, state: state}
 	s.mu.Unlock()
 	s.emit(harnesskit.Event{Kind: harnesskit.EventPermission, Message: p, By: harnesskit.ByDecider, Note: note})
 	s.stdin.sendLine(line)
@@ -1306,9 +1362,7 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 	switch err := read.Err; {
 	case errors.As(err, &tooLong):
 		final(nil)
-		if !s.violate(harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, tooLong)) {
-			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", tooLong)})
-		}
+		s.violate(n, nil, harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, tooLong))
 		return true
 	case err == harnesskit.ErrTextStopped:
 		// As for a line read whole: the rest is not decoded, nor anything after it; the text
@@ -1358,6 +1412,11 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 		return true
 	}
 	final(nil)
+	var de *harnesskit.DecodeError
+	if errors.As(derr, &de) && de.Err == harnesskit.ErrDuplicateKey {
+		s.violate(n, read.Synth, harnesskit.RuleKeys, fmt.Sprintf("line %d of stdout is %v; JSON parsers differ on which of the two counts, so the node takes it as no message (its text, read in pieces, went on as a %s before the second key came): write each key once", n, derr, what))
+		return true
+	}
 	note := fmt.Sprintf("line %d began as a %s, whose text went on as one, but the line is not one: ", n, what)
 	if derr != nil {
 		note += derr.Error()

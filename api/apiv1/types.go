@@ -161,6 +161,13 @@ const (
 	EventModelCall = "model_call"
 	// EventStrayOutput is a line of the harness's stdout that is not protocol JSON: {"line":"…"}.
 	EventStrayOutput = "stray_output"
+	// EventViolation is a line of the harness's stdout that broke a rule of the protocol, which
+	// ended the session (the job fails with the same message): {"rule":"results","message":
+	// "protocol violation (results): …","line":"…"}. rule is one of rule 3 (a line over 8 MiB,
+	// not kept: no "line"), ids, messages, keys (a key twice in a line) or results (a tool_result
+	// for an id never asked, a call not allowed, or another tool); line is the line as the
+	// harness wrote it, cut at 64 KiB. Nothing of the line was acted on.
+	EventViolation = "violation"
 	// EventLog is a harness's log line: {"level":"info","message":"…"}.
 	EventLog = "log"
 	// EventStderr is a line of the harness's stderr: {"line":"…"}.

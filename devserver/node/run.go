@@ -178,6 +178,16 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 		}
 	case harnesskit.EventStray:
 		job.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
+	case harnesskit.EventViolation:
+		// The line that ended the session, as a last line does: what the says held back comes
+		// before it, what follows it after the job's error.
+		job.flushSays()
+		d := map[string]any{"rule": ev.Rule, "message": ev.Note}
+		if ev.Text != "" {
+			d["line"] = ev.Text
+		}
+		job.add(store.EventViolation, d)
+		job.last = true
 	case harnesskit.EventIgnored:
 		job.add(store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
 	case harnesskit.EventStderr:

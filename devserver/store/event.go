@@ -26,6 +26,7 @@ const (
 	EventToolResult         = apiv1.EventToolResult
 	EventModelCall          = apiv1.EventModelCall
 	EventStrayOutput        = apiv1.EventStrayOutput
+	EventViolation          = apiv1.EventViolation
 	EventLog                = apiv1.EventLog
 	EventStderr             = apiv1.EventStderr
 	EventResult             = apiv1.EventResult
