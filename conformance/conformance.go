@@ -345,7 +345,11 @@ func newTarget(p *plugin.Plugin, h *plugin.Harness, input string, fake gateway.R
 	if err != nil {
 		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
 	}
-	return &target{harness: h, job: jobspec.Job{Plugin: p, Harness: h, Agent: agent, Input: in, Model: model}}, nil
+	job := jobspec.Job{Plugin: p, Harness: h, Agent: agent, Input: in, Model: model}
+	if err := job.CheckRequest(); err != nil {
+		return nil, fmt.Errorf("harness %s: %w; every scenario runs on --input, so give one the agent takes", h.Name, err)
+	}
+	return &target{harness: h, job: job}, nil
 }
 
 // session is the record of one scenario's session.

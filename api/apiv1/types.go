@@ -84,7 +84,7 @@ type Usage struct {
 // the server parses it as JSON for an agent that takes JSON.
 type JobRequest struct {
 	Agent string `json:"agent"`
-	Input string `json:"input"` // at most MaxInput bytes
+	Input string `json:"input"` // at most MaxInput bytes as a JSON string (InputSize)
 	// Record says whether the job's model calls are kept (their requests and answers, for
 	// GET …/calls, replay and script): true keeps them even when oz0 dev runs with --no-record,
 	// false keeps none; absent, as oz0 dev does for every job (it keeps them unless --no-record).
@@ -116,9 +116,6 @@ type Answers struct {
 type ReplayRequest struct {
 	Upstream bool `json:"upstream,omitempty"`
 }
-
-// MaxInput is the most bytes a job's input may have.
-const MaxInput = 16 << 20
 
 // JobList is the answer of GET /api/v1/jobs?status=&agent=&limit=&before=: jobs, newest first.
 type JobList struct {

@@ -98,7 +98,8 @@ type SecretStore interface {
 
 // The most each call that takes a body takes (decodeBody).
 const (
-	// A job's input is at most store.MaxData as JSON; the request around it adds a little.
+	// A job's input is at most apiv1.MaxInput as a JSON string (refused past it by the node, 422
+	// naming the limit); the rest is room for the recorded answers oz0 eval sends with it.
 	maxJobBody = store.MaxData + 1<<20
 	// A secret's value (at most apiv1.MaxSecretValue), escaped as JSON.
 	maxSecretBody = 2*apiv1.MaxSecretValue + 4<<10

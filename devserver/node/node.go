@@ -256,6 +256,10 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 	} else if model, err = jobspec.ResolveModel(n.cfg.Records.Records(), h, a); err != nil {
 		return store.Job{}, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
+	spec := jobspec.Job{Plugin: p, Harness: h, Agent: a, Input: in, Model: model}
+	if err := spec.CheckRequest(); err != nil {
+		return store.Job{}, err
+	}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -272,8 +276,8 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 		n.wg.Done()
 		return store.Job{}, err
 	}
-	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: model.Record,
-		spec:  jobspec.Job{ID: j.ID, Plugin: p, Harness: h, Agent: a, Input: in, Model: model},
+	spec.ID = j.ID
+	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: model.Record, spec: spec,
 		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}, opts: opts}
 	n.mu.Lock()
 	if n.closed { // Close came while the job was being recorded: it has ended the queue

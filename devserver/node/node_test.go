@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/supervisor"
@@ -150,6 +151,31 @@ func TestInputTheAgentDoesNotTakeMakesNoJob(t *testing.T) {
 		t.Errorf("input %s, text %q", j.Input, j.InputText)
 	}
 	w.events(t, j.ID, nil)
+}
+
+// An input over the limit as the session request carries it is refused at submit, before a job
+// is made, whether it is long or only escapes long (2 MiB of line breaks is 4 MiB as JSON); one
+// at the limit runs. Before, inputs of up to 16 MiB were taken, and every session of one over
+// about 4 MiB failed: its request line carries the input twice.
+func TestInputOverTheLimitMakesNoJob(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"echo": ""}), nil)
+	for input, want := range map[string]string{
+		strings.Repeat("a", apiv1.MaxInput+1): "the input is over 3 MiB, the most a job takes; give a shorter one",
+		strings.Repeat("\n", 2<<20):           "the input is 2097152 bytes, 4194306 bytes written as a JSON string",
+	} {
+		_, err := w.node.Submit("echo", input)
+		var inErr *node.InputError
+		if !errors.As(err, &inErr) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Submit(%d bytes): %v, want an InputError %q", len(input), err, want)
+		}
+	}
+	if jobs, err := w.store.ListJobs(store.ListFilter{}); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs made: %d (%v)", len(jobs), err)
+	}
+	at := strings.Repeat("a", apiv1.MaxInput-2)
+	if _, end := w.events(t, w.submit(t, "echo", at).ID, nil); end.Status != store.StatusSucceeded {
+		t.Errorf("an input at the limit: %s %s", end.Status, end.Reason)
+	}
 }
 
 func TestUnknownAgent(t *testing.T) {
