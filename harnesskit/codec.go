@@ -114,6 +114,15 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	}
 }
 
+// Forget lets go of the line ReadLine returned last, when it was long (over 1 MiB): the Reader
+// would keep its buffer until the next call, which may wait long for the next line. The line is
+// not valid after it.
+func (r *Reader) Forget() {
+	if cap(r.buf) > 1<<20 {
+		r.buf = nil
+	}
+}
+
 // Discard reads the rest of the input and drops it, holding no more than the read buffer; the
 // Reader is done after it.
 func (r *Reader) Discard() {

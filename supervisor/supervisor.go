@@ -26,6 +26,7 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor/internal/execerr"
 	"github.com/orchestrator-zero/oz0/supervisor/internal/fds"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,6 +57,35 @@ type Spec struct {
 	TempDir string
 	// Sandbox is how the session is isolated; the zero value is tier none.
 	Sandbox Sandbox
+	// LongLines, shared by a node's sessions, bounds the long stdout lines they handle at once;
+	// nil is no bound. See LongLines.
+	LongLines *LongLines
+}
+
+// LongLines bounds how many long stdout lines (longer than the read buffer, 64 KiB) a node's
+// sessions handle at once, together: such a line is read whole (up to 8 MiB), decoded, and handed
+// to the Sink, which may hold it until it is stored; a permission answer that carries long
+// arguments is made and handed on the same way. A session whose harness writes one waits for a
+// place before it reads the line (its harness waits on its write meanwhile), and gives the place
+// back once the Sink has returned. So the memory long lines take in a node does not grow with
+// its sessions. Says and logs read in pieces take no place.
+type LongLines struct{ sem *semaphore.Weighted }
+
+// longArguments is the size past which a permission answer's arguments make it a long line: the
+// read buffer's (a request that long was one).
+const longArguments = 64 << 10
+
+// NewLongLines returns a bound of n long lines at once.
+func NewLongLines(n int) *LongLines { return &LongLines{sem: semaphore.NewWeighted(int64(max(n, 1)))} }
+
+// hold waits for a place for a long line, and returns the function that gives it back; with no
+// bound (nil), it does nothing.
+func (l *LongLines) hold() (release func()) {
+	if l == nil {
+		return func() {}
+	}
+	_ = l.sem.Acquire(context.Background(), 1) // never fails: the context is never done
+	return func() { l.sem.Release(1) }
 }
 
 // Sandbox says how a session is isolated from the machine: docs/sandbox.md.
@@ -566,38 +596,53 @@ func (s *Session) readStdout() {
 			}
 			continue
 		}
-		line, err := r.ReadLine()
-		n := r.Lines()
-		size := int64(len(line)) + 1
-		var tooLong *harnesskit.LineTooLongError
-		if errors.As(err, &tooLong) {
-			size = tooLong.Size
+		release := func() {}
+		if r.PeekLong() { // read whole: it waits for its place among the node's long lines
+			release = s.spec.LongLines.hold()
 		}
-		if err == nil || errors.Is(err, harnesskit.ErrInvalidUTF8) || tooLong != nil {
-			if over := budget.take(size, time.Now()); over != "" {
-				// The line is not decoded, nor anything after it: the rest of stdout is read
-				// and dropped, so the harness is not blocked on its writes while it is stopped.
-				if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: over}) {
-					s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("line %d and the rest of stdout were not read: %s", n, over)})
-				}
-				r.Discard()
-				return
-			}
-		}
-		switch {
-		case err == nil:
-			s.handleLine(n, line)
-		case errors.Is(err, harnesskit.ErrInvalidUTF8):
-			s.stray(n, line, "not valid UTF-8")
-		case errors.Is(err, harnesskit.ErrLineTooLong):
-			s.violate(n, nil, harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err))
-		default:
-			if s.stdout.heldOpen.Load() {
-				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
-			}
+		more := s.readLine(r, budget)
+		r.Forget() // handed on: its buffer is not held while the harness waits for an answer
+		release()
+		if !more {
 			return
 		}
 	}
+}
+
+// readLine reads the next line whole and handles it; it reports whether to go on reading stdout.
+func (s *Session) readLine(r *harnesskit.Reader, budget *eventBudget) bool {
+	line, err := r.ReadLine()
+	n := r.Lines()
+	size := int64(len(line)) + 1
+	var tooLong *harnesskit.LineTooLongError
+	if errors.As(err, &tooLong) {
+		size = tooLong.Size
+	}
+	if err == nil || errors.Is(err, harnesskit.ErrInvalidUTF8) || tooLong != nil {
+		if over := budget.take(size, time.Now()); over != "" {
+			// The line is not decoded, nor anything after it: the rest of stdout is read
+			// and dropped, so the harness is not blocked on its writes while it is stopped.
+			if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: over}) {
+				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("line %d and the rest of stdout were not read: %s", n, over)})
+			}
+			r.Discard()
+			return false
+		}
+	}
+	switch {
+	case err == nil:
+		s.handleLine(n, line)
+	case errors.Is(err, harnesskit.ErrInvalidUTF8):
+		s.stray(n, line, "not valid UTF-8")
+	case errors.Is(err, harnesskit.ErrLineTooLong):
+		s.violate(n, nil, harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err))
+	default:
+		if s.stdout.heldOpen.Load() {
+			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
+		}
+		return false
+	}
+	return true
 }
 
 // eventBudget counts the bytes of a session's stdout against its limits: in all, and a second (a
@@ -832,17 +877,26 @@ func (s *Session) ask(m harnesskit.PermissionRequest) {
 		if p.Arguments == nil {
 			p.Arguments = m.Arguments
 		}
-		var buf bytes.Buffer
-		if !jsonutil.IsObject(p.Arguments) || json.Compact(&buf, p.Arguments) != nil {
+		if !jsonutil.IsObject(p.Arguments) || !json.Valid(p.Arguments) {
 			p = harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: the allowed arguments are not a JSON object", m.Tool)}
 			note = "the decider allowed arguments that are not a JSON object"
-		} else {
-			p.Arguments = buf.Bytes()
 		}
 	} else if p.Reason == "" {
 		p.Reason = fmt.Sprintf("the job denied `%s`", m.Tool)
 	}
-	line, err := encodeLine(p)
+	if p.Allow && len(p.Arguments) > longArguments {
+		// The answer carries the arguments back, and its event records them: a long line's
+		// worth, made and handed on in its place among the node's long lines.
+		release := s.spec.LongLines.hold()
+		defer release()
+	}
+	var line []byte
+	var err error
+	if p.Allow {
+		line, err = allowLine(p.ID, p.Arguments)
+	} else {
+		line, err = encodeLine(p)
+	}
 	if err != nil {
 		p = harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: %v", m.Tool, err)}
 		note = err.Error()
@@ -1148,6 +1202,30 @@ func encodeLine(m harnesskit.Message) ([]byte, error) {
 		return nil, &harnesskit.LineTooLongError{Size: int64(len(b) + 1), Limit: harnesskit.MaxLine}
 	}
 	return append(b, '\n'), nil
+}
+
+// allowLine is the line of a permission that allows call id with args (a JSON object), as
+// encodeLine writes it, made in one buffer of its size: a call's arguments may be megabytes,
+// which encodeLine compacted three times over, growing a buffer each time.
+func allowLine(id string, args json.RawMessage) ([]byte, error) {
+	qid, err := jsonutil.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	const head, mid, tail = `{"type":"permission","id":`, `,"decision":"allow","arguments":`, "}\n"
+	var buf bytes.Buffer
+	buf.Grow(len(head) + len(qid) + len(mid) + len(args) + len(tail))
+	buf.WriteString(head)
+	buf.Write(qid)
+	buf.WriteString(mid)
+	if err := json.Compact(&buf, args); err != nil {
+		return nil, err
+	}
+	buf.WriteString(tail)
+	if buf.Len() > harnesskit.MaxLine {
+		return nil, &harnesskit.LineTooLongError{Size: int64(buf.Len()), Limit: harnesskit.MaxLine}
+	}
+	return buf.Bytes(), nil
 }
 
 // ---- pipes ------------------------------------------------------------------------------------

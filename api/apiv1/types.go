@@ -204,6 +204,18 @@ func (e Event) Terminal() bool {
 // AppendJSON appends the event as json.Marshal writes it, without re-encoding Data, which the
 // server has already checked and compacted: the live stream's hot path.
 func (e Event) AppendJSON(b []byte) []byte {
+	b = e.AppendJSONHead(b)
+	if len(e.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// AppendJSONHead appends what AppendJSON does before Data: a writer of a long event writes its
+// Data after it, and "}", rather than copy the Data into its buffer.
+func (e Event) AppendJSONHead(b []byte) []byte {
 	b = append(b, `{"job":`...)
 	b = appendJSONString(b, e.Job)
 	b = append(b, `,"seq":`...)
@@ -212,13 +224,7 @@ func (e Event) AppendJSON(b []byte) []byte {
 	b = e.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","type":`...)
 	b = appendJSONString(b, e.Type)
-	b = append(b, `,"data":`...)
-	if len(e.Data) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, e.Data...)
-	}
-	return append(b, '}')
+	return append(b, `,"data":`...)
 }
 
 // appendJSONString quotes s as JSON; job ids and event types are plain ASCII, so the fast path
