@@ -32,7 +32,8 @@ func TestAllowLineIsEncodeLines(t *testing.T) {
 	}
 }
 
-// An 8 MiB call's answer is made in one buffer of its size: encodeLine grew three.
+// An 8 MiB call's answer is made in one buffer of its size: encodeLine grew three, about five
+// times the line in all. (With the race detector, which instruments it, twice the line.)
 func TestAllowLineAllocatesItsSize(t *testing.T) {
 	args := []byte(`{"summary":"` + strings.Repeat("a", 8<<20-100) + `"}`)
 	var before, after runtime.MemStats
@@ -42,7 +43,7 @@ func TestAllowLineAllocatesItsSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(len(line))+1<<20 {
+	if n := after.TotalAlloc - before.TotalAlloc; n > 2*uint64(len(line))+1<<20 {
 		t.Errorf("a line of %d bytes allocated %d", len(line), n)
 	}
 }
