@@ -367,20 +367,43 @@ func Article(word string) string {
 // envelope has every field of every message, so that one json.Unmarshal reads any line.
 // Pointers and RawMessages tell a missing field from an empty one.
 type envelope struct {
-	Type      *string         `json:"type"`
-	Protocol  *int            `json:"protocol"`
-	ID        *string         `json:"id"`
-	Text      *string         `json:"text"`
-	Tool      *string         `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	Result    json.RawMessage `json:"result"`
-	Error     *string         `json:"error"`
-	Level     *string         `json:"level"`
-	Message   *string         `json:"message"`
-	Output    json.RawMessage `json:"output"`
-	Decision  *string         `json:"decision"`
-	Reason    *string         `json:"reason"`
+	Type      *string  `json:"type"`
+	Protocol  *int     `json:"protocol"`
+	ID        *string  `json:"id"`
+	Text      *string  `json:"text"`
+	Tool      *string  `json:"tool"`
+	Arguments rawValue `json:"arguments"`
+	Result    rawValue `json:"result"`
+	Error     *string  `json:"error"`
+	Level     *string  `json:"level"`
+	Message   *string  `json:"message"`
+	Output    rawValue `json:"output"`
+	Decision  *string  `json:"decision"`
+	Reason    *string  `json:"reason"`
 }
+
+// rawValue is a JSON value of a line as it is there: a slice of the line, not a copy (decode
+// copies it unless the caller gives the line up).
+type rawValue []byte
+
+func (r *rawValue) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
+// raw is the value as a json.RawMessage: the line's bytes when given, else a copy.
+func (r rawValue) raw(given bool) json.RawMessage {
+	if r == nil || given {
+		return json.RawMessage(r)
+	}
+	return bytes.Clone(r)
+}
+
+// DecodeHarnessLine is DecodeHarnessMessage of a line the caller gives up: the message's JSON
+// values (a call's arguments, a tool's result, an answer's output) are slices of line rather than
+// copies of them, so the caller must never change line again. For a long line read into a buffer
+// of its own (Reader.Keep): its values are then held once, not twice.
+func DecodeHarnessLine(line []byte) (Message, error) { return decodeHarness(line, true) }
 
 // DecodeHarnessMessage reads one line a harness wrote (without its newline): Say,
 // PermissionRequest, ToolResult, Log, Result, ErrorMessage, or Unknown for an object of another
@@ -388,7 +411,9 @@ type envelope struct {
 // harness message type whose fields do not match it, or an object with a key twice
 // (ErrDuplicateKey, whatever its type), is a *DecodeError. Unknown fields are ignored. Decoding
 // copies what it keeps: line may be reused.
-func DecodeHarnessMessage(line []byte) (Message, error) {
+func DecodeHarnessMessage(line []byte) (Message, error) { return decodeHarness(line, false) }
+
+func decodeHarness(line []byte, given bool) (Message, error) {
 	if m, ok := decodePlainSay(line); ok {
 		return m, nil
 	}
@@ -412,12 +437,12 @@ func DecodeHarnessMessage(line []byte) (Message, error) {
 		if env.Tool == nil || *env.Tool == "" {
 			return invalid("no tool")
 		}
-		if !jsonutil.IsObject(env.Arguments) {
+		if !jsonutil.IsObject(json.RawMessage(env.Arguments)) {
 			return invalid("arguments is not a JSON object")
 		}
-		return PermissionRequest{ID: *env.ID, Tool: *env.Tool, Arguments: env.Arguments}, nil
+		return PermissionRequest{ID: *env.ID, Tool: *env.Tool, Arguments: env.Arguments.raw(given)}, nil
 	case TypeToolResult:
-		m := ToolResult{Result: env.Result}
+		m := ToolResult{Result: env.Result.raw(given)}
 		if env.ID != nil {
 			m.ID = *env.ID
 		}
@@ -447,7 +472,7 @@ func DecodeHarnessMessage(line []byte) (Message, error) {
 		if env.Output == nil {
 			return invalid("no output")
 		}
-		return Result{Output: env.Output}, nil
+		return Result{Output: env.Output.raw(given)}, nil
 	case TypeError:
 		if env.Message == nil {
 			return invalid("no message")
@@ -511,10 +536,10 @@ func DecodeNodeMessage(line []byte) (Message, error) {
 		switch {
 		case env.Decision != nil && *env.Decision == DecisionAllow:
 			m.Allow = true
-			if env.Arguments != nil && !jsonutil.IsObject(env.Arguments) {
+			if env.Arguments != nil && !jsonutil.IsObject(json.RawMessage(env.Arguments)) {
 				return nil, &DecodeError{Err: ErrInvalidMessage, Type: typ, Detail: "arguments is not a JSON object"}
 			}
-			m.Arguments = env.Arguments
+			m.Arguments = env.Arguments.raw(false)
 		case env.Decision != nil && *env.Decision == DecisionDeny:
 			if env.Reason != nil {
 				m.Reason = *env.Reason

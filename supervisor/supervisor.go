@@ -597,11 +597,11 @@ func (s *Session) readStdout() {
 			continue
 		}
 		release := func() {}
-		if r.PeekLong() { // read whole: it waits for its place among the node's long lines
+		long := r.PeekLong()
+		if long { // read whole: it waits for its place among the node's long lines
 			release = s.spec.LongLines.hold()
 		}
-		more := s.readLine(r, budget)
-		r.Forget() // handed on: its buffer is not held while the harness waits for an answer
+		more := s.readLine(r, budget, long)
 		release()
 		if !more {
 			return
@@ -610,8 +610,13 @@ func (s *Session) readStdout() {
 }
 
 // readLine reads the next line whole and handles it; it reports whether to go on reading stdout.
-func (s *Session) readLine(r *harnesskit.Reader, budget *eventBudget) bool {
+// A long line is read into a buffer of its own, which the session takes from the reader: its
+// message keeps slices of it rather than copies, and the reader does not hold it meanwhile.
+func (s *Session) readLine(r *harnesskit.Reader, budget *eventBudget, long bool) bool {
 	line, err := r.ReadLine()
+	if long {
+		r.Keep()
+	}
 	n := r.Lines()
 	size := int64(len(line)) + 1
 	var tooLong *harnesskit.LineTooLongError
@@ -631,7 +636,7 @@ func (s *Session) readLine(r *harnesskit.Reader, budget *eventBudget) bool {
 	}
 	switch {
 	case err == nil:
-		s.handleLine(n, line)
+		s.handleLine(n, line, long)
 	case errors.Is(err, harnesskit.ErrInvalidUTF8):
 		s.stray(n, line, "not valid UTF-8")
 	case errors.Is(err, harnesskit.ErrLineTooLong):
@@ -704,11 +709,16 @@ func (s *Session) ignored(n int64, line []byte, m harnesskit.Message, note strin
 
 const afterLast = "after the session's last line (rule 2)"
 
-func (s *Session) handleLine(n int64, line []byte) {
+// handleLine handles stdout line n; given, it is the session's (a long line: Reader.Keep).
+func (s *Session) handleLine(n int64, line []byte, given bool) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return // blank lines are no message and no stray output
 	}
-	m, err := harnesskit.DecodeHarnessMessage(line)
+	decode := harnesskit.DecodeHarnessMessage
+	if given {
+		decode = harnesskit.DecodeHarnessLine
+	}
+	m, err := decode(line)
 	if err != nil {
 		var de *harnesskit.DecodeError
 		errors.As(err, &de)
