@@ -590,14 +590,16 @@ func (s *Session) readStdout() {
 	r := harnesskit.NewReader(s.stdout)
 	budget := newEventBudget(s.spec.Limits)
 	for {
-		if h, long := r.PeekLongText(); long && !s.isLast() {
-			if !s.streamLine(r, budget, h) {
-				return
+		long := r.PeekLong() // a line that fits the read buffer (nearly every one) is read at once
+		if long && !s.isLast() {
+			if h, text := r.PeekLongText(); text {
+				if !s.streamLine(r, budget, h) {
+					return
+				}
+				continue
 			}
-			continue
 		}
 		release := func() {}
-		long := r.PeekLong()
 		if long { // read whole: it waits for its place among the node's long lines
 			release = s.spec.LongLines.hold()
 		}
