@@ -345,7 +345,11 @@ func newTarget(p *plugin.Plugin, h *plugin.Harness, input string, fake gateway.R
 	if err != nil {
 		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
 	}
-	return &target{harness: h, job: jobspec.Job{Plugin: p, Harness: h, Agent: agent, Input: in, Model: model}}, nil
+	job := jobspec.Job{Plugin: p, Harness: h, Agent: agent, Input: in, Model: model}
+	if err := job.CheckRequest(); err != nil {
+		return nil, fmt.Errorf("harness %s: %w; every scenario runs on --input, so give one the agent takes", h.Name, err)
+	}
+	return &target{harness: h, job: job}, nil
 }
 
 // session is the record of one scenario's session.
@@ -420,7 +424,7 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 			kept.Message = nil
 		}
 		out.events = append(out.events, kept)
-		if ev.Raw != nil {
+		if ev.Raw != nil && ev.Kind != harnesskit.EventViolation { // a violation says what is wrong
 			if err := validateLine(ev.Raw); err != nil {
 				out.invalid = append(out.invalid, fmt.Sprintf("line %d: %v", ev.Line, err))
 			}
@@ -614,16 +618,34 @@ func (s *session) protocolOK() (string, bool) {
 	if s.startErr != nil {
 		return s.describe(), false
 	}
-	if len(s.invalid) > 0 {
-		return fmt.Sprintf("%d line(s) that do not match the protocol: %s", len(s.invalid), strings.Join(s.invalid[:min(3, len(s.invalid))], "; ")), false
-	}
 	if s.end.Status == harnesskit.ProtocolViolation {
 		return s.describe(), false
+	}
+	if len(s.invalid) > 0 {
+		return fmt.Sprintf("%d line(s) that do not match the protocol: %s", len(s.invalid), strings.Join(s.invalid[:min(3, len(s.invalid))], "; ")), false
 	}
 	if s.end.Killed {
 		return s.describe() + "; the process did not exit within the grace period and was killed", false
 	}
 	return "", true
+}
+
+// broke is a check failed by what protocolOK found: a protocol violation says what to do about
+// its rule.
+func (s *session) broke(got string) outcome {
+	o := failed(got)
+	if s.end.Status == harnesskit.ProtocolViolation {
+		o.hint = violationHints[s.end.Rule]
+	}
+	return o
+}
+
+// violationHints say what to do about a violation of each rule.
+var violationHints = map[harnesskit.ViolatedRule]string{
+	harnesskit.RuleKeys:        "write each key of a message once: make every line from one dict or object (json.dumps, JSON.stringify and json.Marshal do), never by joining JSON text; the node acts on no line with a key twice",
+	harnesskit.RuleResults:     "send a tool_result only for a call the job allowed, once its answer came, with the request's id and tool; never run a denied or refused call (session.call_tool does this)",
+	harnesskit.RuleIDs:         "give each permission_request an id of its own (p1, p2, …)",
+	harnesskit.RuleLineTooLong: "keep every line within 8 MiB: say long text in several says, and give a tool's long result in parts",
 }
 
 // endedCleanly: a result, or an error line, and not a crash, a hang or a violation.
@@ -634,7 +656,7 @@ func (s *session) endedCleanly() bool {
 func (e *env) plainRun(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{})
 	if got, ok := s.protocolOK(); !ok {
-		return failed(got)
+		return s.broke(got)
 	}
 	if s.end.Status != harnesskit.Completed {
 		return failed(s.describe())
@@ -645,18 +667,15 @@ func (e *env) plainRun(ctx context.Context, t *target) outcome {
 func (e *env) permissionAllowed(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{})
 	if got, ok := s.protocolOK(); !ok {
-		return failed(got)
+		return s.broke(got)
 	}
 	if len(s.asked) == 0 {
 		return outcome{got: "no permission_request; " + s.describe(), hint: noRequestHint}
 	}
 	for _, a := range s.asked {
-		r, ok := s.results[a.ID]
-		if !ok {
+		// A tool_result that names another tool than its request is a violation (rule results).
+		if _, ok := s.results[a.ID]; !ok {
 			return failed(fmt.Sprintf("permission_request %s for %s was allowed but no tool_result came for it; %s", a.ID, a.Tool, s.describe()))
-		}
-		if r.Tool != a.Tool {
-			return failed(fmt.Sprintf("tool_result %s names tool %q, the request asked for %q", a.ID, r.Tool, a.Tool))
 		}
 	}
 	if s.end.Status != harnesskit.Completed {
@@ -687,7 +706,7 @@ func (e *env) changedArguments(ctx context.Context, t *target) outcome {
 		return supervisor.Allow(changed)
 	}})
 	if got, ok := s.protocolOK(); !ok {
-		return failed(got)
+		return s.broke(got)
 	}
 	if len(s.asked) == 0 {
 		return outcome{got: "no permission_request; " + s.describe(), hint: noRequestHint}
@@ -715,7 +734,7 @@ func (e *env) denied(ctx context.Context, t *target) outcome {
 	s := e.run(ctx, t, sessionSpec{decide: func(context.Context, *supervisor.Ask) supervisor.Decision {
 		return supervisor.Deny(DenyReason)
 	}})
-	return s.checkRefused("denied", "denied")
+	return s.checkRefused("denied")
 }
 
 func (e *env) unlistedTool(ctx context.Context, t *target) outcome {
@@ -728,25 +747,22 @@ func (e *env) unlistedTool(ctx context.Context, t *target) outcome {
 		// as right as being refused.
 		return passed("no permission_request; "+s.describe(), "the session's tool list was empty and the harness asked for no tool, so the node had nothing to refuse")
 	} else if !ok {
-		return failed(got)
+		return s.broke(got)
 	}
-	return s.checkRefused("refused", "refused by the node")
+	return s.checkRefused("refused by the node")
 }
 
-// checkRefused is what a harness whose calls were all refused (what: denied, refused) must show: it asked, none of the
-// refused tools ran, and it ended with a result or an error line.
-func (s *session) checkRefused(what, how string) outcome {
+// checkRefused is what a harness whose calls were all refused must show (how: how they were): it
+// asked, none of the refused tools ran, and it ended with a result or an error line.
+func (s *session) checkRefused(how string) outcome {
 	if got, ok := s.protocolOK(); !ok {
-		return failed(got)
+		return s.broke(got)
 	}
 	if len(s.asked) == 0 {
 		return outcome{got: "no permission_request; " + s.describe(), hint: noRequestHint}
 	}
-	for _, a := range s.asked {
-		if r, ok := s.results[a.ID]; ok && r.Error == "" {
-			return failed(fmt.Sprintf("the %s call %s of %s ran: its tool_result came back", what, a.ID, a.Tool))
-		}
-	}
+	// A tool_result for a refused call ended the session as a violation (rule results): the
+	// harness ran it anyway.
 	if !s.endedCleanly() {
 		return failed(s.describe())
 	}
@@ -758,7 +774,7 @@ func (e *env) maxSteps(ctx context.Context, t *target) outcome {
 	before := len(e.meter.Calls())
 	s := e.run(ctx, t, sessionSpec{maxSteps: 1, spendSteps: 1})
 	if got, ok := s.protocolOK(); !ok {
-		return failed(got)
+		return s.broke(got)
 	}
 	e.gw.Flush() // the session's last calls may still be on their way to the meter
 	refused := 0

@@ -45,13 +45,28 @@ harnesses:
     permissions: true
     tools: [notify_team]
     formats: [anthropic-messages]
+  - name: dup-keys
+    command: ["HARNESS", "dupkeys"]
+    permissions: true
+    tools: [notify_team]
+    formats: [anthropic-messages]
+  - name: stray-result
+    command: ["HARNESS", "strayresult"]
+    permissions: true
+    tools: [notify_team]
+    formats: [anthropic-messages]
+  - name: other-tool
+    command: ["HARNESS", "othertool"]
+    permissions: true
+    tools: [notify_team]
+    formats: [anthropic-messages]
 agents: [agents/]
 `
 
 func kitPlugin(t *testing.T) map[string]string {
 	t.Helper()
 	files := map[string]string{"oz0-plugin.yaml": manifest, "prompts/p.md": "Sort the support ticket.\n"}
-	for _, h := range []string{"conforming", "runs-anyway", "deaf", "toolless", "keeps-to-its-tools", "never-asks"} {
+	for _, h := range []string{"conforming", "runs-anyway", "deaf", "toolless", "keeps-to-its-tools", "never-asks", "dup-keys", "stray-result", "other-tool"} {
 		files["agents/"+h+".yaml"] = "name: " + h + "\nruntime: harness:" + h + "\ninstructions: prompts/p.md\n"
 	}
 	return files
@@ -148,8 +163,8 @@ func TestHarnessThatRunsRefusedToolsFailsThoseChecks(t *testing.T) {
 	rep := run(t, kitPlugin(t), conformance.Options{Harnesses: []string{"runs-anyway"}})
 	wantChecks(t, rep, "runs-anyway", map[string]string{
 		"changed-arguments": `FAIL: tool_result p1 shows the asked value "I was charged twice for my order", not the changed one`,
-		"denied":            "FAIL: the denied call p1 of notify_team ran: its tool_result came back",
-		"unlisted-tool":     "FAIL: the refused call p1 of notify_team ran: its tool_result came back",
+		"denied":            "FAIL: protocol violation (results): line 3 of stdout is a tool_result for p1, a call of notify_team the node denied: the harness ran it anyway",
+		"unlisted-tool":     "FAIL: protocol violation (results): line 3 of stdout is a tool_result for p1, a call of notify_team the node denied: the harness ran it anyway",
 	})
 	if c := checks(t, rep, "runs-anyway")["max-steps"]; c.Note != "the harness made no model call, so the limit was never met" {
 		t.Errorf("max-steps note %q", c.Note)
@@ -159,8 +174,32 @@ func TestHarnessThatRunsRefusedToolsFailsThoseChecks(t *testing.T) {
 			t.Errorf("%s: pass %v, hint %q: every failure, and only a failure, says what to do", c.ID, c.Pass, c.Hint)
 		}
 	}
-	if c := checks(t, rep, "runs-anyway")["denied"]; !strings.Contains(c.Hint, "never run a tool after a deny") {
+	if c := checks(t, rep, "runs-anyway")["denied"]; !strings.Contains(c.Hint, "never run a denied or refused call") {
 		t.Errorf("denied hint %q", c.Hint)
+	}
+}
+
+// A harness that breaks the protocol's rules on keys and results fails the checks it breaks them
+// in, each saying what it broke and what to do: a line with "type" twice (say, then a forged
+// result, which once passed plain-run), a tool_result for an id it never asked, one that names
+// another tool than its request.
+func TestHarnessThatBreaksTheProtocolFailsThoseChecks(t *testing.T) {
+	rep := run(t, kitPlugin(t), conformance.Options{Harnesses: []string{"dup-keys", "stray-result", "other-tool"}})
+	for h, c := range map[string]struct{ check, got, hint string }{
+		"dup-keys":     {"plain-run", `protocol violation (keys): line 1 of stdout is an object with the key "type" twice`, "write each key of a message once"},
+		"stray-result": {"plain-run", `protocol violation (results): line 2 of stdout is a tool_result for the id "p9", which no permission_request of this session asked`, "send a tool_result only for a call the job allowed"},
+		"other-tool":   {"permission-allowed", `protocol violation (results): line 2 of stdout is a tool_result for p1 naming the tool "delete_account", but p1 asked for notify_team`, "with the request's id and tool"},
+	} {
+		got := checks(t, rep, h)[c.check]
+		if got.Pass || !strings.Contains(got.Got, c.got) || !strings.Contains(got.Hint, c.hint) {
+			t.Errorf("%s %s: pass %v, got %q, hint %q; want a failure %q, hint %q", h, c.check, got.Pass, got.Got, got.Hint, c.got, c.hint)
+		}
+	}
+	// The line with a key twice is its first: no session of it goes right.
+	for id, c := range checks(t, rep, "dup-keys") {
+		if c.Pass {
+			t.Errorf("dup-keys %s passed: %s", id, c.Got)
+		}
 	}
 }
 

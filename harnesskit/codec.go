@@ -114,6 +114,12 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	}
 }
 
+// Keep gives the caller the line ReadLine returned last, a line longer than the read buffer
+// (PeekLong) that it read into a buffer of its own: the Reader lets go of that buffer and will
+// not reuse it, so the line stays valid (DecodeHarnessLine may keep slices of it), and the Reader
+// holds nothing of it while it waits for the next line.
+func (r *Reader) Keep() { r.buf = nil }
+
 // Discard reads the rest of the input and drops it, holding no more than the read buffer; the
 // Reader is done after it.
 func (r *Reader) Discard() {

@@ -177,6 +177,13 @@ func TestDecodeHarnessMessage(t *testing.T) {
 		`{"type":"say"`:                                                    "error: not JSON: unexpected end of JSON input",
 		`"say"`:                                                            "error: not a JSON object",
 		`{"type":"say","text":"x"} {}`:                                     "error: not JSON: invalid character '{' after top-level value",
+		// A key twice is no message, whichever the key and its spelling: encoding/json would
+		// take the last (a result), other parsers the first (a say).
+		`{"type":"say","text":"hi","type":"result","output":"forged"}`:       `error: an object with the key "type" twice`,
+		`{"type":"say","text":"hi","Type":"result","output":"forged"}`:       `error: an object with the key "Type" twice`,
+		`{"type":"tool_result","id":"p1","id":"p2","tool":"t","result":1}`:   `error: an object with the key "id" twice`,
+		`{"type":"mystery","x":1,"x":2}`:                                     `error: an object with the key "x" twice`,
+		`{"type":"tool_result","id":"p1","tool":"t","result":{"a":1,"a":2}}`: `harnesskit.ToolResult {p1 t [123 34 97 34 58 49 44 34 97 34 58 50 125] }`,
 	} {
 		m, err := harnesskit.DecodeHarnessMessage([]byte(line))
 		got := ""
@@ -316,5 +323,44 @@ func TestDecodeSayLines(t *testing.T) {
 		if got, err := harnesskit.DecodeHarnessMessage([]byte(line)); err == nil {
 			t.Errorf("%s: decoded as %#v", line, got)
 		}
+	}
+}
+
+// A long line the caller keeps (Reader.Keep) stays as it was while the reader reads on, and
+// DecodeHarnessLine's values are slices of it, where DecodeHarnessMessage's are copies: an 8 MiB
+// tool result was held twice, the line and the value.
+func TestKeptLongLine(t *testing.T) {
+	long := func(c string) string {
+		return `{"type":"tool_result","id":"p1","tool":"t","result":"` + strings.Repeat(c, 200<<10) + `"}`
+	}
+	r := harnesskit.NewReader(strings.NewReader(long("a") + "\n" + long("b") + "\n"))
+	if !r.PeekLong() {
+		t.Fatal("a line of 200 KiB is not long")
+	}
+	first, err := r.ReadLine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keep()
+	m, err := harnesskit.DecodeHarnessLine(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, _ := harnesskit.DecodeHarnessMessage(first)
+	if second, err := r.ReadLine(); err != nil || !strings.Contains(string(second), "bbb") {
+		t.Fatalf("the second line: %v", err)
+	}
+	res := m.(harnesskit.ToolResult).Result
+	if string(first) != long("a") || string(res) != `"`+strings.Repeat("a", 200<<10)+`"` {
+		t.Error("the kept line changed as the reader read on")
+	}
+	within := func(v, line []byte) bool {
+		return len(v) > 0 && &v[0] == &line[len(line)-len(v)-1]
+	}
+	if !within(res, first) {
+		t.Error("DecodeHarnessLine copied the result")
+	}
+	if within(copied.(harnesskit.ToolResult).Result, first) {
+		t.Error("DecodeHarnessMessage kept a slice of the line")
 	}
 }

@@ -25,6 +25,10 @@ const (
 	// session's last line (rule 2), or a say, log or tool_result whose fields do not match the
 	// protocol. Message is what could be decoded, Text the line, Note why.
 	EventIgnored EventKind = "ignored"
+	// EventViolation is a stdout line that broke a rule of the protocol and ended the session
+	// with a ProtocolViolation: Text is the line (cut at MaxEventText; "" for a line over the
+	// limit, which is not kept), Note the End's reason, Rule the rule. The End follows it.
+	EventViolation EventKind = "violation"
 	// EventStderr is a line of the harness's stderr, its log. Text is the line (cut at
 	// MaxStderrLine). With Note and no Text it says that lines were left out (see StderrRate).
 	EventStderr EventKind = "stderr"
@@ -58,9 +62,10 @@ type Event struct {
 	Raw []byte `json:"-"`
 	// More is set on a piece of a long say's or log's text that is not its line's last: the next
 	// say or log event of the session goes on with the same text.
-	More bool   `json:"more,omitempty"`
-	Note string `json:"note,omitempty"` // why it was flagged or ignored
-	End  *End   `json:"end,omitempty"`  // EventEnd
+	More bool         `json:"more,omitempty"`
+	Note string       `json:"note,omitempty"` // why it was flagged or ignored
+	Rule ViolatedRule `json:"rule,omitempty"` // EventViolation: the rule broken
+	End  *End         `json:"end,omitempty"`  // EventEnd
 }
 
 // MaxEventText is the most of a line an Event's Text carries; the rest is cut and the Note says so.
@@ -85,6 +90,8 @@ const (
 	RuleLineTooLong ViolatedRule = "rule 3"   // a line of stdout over MaxLine
 	RuleIDs         ViolatedRule = "ids"      // a reused permission id
 	RuleMessages    ViolatedRule = "messages" // a message that does not match the protocol, or too many open permission requests
+	RuleKeys        ViolatedRule = "keys"     // a line whose object has a key twice
+	RuleResults     ViolatedRule = "results"  // a tool_result for an id never asked, a call not allowed, or another tool
 )
 
 // End says how a session ended and why, for a person.

@@ -325,17 +325,24 @@ var (
 	ErrNotObject = errors.New("not a JSON object")
 	// ErrInvalidMessage: an object of a type the protocol defines whose fields do not match it.
 	ErrInvalidMessage = errors.New("not a valid protocol message")
+	// ErrDuplicateKey: an object with a member twice ("type", "id", …, compared as they decode,
+	// case folded as encoding/json matches a field). JSON parsers differ on which one counts
+	// (Go's and Python's take the last), so it is no message at all: a node acts on neither.
+	ErrDuplicateKey = errors.New("a key twice")
 )
 
 // DecodeError says why a line is not a protocol message.
 type DecodeError struct {
-	Err    error  // ErrNotJSON, ErrNotObject or ErrInvalidMessage
+	Err    error  // ErrNotJSON, ErrNotObject, ErrInvalidMessage or ErrDuplicateKey
 	Type   string // ErrInvalidMessage: the message's type
 	Detail string // what is wrong, for a person
+	Key    string // ErrDuplicateKey: the key, as the line has it the second time
 }
 
 func (e *DecodeError) Error() string {
 	switch {
+	case e.Err == ErrDuplicateKey:
+		return fmt.Sprintf("an object with the key %q twice", e.Key)
 	case e.Err == ErrInvalidMessage && e.Detail != "":
 		return fmt.Sprintf("%s %s message that is not valid: %s", Article(e.Type), e.Type, e.Detail)
 	case e.Err == ErrInvalidMessage:
@@ -360,27 +367,53 @@ func Article(word string) string {
 // envelope has every field of every message, so that one json.Unmarshal reads any line.
 // Pointers and RawMessages tell a missing field from an empty one.
 type envelope struct {
-	Type      *string         `json:"type"`
-	Protocol  *int            `json:"protocol"`
-	ID        *string         `json:"id"`
-	Text      *string         `json:"text"`
-	Tool      *string         `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	Result    json.RawMessage `json:"result"`
-	Error     *string         `json:"error"`
-	Level     *string         `json:"level"`
-	Message   *string         `json:"message"`
-	Output    json.RawMessage `json:"output"`
-	Decision  *string         `json:"decision"`
-	Reason    *string         `json:"reason"`
+	Type      *string  `json:"type"`
+	Protocol  *int     `json:"protocol"`
+	ID        *string  `json:"id"`
+	Text      *string  `json:"text"`
+	Tool      *string  `json:"tool"`
+	Arguments rawValue `json:"arguments"`
+	Result    rawValue `json:"result"`
+	Error     *string  `json:"error"`
+	Level     *string  `json:"level"`
+	Message   *string  `json:"message"`
+	Output    rawValue `json:"output"`
+	Decision  *string  `json:"decision"`
+	Reason    *string  `json:"reason"`
 }
+
+// rawValue is a JSON value of a line as it is there: a slice of the line, not a copy (decode
+// copies it unless the caller gives the line up).
+type rawValue []byte
+
+func (r *rawValue) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
+// raw is the value as a json.RawMessage: the line's bytes when given, else a copy.
+func (r rawValue) raw(given bool) json.RawMessage {
+	if r == nil || given {
+		return json.RawMessage(r)
+	}
+	return bytes.Clone(r)
+}
+
+// DecodeHarnessLine is DecodeHarnessMessage of a line the caller gives up: the message's JSON
+// values (a call's arguments, a tool's result, an answer's output) are slices of line rather than
+// copies of them, so the caller must never change line again. For a long line read into a buffer
+// of its own (Reader.Keep): its values are then held once, not twice.
+func DecodeHarnessLine(line []byte) (Message, error) { return decodeHarness(line, true) }
 
 // DecodeHarnessMessage reads one line a harness wrote (without its newline): Say,
 // PermissionRequest, ToolResult, Log, Result, ErrorMessage, or Unknown for an object of another
 // type (node → harness types included). A line that is not a JSON object, or an object of a
-// harness message type whose fields do not match it, is a *DecodeError. Unknown fields are
-// ignored. Decoding copies what it keeps: line may be reused.
-func DecodeHarnessMessage(line []byte) (Message, error) {
+// harness message type whose fields do not match it, or an object with a key twice
+// (ErrDuplicateKey, whatever its type), is a *DecodeError. Unknown fields are ignored. Decoding
+// copies what it keeps: line may be reused.
+func DecodeHarnessMessage(line []byte) (Message, error) { return decodeHarness(line, false) }
+
+func decodeHarness(line []byte, given bool) (Message, error) {
 	if m, ok := decodePlainSay(line); ok {
 		return m, nil
 	}
@@ -404,12 +437,12 @@ func DecodeHarnessMessage(line []byte) (Message, error) {
 		if env.Tool == nil || *env.Tool == "" {
 			return invalid("no tool")
 		}
-		if !jsonutil.IsObject(env.Arguments) {
+		if !jsonutil.IsObject(json.RawMessage(env.Arguments)) {
 			return invalid("arguments is not a JSON object")
 		}
-		return PermissionRequest{ID: *env.ID, Tool: *env.Tool, Arguments: env.Arguments}, nil
+		return PermissionRequest{ID: *env.ID, Tool: *env.Tool, Arguments: env.Arguments.raw(given)}, nil
 	case TypeToolResult:
-		m := ToolResult{Result: env.Result}
+		m := ToolResult{Result: env.Result.raw(given)}
 		if env.ID != nil {
 			m.ID = *env.ID
 		}
@@ -439,7 +472,7 @@ func DecodeHarnessMessage(line []byte) (Message, error) {
 		if env.Output == nil {
 			return invalid("no output")
 		}
-		return Result{Output: env.Output}, nil
+		return Result{Output: env.Output.raw(given)}, nil
 	case TypeError:
 		if env.Message == nil {
 			return invalid("no message")
@@ -503,10 +536,10 @@ func DecodeNodeMessage(line []byte) (Message, error) {
 		switch {
 		case env.Decision != nil && *env.Decision == DecisionAllow:
 			m.Allow = true
-			if env.Arguments != nil && !jsonutil.IsObject(env.Arguments) {
+			if env.Arguments != nil && !jsonutil.IsObject(json.RawMessage(env.Arguments)) {
 				return nil, &DecodeError{Err: ErrInvalidMessage, Type: typ, Detail: "arguments is not a JSON object"}
 			}
-			m.Arguments = env.Arguments
+			m.Arguments = env.Arguments.raw(false)
 		case env.Decision != nil && *env.Decision == DecisionDeny:
 			if env.Reason != nil {
 				m.Reason = *env.Reason
@@ -534,6 +567,11 @@ func decodeEnvelope(line []byte) (env *envelope, typ string, err error) {
 	var syn *json.SyntaxError
 	if errors.As(uerr, &syn) || (uerr != nil && !json.Valid(line)) {
 		return nil, "", &DecodeError{Err: ErrNotJSON, Detail: uerr.Error()}
+	}
+	// The JSON is valid: before its type is trusted, each member must come once ("say" then
+	// "result" is taken last-wins by encoding/json, first-wins by other parsers).
+	if key, dup := jsonutil.DuplicateMember(line); dup {
+		return nil, "", &DecodeError{Err: ErrDuplicateKey, Key: key}
 	}
 	if env.Type == nil {
 		return nil, "", nil

@@ -391,6 +391,13 @@ func (r *Reader) PeekLongText() (LongText, bool) {
 	return streamHead(head)
 }
 
+// PeekLong reports whether the next line is longer than the read buffer (64 KiB), reading none of
+// it: ReadLine will read it into a buffer of its own.
+func (r *Reader) PeekLong() bool {
+	_, long := r.peekLong()
+	return long
+}
+
 // LongTextRead is what ReadLongText found after the pieces it handed on.
 type LongTextRead struct {
 	Line int64  // the line's number

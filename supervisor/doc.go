@@ -35,6 +35,14 @@
 //   - Permission requests of listed tools go to the Decider, each in its own goroutine, so several
 //     may be open (up to MaxOpenPermissions). Its context ends with the session; Wait waits for
 //     every Decide call.
+//   - stdout is bounded: its bytes by the event budget (Limits), a say or log longer than the read
+//     buffer read in pieces, and any other long line (a tool's result, a call's arguments) read
+//     whole, taken from the reader, decoded into slices of it, and handed on in its place among
+//     the node's long lines (Spec.LongLines), so that a node's memory does not grow with its
+//     sessions.
+//   - A line that breaks a rule ends the session as a ProtocolViolation and is an EventViolation
+//     where it came: a key twice in its object (it is no message), a tool_result for a call that
+//     was never asked, not allowed, or of another tool; none of it is acted on.
 //   - stderr is bounded: see StderrTailSize and StderrRate.
 //   - Spec.Sandbox runs the session in the sandbox of its tier (package sandbox, docs/sandbox.md).
 //     The process the supervisor starts, waits for and signals is then the session's init (oz0

@@ -26,6 +26,7 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor/internal/execerr"
 	"github.com/orchestrator-zero/oz0/supervisor/internal/fds"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,6 +57,35 @@ type Spec struct {
 	TempDir string
 	// Sandbox is how the session is isolated; the zero value is tier none.
 	Sandbox Sandbox
+	// LongLines, shared by a node's sessions, bounds the long stdout lines they handle at once;
+	// nil is no bound. See LongLines.
+	LongLines *LongLines
+}
+
+// LongLines bounds how many long stdout lines (longer than the read buffer, 64 KiB) a node's
+// sessions handle at once, together: such a line is read whole (up to 8 MiB), decoded, and handed
+// to the Sink, which may hold it until it is stored; a permission answer that carries long
+// arguments is made and handed on the same way. A session whose harness writes one waits for a
+// place before it reads the line (its harness waits on its write meanwhile), and gives the place
+// back once the Sink has returned. So the memory long lines take in a node does not grow with
+// its sessions. Says and logs read in pieces take no place.
+type LongLines struct{ sem *semaphore.Weighted }
+
+// longArguments is the size past which a permission answer's arguments make it a long line: the
+// read buffer's (a request that long was one).
+const longArguments = 64 << 10
+
+// NewLongLines returns a bound of n long lines at once.
+func NewLongLines(n int) *LongLines { return &LongLines{sem: semaphore.NewWeighted(int64(max(n, 1)))} }
+
+// hold waits for a place for a long line, and returns the function that gives it back; with no
+// bound (nil), it does nothing.
+func (l *LongLines) hold() (release func()) {
+	if l == nil {
+		return func() {}
+	}
+	_ = l.sem.Acquire(context.Background(), 1) // never fails: the context is never done
+	return func() { l.sem.Release(1) }
 }
 
 // Sandbox says how a session is isolated from the machine: docs/sandbox.md.
@@ -131,8 +161,8 @@ type Session struct {
 	ended    chan struct{} // closed when the end is decided
 	kill     chan struct{} // closed by Kill: no grace period
 	killOnce sync.Once
-	used     map[string]bool
-	open     int
+	calls    map[string]call // every permission request of the session, by its id
+	open     int             // the requests waiting for a decision
 
 	dctx     context.Context // Decide's context, done when the end is decided (its cause an *EndError)
 	dcancel  context.CancelCauseFunc
@@ -235,7 +265,7 @@ func newSession(spec Spec) *Session {
 		spec:      spec,
 		req:       spec.Request,
 		grace:     cmpOr(spec.Limits.Grace, DefaultGrace),
-		used:      map[string]bool{},
+		calls:     map[string]call{},
 		ended:     make(chan struct{}),
 		kill:      make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
@@ -537,8 +567,20 @@ func (s *Session) isLast() bool {
 	return s.last
 }
 
-func (s *Session) violate(rule harnesskit.ViolatedRule, reason string) bool {
-	return s.decideEnd(harnesskit.End{Status: harnesskit.ProtocolViolation, Rule: rule, Reason: fmt.Sprintf("protocol violation (%s): %s", rule, reason)})
+// violate ends the session for stdout line n, which broke rule: the end's reason is the rule
+// and reason, and a violation event in its place in the trace shows the line (nil: a line over
+// the limit, not kept). After the session's last line, the line is recorded and ignored, with
+// what was wrong with it. It reports whether the violation decided the end.
+func (s *Session) violate(n int64, line []byte, rule harnesskit.ViolatedRule, reason string) bool {
+	full := fmt.Sprintf("protocol violation (%s): %s", rule, reason)
+	if !s.decideEnd(harnesskit.End{Status: harnesskit.ProtocolViolation, Rule: rule, Reason: full}) {
+		text, _ := textclip.Bytes(line, harnesskit.MaxEventText)
+		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventIgnored, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: afterLast + ", and a " + full})
+		return false
+	}
+	text, _ := textclip.Bytes(line, harnesskit.MaxEventText) // a long line is not copied whole
+	s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventViolation, Text: strings.ToValidUTF8(text, "\uFFFD"), Note: full, Rule: rule})
+	return true
 }
 
 // ---- stdout -----------------------------------------------------------------------------------
@@ -548,46 +590,66 @@ func (s *Session) readStdout() {
 	r := harnesskit.NewReader(s.stdout)
 	budget := newEventBudget(s.spec.Limits)
 	for {
-		if h, long := r.PeekLongText(); long && !s.isLast() {
-			if !s.streamLine(r, budget, h) {
-				return
-			}
-			continue
-		}
-		line, err := r.ReadLine()
-		n := r.Lines()
-		size := int64(len(line)) + 1
-		var tooLong *harnesskit.LineTooLongError
-		if errors.As(err, &tooLong) {
-			size = tooLong.Size
-		}
-		if err == nil || errors.Is(err, harnesskit.ErrInvalidUTF8) || tooLong != nil {
-			if over := budget.take(size, time.Now()); over != "" {
-				// The line is not decoded, nor anything after it: the rest of stdout is read
-				// and dropped, so the harness is not blocked on its writes while it is stopped.
-				if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: over}) {
-					s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("line %d and the rest of stdout were not read: %s", n, over)})
+		long := r.PeekLong() // a line that fits the read buffer (nearly every one) is read at once
+		if long && !s.isLast() {
+			if h, text := r.PeekLongText(); text {
+				if !s.streamLine(r, budget, h) {
+					return
 				}
-				r.Discard()
-				return
+				continue
 			}
 		}
-		switch {
-		case err == nil:
-			s.handleLine(n, line)
-		case errors.Is(err, harnesskit.ErrInvalidUTF8):
-			s.stray(n, line, "not valid UTF-8")
-		case errors.Is(err, harnesskit.ErrLineTooLong):
-			if !s.violate(harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err)) {
-				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", err)})
-			}
-		default:
-			if s.stdout.heldOpen.Load() {
-				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
-			}
+		release := func() {}
+		if long { // read whole: it waits for its place among the node's long lines
+			release = s.spec.LongLines.hold()
+		}
+		more := s.readLine(r, budget, long)
+		release()
+		if !more {
 			return
 		}
 	}
+}
+
+// readLine reads the next line whole and handles it; it reports whether to go on reading stdout.
+// A long line is read into a buffer of its own, which the session takes from the reader: its
+// message keeps slices of it rather than copies, and the reader does not hold it meanwhile.
+func (s *Session) readLine(r *harnesskit.Reader, budget *eventBudget, long bool) bool {
+	line, err := r.ReadLine()
+	if long {
+		r.Keep()
+	}
+	n := r.Lines()
+	size := int64(len(line)) + 1
+	var tooLong *harnesskit.LineTooLongError
+	if errors.As(err, &tooLong) {
+		size = tooLong.Size
+	}
+	if err == nil || errors.Is(err, harnesskit.ErrInvalidUTF8) || tooLong != nil {
+		if over := budget.take(size, time.Now()); over != "" {
+			// The line is not decoded, nor anything after it: the rest of stdout is read
+			// and dropped, so the harness is not blocked on its writes while it is stopped.
+			if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Reason: over}) {
+				s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("line %d and the rest of stdout were not read: %s", n, over)})
+			}
+			r.Discard()
+			return false
+		}
+	}
+	switch {
+	case err == nil:
+		s.handleLine(n, line, long)
+	case errors.Is(err, harnesskit.ErrInvalidUTF8):
+		s.stray(n, line, "not valid UTF-8")
+	case errors.Is(err, harnesskit.ErrLineTooLong):
+		s.violate(n, nil, harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, err))
+	default:
+		if s.stdout.heldOpen.Load() {
+			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Note: "the harness has exited, but a process outside its process group still holds its stdout open; stopped reading"})
+		}
+		return false
+	}
+	return true
 }
 
 // eventBudget counts the bytes of a session's stdout against its limits: in all, and a second (a
@@ -649,15 +711,24 @@ func (s *Session) ignored(n int64, line []byte, m harnesskit.Message, note strin
 
 const afterLast = "after the session's last line (rule 2)"
 
-func (s *Session) handleLine(n int64, line []byte) {
+// handleLine handles stdout line n; given, it is the session's (a long line: Reader.Keep).
+func (s *Session) handleLine(n int64, line []byte, given bool) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return // blank lines are no message and no stray output
 	}
-	m, err := harnesskit.DecodeHarnessMessage(line)
+	decode := harnesskit.DecodeHarnessMessage
+	if given {
+		decode = harnesskit.DecodeHarnessLine
+	}
+	m, err := decode(line)
 	if err != nil {
 		var de *harnesskit.DecodeError
 		errors.As(err, &de)
 		switch {
+		case de != nil && de.Err == harnesskit.ErrDuplicateKey:
+			// Which message it is depends on which of the two a parser takes: it is acted on as
+			// neither.
+			s.violate(n, line, harnesskit.RuleKeys, fmt.Sprintf("line %d of stdout is %v; JSON parsers differ on which of the two counts, so the node takes it as no message: write each key once", n, err))
 		case de == nil || de.Err != harnesskit.ErrInvalidMessage:
 			s.stray(n, line, err.Error())
 		case s.isLast():
@@ -665,9 +736,7 @@ func (s *Session) handleLine(n int64, line []byte) {
 		case de.Type == harnesskit.TypeSay || de.Type == harnesskit.TypeLog || de.Type == harnesskit.TypeToolResult:
 			s.ignored(n, line, nil, err.Error())
 		default: // permission_request, result, error: the session cannot go on without them
-			if !s.violate(harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is %v", n, err)) {
-				s.ignored(n, line, nil, afterLast+"; "+err.Error())
-			}
+			s.violate(n, line, harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is %v", n, err))
 		}
 		return
 	}
@@ -700,6 +769,10 @@ func (s *Session) handleLine(n int64, line []byte) {
 	case harnesskit.Log:
 		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventLog, Message: m})
 	case harnesskit.ToolResult:
+		if wrong := s.unasked(m); wrong != "" {
+			s.violate(n, line, harnesskit.RuleResults, fmt.Sprintf("line %d of stdout is a tool_result for %s; a tool_result reports a call the job allowed, with its request's id and tool", n, wrong))
+			return
+		}
 		s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventToolResult, Message: m})
 	case harnesskit.Unknown:
 		note := fmt.Sprintf("unknown type %q (rule 3)", m.Type)
@@ -712,33 +785,67 @@ func (s *Session) handleLine(n int64, line []byte) {
 
 // ---- permissions ------------------------------------------------------------------------------
 
+// call is a permission request of the session: its tool, and where its decision stands.
+type call struct {
+	tool  string
+	state callState
+}
+
+type callState uint8
+
+const (
+	callAsked   callState = iota // waiting for its decision
+	callAllowed                  // allowed: its tool_result may come
+	callDenied                   // denied, by the node or the decider: its tool must not run
+)
+
+// unasked says what is wrong with a tool_result that is not for an allowed call of its tool ("" when
+// it is): an id never asked, a call denied or not decided yet, another tool.
+func (s *Session) unasked(m harnesskit.ToolResult) string {
+	s.mu.Lock()
+	c, ok := s.calls[m.ID]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return fmt.Sprintf("the id %q, which no permission_request of this session asked", m.ID)
+	case c.state == callDenied:
+		return fmt.Sprintf("%s, a call of %s the node denied: the harness ran it anyway", m.ID, c.tool)
+	case c.state == callAsked:
+		return fmt.Sprintf("%s, a call of %s not allowed yet: the harness ran it before the job decided", m.ID, c.tool)
+	case m.Tool != "" && m.Tool != c.tool:
+		return fmt.Sprintf("%s naming the tool %q, but %s asked for %s", m.ID, m.Tool, m.ID, c.tool)
+	}
+	return ""
+}
+
 func (s *Session) permissionRequest(n int64, line []byte, m harnesskit.PermissionRequest) {
 	// Arguments with a key twice are refused before anyone decides on them: the decider (hooks,
 	// a person) reads one value and the tool's parser may take the other.
 	dupKey, dupAt, dup := jsonutil.DuplicateKey(m.Arguments)
 	s.mu.Lock()
+	_, used := s.calls[m.ID]
 	switch {
 	case s.last:
 		s.mu.Unlock()
 		s.ignored(n, line, m, afterLast)
 		return
-	case s.used[m.ID]:
+	case used:
 		s.mu.Unlock()
-		if !s.violate(harnesskit.RuleIDs, fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID)) {
-			s.ignored(n, line, m, afterLast)
-		}
+		s.violate(n, line, harnesskit.RuleIDs, fmt.Sprintf("line %d of stdout is a permission_request with the id %q, which this session has already used; ids are unique per session", n, m.ID))
 		return
 	}
 	listed := slices.Contains(s.req.Tools, m.Tool)
 	if listed && !dup && s.open >= MaxOpenPermissions {
 		s.mu.Unlock()
-		s.violate(harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
+		s.violate(n, line, harnesskit.RuleMessages, fmt.Sprintf("line %d of stdout is a permission_request while %d are waiting for a decision, the most a session may have open", n, MaxOpenPermissions))
 		return
 	}
-	s.used[m.ID] = true
 	if listed && !dup {
+		s.calls[m.ID] = call{tool: m.Tool, state: callAsked}
 		s.open++
 		s.deciders.Add(1)
+	} else { // refused by the node, below
+		s.calls[m.ID] = call{tool: m.Tool, state: callDenied}
 	}
 	s.mu.Unlock()
 
@@ -782,17 +889,26 @@ func (s *Session) ask(m harnesskit.PermissionRequest) {
 		if p.Arguments == nil {
 			p.Arguments = m.Arguments
 		}
-		var buf bytes.Buffer
-		if !jsonutil.IsObject(p.Arguments) || json.Compact(&buf, p.Arguments) != nil {
+		if !jsonutil.IsObject(p.Arguments) || !json.Valid(p.Arguments) {
 			p = harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: the allowed arguments are not a JSON object", m.Tool)}
 			note = "the decider allowed arguments that are not a JSON object"
-		} else {
-			p.Arguments = buf.Bytes()
 		}
 	} else if p.Reason == "" {
 		p.Reason = fmt.Sprintf("the job denied `%s`", m.Tool)
 	}
-	line, err := encodeLine(p)
+	if p.Allow && len(p.Arguments) > longArguments {
+		// The answer carries the arguments back, and its event records them: a long line's
+		// worth, made and handed on in its place among the node's long lines.
+		release := s.spec.LongLines.hold()
+		defer release()
+	}
+	var line []byte
+	var err error
+	if p.Allow {
+		line, err = allowLine(p.ID, p.Arguments)
+	} else {
+		line, err = encodeLine(p)
+	}
 	if err != nil {
 		p = harnesskit.Permission{ID: m.ID, Reason: fmt.Sprintf("the node could not send its decision on `%s`: %v", m.Tool, err)}
 		note = err.Error()
@@ -805,6 +921,12 @@ func (s *Session) ask(m harnesskit.PermissionRequest) {
 		return
 	}
 	s.open--
+	// Before the harness can read the answer: a tool_result for a call is checked against it.
+	state := callDenied
+	if p.Allow {
+		state = callAllowed
+	}
+	s.calls[m.ID] = call{tool: m.Tool, state: state}
 	s.mu.Unlock()
 	s.emit(harnesskit.Event{Kind: harnesskit.EventPermission, Message: p, By: harnesskit.ByDecider, Note: note})
 	s.stdin.sendLine(line)
@@ -1094,6 +1216,30 @@ func encodeLine(m harnesskit.Message) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// allowLine is the line of a permission that allows call id with args (a JSON object), as
+// encodeLine writes it, made in one buffer of its size: a call's arguments may be megabytes,
+// which encodeLine compacted three times over, growing a buffer each time.
+func allowLine(id string, args json.RawMessage) ([]byte, error) {
+	qid, err := jsonutil.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	const head, mid, tail = `{"type":"permission","id":`, `,"decision":"allow","arguments":`, "}\n"
+	var buf bytes.Buffer
+	buf.Grow(len(head) + len(qid) + len(mid) + len(args) + len(tail))
+	buf.WriteString(head)
+	buf.Write(qid)
+	buf.WriteString(mid)
+	if err := json.Compact(&buf, args); err != nil {
+		return nil, err
+	}
+	buf.WriteString(tail)
+	if buf.Len() > harnesskit.MaxLine {
+		return nil, &harnesskit.LineTooLongError{Size: int64(buf.Len()), Limit: harnesskit.MaxLine}
+	}
+	return buf.Bytes(), nil
+}
+
 // ---- pipes ------------------------------------------------------------------------------------
 
 // pipeReader reads the parent's end of a pipe. Once drain is called (the process has exited and
@@ -1306,9 +1452,7 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 	switch err := read.Err; {
 	case errors.As(err, &tooLong):
 		final(nil)
-		if !s.violate(harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, tooLong)) {
-			s.emit(harnesskit.Event{Kind: harnesskit.EventIgnored, Line: n, Note: fmt.Sprintf("after the session's last line (rule 2), and over the limit: %v", tooLong)})
-		}
+		s.violate(n, nil, harnesskit.RuleLineTooLong, fmt.Sprintf("line %d of stdout: %v", n, tooLong))
 		return true
 	case err == harnesskit.ErrTextStopped:
 		// As for a line read whole: the rest is not decoded, nor anything after it; the text
@@ -1358,6 +1502,11 @@ func (s *Session) streamLine(r *harnesskit.Reader, budget *eventBudget, h harnes
 		return true
 	}
 	final(nil)
+	var de *harnesskit.DecodeError
+	if errors.As(derr, &de) && de.Err == harnesskit.ErrDuplicateKey {
+		s.violate(n, read.Synth, harnesskit.RuleKeys, fmt.Sprintf("line %d of stdout is %v; JSON parsers differ on which of the two counts, so the node takes it as no message (its text, read in pieces, went on as a %s before the second key came): write each key once", n, derr, what))
+		return true
+	}
 	note := fmt.Sprintf("line %d began as a %s, whose text went on as one, but the line is not one: ", n, what)
 	if derr != nil {
 		note += derr.Error()

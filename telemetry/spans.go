@@ -285,6 +285,10 @@ func eventAttrs(ev *apiv1.Event, opts Options) []attribute.KeyValue {
 		add("oz0.line", "line")
 		add("oz0.note", "note")
 		add("oz0.tail", "tail")
+	case apiv1.EventViolation:
+		add("oz0.violation.rule", "rule")
+		add("oz0.violation.message", "message")
+		add("oz0.line", "line")
 	case apiv1.EventError:
 		add("oz0.error.message", "message")
 	default:

@@ -84,7 +84,7 @@ type Usage struct {
 // the server parses it as JSON for an agent that takes JSON.
 type JobRequest struct {
 	Agent string `json:"agent"`
-	Input string `json:"input"` // at most MaxInput bytes
+	Input string `json:"input"` // at most MaxInput bytes as a JSON string (InputSize)
 	// Record says whether the job's model calls are kept (their requests and answers, for
 	// GET …/calls, replay and script): true keeps them even when oz0 dev runs with --no-record,
 	// false keeps none; absent, as oz0 dev does for every job (it keeps them unless --no-record).
@@ -116,9 +116,6 @@ type Answers struct {
 type ReplayRequest struct {
 	Upstream bool `json:"upstream,omitempty"`
 }
-
-// MaxInput is the most bytes a job's input may have.
-const MaxInput = 16 << 20
 
 // JobList is the answer of GET /api/v1/jobs?status=&agent=&limit=&before=: jobs, newest first.
 type JobList struct {
@@ -161,6 +158,13 @@ const (
 	EventModelCall = "model_call"
 	// EventStrayOutput is a line of the harness's stdout that is not protocol JSON: {"line":"…"}.
 	EventStrayOutput = "stray_output"
+	// EventViolation is a line of the harness's stdout that broke a rule of the protocol, which
+	// ended the session (the job fails with the same message): {"rule":"results","message":
+	// "protocol violation (results): …","line":"…"}. rule is one of rule 3 (a line over 8 MiB,
+	// not kept: no "line"), ids, messages, keys (a key twice in a line) or results (a tool_result
+	// for an id never asked, a call not allowed, or another tool); line is the line as the
+	// harness wrote it, cut at 64 KiB. Nothing of the line was acted on.
+	EventViolation = "violation"
 	// EventLog is a harness's log line: {"level":"info","message":"…"}.
 	EventLog = "log"
 	// EventStderr is a line of the harness's stderr: {"line":"…"}.
@@ -200,6 +204,18 @@ func (e Event) Terminal() bool {
 // AppendJSON appends the event as json.Marshal writes it, without re-encoding Data, which the
 // server has already checked and compacted: the live stream's hot path.
 func (e Event) AppendJSON(b []byte) []byte {
+	b = e.AppendJSONHead(b)
+	if len(e.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// AppendJSONHead appends what AppendJSON does before Data: a writer of a long event writes its
+// Data after it, and "}", rather than copy the Data into its buffer.
+func (e Event) AppendJSONHead(b []byte) []byte {
 	b = append(b, `{"job":`...)
 	b = appendJSONString(b, e.Job)
 	b = append(b, `,"seq":`...)
@@ -208,13 +224,7 @@ func (e Event) AppendJSON(b []byte) []byte {
 	b = e.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","type":`...)
 	b = appendJSONString(b, e.Type)
-	b = append(b, `,"data":`...)
-	if len(e.Data) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, e.Data...)
-	}
-	return append(b, '}')
+	return append(b, `,"data":`...)
 }
 
 // appendJSONString quotes s as JSON; job ids and event types are plain ASCII, so the fast path

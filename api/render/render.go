@@ -103,6 +103,12 @@ func (s *Stream) Event(ev apiv1.Event) error {
 			what = "not valid UTF-8" // it may well be JSON
 		}
 		return s.line("%s ! stray output (%s): %s", s.agent, what, d.Line)
+	case apiv1.EventViolation:
+		var d struct{ Message string }
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return s.line("%s ! %s", s.agent, d.Message)
 	case apiv1.EventResult:
 		var d struct{ Output json.RawMessage }
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

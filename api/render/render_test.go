@@ -62,6 +62,7 @@ func TestRefusalsChangesAndOddValues(t *testing.T) {
 	s.Event(ev("tool_result", `{"tool":"t","result":{"z":1,"a":[1,2]}}`))
 	s.Event(ev("stray_output", `{"line":"hello"}`))
 	s.Event(ev("stray_output", `{"line":"{\"type\":\"say\",\"text\":\"caf\ufffd\"}","note":"not valid UTF-8"}`))
+	s.Event(ev("violation", `{"rule":"keys","message":"protocol violation (keys): line 2 of stdout is an object with the key \"type\" twice","line":"{\"type\":\"say\",\"type\":\"result\"}"}`))
 	s.Event(ev("result", `{"output":{"team":"billing"}}`))
 	want := `a ✗ t refused by hook policy: not today
 a ✗ t refused: hook policy failed: the plugin exited
@@ -70,6 +71,7 @@ a ← t failed: boom
 a ← t {"a":[1,2],"z":1}
 a ! stray output (not protocol JSON): hello
 a ! stray output (not valid UTF-8): {"type":"say","text":"caf�"}
+a ! protocol violation (keys): line 2 of stdout is an object with the key "type" twice
 {"team":"billing"}
 `
 	if b.String() != want {

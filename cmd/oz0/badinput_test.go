@@ -461,10 +461,10 @@ func pathCases(fx *badFixtures) []badCase {
 		{args: cl("run hello --input-file loop"), ctx: "live", code: 3, want: "cannot read --input-file loop: too many levels of symbolic links"},
 
 		// Input: huge, not UTF-8, empty.
-		{args: cl("run hello", huge), ctx: "live", code: 2, want: "INPUT is over 16 MiB, the most a job takes; give a shorter one"},
-		{args: cl("run hello -"), ctx: "live", stdin: huge, code: 2, want: "the input on stdin is over 16 MiB"},
-		{args: cl("run hello --input-file huge.txt"), ctx: "live", code: 2, want: "--input-file huge.txt is over 16 MiB"},
-		{args: cl("run hello --input-file /dev/zero"), ctx: "live", code: 2, want: "--input-file /dev/zero is over 16 MiB"},
+		{args: cl("run hello", huge), ctx: "live", code: 2, want: "INPUT is over 3 MiB, the most a job takes; give a shorter one"},
+		{args: cl("run hello -"), ctx: "live", stdin: huge, code: 2, want: "the input on stdin is over 3 MiB"},
+		{args: cl("run hello --input-file huge.txt"), ctx: "live", code: 2, want: "--input-file huge.txt is over 3 MiB"},
+		{args: cl("run hello --input-file /dev/zero"), ctx: "live", code: 2, want: "--input-file /dev/zero is over 3 MiB"},
 		{args: cl("run hello", "caf\xe9"), ctx: "live", code: 2, want: "INPUT is not UTF-8 text (byte 0xe9 at offset 3); a job's input is text or JSON: convert it first"},
 		{args: cl("run hello -"), ctx: "live", stdin: "\xff\xfe", code: 2, want: "the input on stdin is not UTF-8 text (byte 0xff at offset 0)"},
 		{args: cl("run hello --input-file latin1.txt"), ctx: "live", code: 2, want: "--input-file latin1.txt is not UTF-8 text"},

@@ -92,8 +92,8 @@ line break at the end (\n or \r\n, as echo adds) is dropped: echo x | oz0 run AG
 			default:
 				return cmdutil.Usagef("%s needs an INPUT: oz0 run %s \"...\" (or - for stdin, or --input-file)", cmd.CommandPath(), args[0])
 			}
-			if len(opts.Input) > apiv1.MaxInput {
-				return cmdutil.Usagef("%s is over %d MiB, the most a job takes; give a shorter one", from, apiv1.MaxInput>>20)
+			if msg := apiv1.InputTooLarge(from, opts.Input); msg != "" {
+				return cmdutil.Usagef("%s", msg)
 			}
 			if err := checkUTF8(from, opts.Input, "a job's input is text or JSON: convert it first, e.g. with iconv -t UTF-8"); err != nil {
 				return err

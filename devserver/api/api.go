@@ -98,7 +98,8 @@ type SecretStore interface {
 
 // The most each call that takes a body takes (decodeBody).
 const (
-	// A job's input is at most store.MaxData as JSON; the request around it adds a little.
+	// A job's input is at most apiv1.MaxInput as a JSON string (refused past it by the node, 422
+	// naming the limit); the rest is room for the recorded answers oz0 eval sends with it.
 	maxJobBody = store.MaxData + 1<<20
 	// A secret's value (at most apiv1.MaxSecretValue), escaped as JSON.
 	maxSecretBody = 2*apiv1.MaxSecretValue + 4<<10
@@ -410,8 +411,21 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, "\nevent: "...)
 		buf = append(buf, ev.Type...)
 		buf = append(buf, "\ndata: "...)
-		buf = wireEvent(ev).AppendJSON(buf)
-		buf = append(buf, "\n\n"...)
+		if we := wireEvent(ev); len(we.Data) > longEvent {
+			// Its data (a tool's result, a call's arguments: megabytes) is written as it is,
+			// not copied into the buffer, which would keep its size for the rest of the stream.
+			buf = we.AppendJSONHead(buf)
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if _, err := w.Write(we.Data); err != nil {
+				return
+			}
+			buf = append(buf[:0], "}\n\n"...)
+		} else {
+			buf = we.AppendJSON(buf)
+			buf = append(buf, "\n\n"...)
+		}
 		if _, err := w.Write(buf); err != nil {
 			return
 		}
@@ -429,6 +443,9 @@ func (b *Backend) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// longEvent is the size past which an event's data is written to the live stream as it is.
+const longEvent = 64 << 10
 
 // afterSeq reads where a stream resumes: the larger of ?after= and the Last-Event-ID header, 0
 // when neither is given. A bad one is answered, and ok is false.

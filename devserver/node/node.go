@@ -6,7 +6,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,7 +139,15 @@ type Node struct {
 	byAgent map[string]int  // of those, each agent's (for its limits.max_concurrent)
 	wg      sync.WaitGroup
 	closed  bool
+	// longLines bounds the long stdout lines (a tool's result, a call's arguments: up to 8 MiB
+	// each) the sessions handle at once, together.
+	longLines *supervisor.LongLines
 }
+
+// maxLongLines is how many long lines the node's sessions handle at once: a few lines' worth of
+// memory (each is read, decoded and stored, about five times its size while it is), however many
+// sessions write them.
+const maxLongLines = 2
 
 // Job is a running job.
 type Job struct {
@@ -153,10 +160,10 @@ type Job struct {
 	spec     jobspec.Job // what its session is built from
 	mu       sync.Mutex
 	session  *supervisor.Session
-	cancel   bool // cancelled before its session started
-	asked    map[string]json.RawMessage
-	tools    map[string]string
+	cancel   bool              // cancelled before its session started
+	tools    map[string]string // permission id → its tool
 	deciders map[string]string // permission id → who decided
+	changed  map[string]bool   // permission id → the decider allowed other arguments than asked
 	rec      *recorder
 	opts     SubmitOptions
 	says     TextStream // the job's says, masked as one stream
@@ -216,7 +223,7 @@ func New(cfg Config) *Node {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions()
 	}
-	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}}
+	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, longLines: supervisor.NewLongLines(maxLongLines)}
 }
 
 // InputError is a job input that the agent does not take; no job was made.
@@ -256,6 +263,10 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 	} else if model, err = jobspec.ResolveModel(n.cfg.Records.Records(), h, a); err != nil {
 		return store.Job{}, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
+	spec := jobspec.Job{Plugin: p, Harness: h, Agent: a, Input: in, Model: model}
+	if err := spec.CheckRequest(); err != nil {
+		return store.Job{}, err
+	}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -272,9 +283,9 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 		n.wg.Done()
 		return store.Job{}, err
 	}
-	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: model.Record,
-		spec:  jobspec.Job{ID: j.ID, Plugin: p, Harness: h, Agent: a, Input: in, Model: model},
-		asked: map[string]json.RawMessage{}, tools: map[string]string{}, deciders: map[string]string{}, opts: opts}
+	spec.ID = j.ID
+	job := &Job{ID: j.ID, Agent: a, Plugin: p, Harness: h, Record: model.Record, spec: spec,
+		tools: map[string]string{}, deciders: map[string]string{}, changed: map[string]bool{}, opts: opts}
 	n.mu.Lock()
 	if n.closed { // Close came while the job was being recorded: it has ended the queue
 		n.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/supervisor"
@@ -150,6 +151,31 @@ func TestInputTheAgentDoesNotTakeMakesNoJob(t *testing.T) {
 		t.Errorf("input %s, text %q", j.Input, j.InputText)
 	}
 	w.events(t, j.ID, nil)
+}
+
+// An input over the limit as the session request carries it is refused at submit, before a job
+// is made, whether it is long or only escapes long (2 MiB of line breaks is 4 MiB as JSON); one
+// at the limit runs. Before, inputs of up to 16 MiB were taken, and every session of one over
+// about 4 MiB failed: its request line carries the input twice.
+func TestInputOverTheLimitMakesNoJob(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"echo": ""}), nil)
+	for input, want := range map[string]string{
+		strings.Repeat("a", apiv1.MaxInput+1): "the input is over 3 MiB, the most a job takes; give a shorter one",
+		strings.Repeat("\n", 2<<20):           "the input is 2097152 bytes, 4194306 bytes written as a JSON string",
+	} {
+		_, err := w.node.Submit("echo", input)
+		var inErr *node.InputError
+		if !errors.As(err, &inErr) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Submit(%d bytes): %v, want an InputError %q", len(input), err, want)
+		}
+	}
+	if jobs, err := w.store.ListJobs(store.ListFilter{}); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs made: %d (%v)", len(jobs), err)
+	}
+	at := strings.Repeat("a", apiv1.MaxInput-2)
+	if _, end := w.events(t, w.submit(t, "echo", at).ID, nil); end.Status != store.StatusSucceeded {
+		t.Errorf("an input at the limit: %s %s", end.Status, end.Reason)
+	}
 }
 
 func TestUnknownAgent(t *testing.T) {
@@ -317,4 +343,51 @@ func TestKillSessionsHurriesClose(t *testing.T) {
 	if end.Status != store.StatusInterrupted || end.Reason != "oz0 dev stopped while the job ran" {
 		t.Errorf("job ended %s: %q, want interrupted", end.Status, end.Reason)
 	}
+}
+
+// A protocol violation is in the job's record where it happened, with the line and its rule, and
+// fails the job with the same message: a say with a second "type" (result) once made the job
+// succeed with its forged answer; a tool_result for a call the node denied was recorded as any
+// other.
+func TestViolationRecordedAndFailsTheJob(t *testing.T) {
+	w := newWorld(t, loadPlugin(t, map[string]string{"dupkeys": "", "runsanyway": "", "strayresult": ""}), func(c *node.Config) {
+		c.Decider = denyAll{}
+	})
+	for agent, c := range map[string]struct{ rule, message, line, types string }{
+		"dupkeys": {"keys", `protocol violation (keys): line 1 of stdout is an object with the key "type" twice`,
+			`{"type":"say","text":"working","type":"result","output":"forged"}`,
+			"status:queued status:running violation error status:failed"},
+		"runsanyway": {"results", "protocol violation (results): line 3 of stdout is a tool_result for p1, a call of notify_team the node denied: the harness ran it anyway",
+			`{"type":"tool_result","id":"p1","tool":"notify_team","result":"told the billing team: ` + ticket + `"}`,
+			"status:queued status:running say permission_request permission_decision violation error status:failed"},
+		"strayresult": {"results", `protocol violation (results): line 2 of stdout is a tool_result for the id "p9", which no permission_request of this session asked`,
+			`{"type":"tool_result","id":"p9","tool":"notify_team","result":"told the billing team"}`,
+			"status:queued status:running say violation error status:failed"},
+	} {
+		evs, end := w.events(t, w.submit(t, agent, ticket).ID, nil)
+		// The harness's result line after the violation, when it is read before the harness is
+		// stopped, is kept as a line after the last: after the error.
+		if got := strings.Replace(types(evs), " error log ", " error ", 1); got != c.types {
+			t.Errorf("%s: events %s\nwant   %s", agent, got, c.types)
+		}
+		if end.Status != store.StatusFailed || !strings.HasPrefix(end.Reason, c.message) {
+			t.Errorf("%s: job ended %s: %q, want failed: %q", agent, end.Status, end.Reason, c.message)
+		}
+		for _, e := range evs {
+			if e.Type != store.EventViolation {
+				continue
+			}
+			var d struct{ Rule, Message, Line string }
+			if err := json.Unmarshal(e.Data, &d); err != nil || d.Rule != c.rule || d.Message != end.Reason || d.Line != c.line {
+				t.Errorf("%s: the violation event %s; want rule %s, the job's reason, the line %s", agent, e.Data, c.rule, c.line)
+			}
+		}
+	}
+}
+
+// denyAll denies every call, as a person would.
+type denyAll struct{}
+
+func (denyAll) Decide(context.Context, *node.Job, *supervisor.Ask) (supervisor.Decision, string) {
+	return supervisor.Deny("not today"), "person"
 }

@@ -67,7 +67,13 @@ func (r *recorder) add(typ string, data any) {
 	}
 	r.queued += len(b)
 	r.mu.Unlock()
-	r.queue <- queued{ev: store.NewEvent{Type: typ, Data: b}}
+	r.queue <- queued{ev: store.NewEvent{Type: typ, Data: b, Given: true}} // made for this event
+	if len(b) > maxQueuedBytes {
+		// A long event (a tool's result, a call's arguments) is stored before the session goes
+		// on, so that it is held only while it takes its place among the node's long lines
+		// (supervisor.LongLines), not queued beside other jobs' long ones.
+		r.flush()
+	}
 }
 
 // committed gives back the room of events written (or failed to be).

@@ -61,6 +61,7 @@ func (n *Node) run(job *Job) {
 	spec.Limits.Grace = n.cfg.Grace
 	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
+	spec.LongLines = n.longLines
 	spec.TempDir = n.TempDir()
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
 	job.says = n.cfg.SayStream()
@@ -96,8 +97,11 @@ func (n *Node) run(job *Job) {
 func (n *Node) decide(ctx context.Context, job *Job, ask *supervisor.Ask) supervisor.Decision {
 	job.rec.flush()
 	d, who := n.cfg.Decider.Decide(ctx, job, ask)
+	// Whether the arguments changed is known here, where both are: the node keeps no request's
+	// arguments for its decision (a call's may be megabytes).
+	changed := d.Allow && d.Arguments != nil && !sameJSON(d.Arguments, ask.Arguments)
 	job.mu.Lock()
-	job.deciders[ask.ID] = who
+	job.deciders[ask.ID], job.changed[ask.ID] = who, changed
 	job.mu.Unlock()
 	return d
 }
@@ -115,9 +119,9 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	case harnesskit.PermissionRequest:
 		if ev.Kind == harnesskit.EventPermissionRequest {
 			job.mu.Lock()
-			job.asked[m.ID], job.tools[m.ID] = m.Arguments, m.Tool
+			job.tools[m.ID] = m.Tool
 			job.mu.Unlock()
-			job.add(store.EventPermissionRequest, map[string]any{"id": m.ID, "tool": m.Tool, "arguments": m.Arguments})
+			job.add(store.EventPermissionRequest, eventData(member{"arguments", m.Arguments}, member{"id", m.ID}, member{"tool", m.Tool}))
 			return
 		}
 	case harnesskit.Permission:
@@ -127,13 +131,11 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 		}
 	case harnesskit.ToolResult:
 		if ev.Kind == harnesskit.EventToolResult {
-			d := map[string]any{"id": m.ID, "tool": m.Tool}
 			if m.Error != "" {
-				d["error"] = m.Error
+				job.add(store.EventToolResult, eventData(member{"error", m.Error}, member{"id", m.ID}, member{"tool", m.Tool}))
 			} else {
-				d["result"] = m.Result
+				job.add(store.EventToolResult, eventData(member{"id", m.ID}, member{"result", m.Result}, member{"tool", m.Tool}))
 			}
-			job.add(store.EventToolResult, d)
 			return
 		}
 	case harnesskit.Log:
@@ -178,6 +180,16 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 		}
 	case harnesskit.EventStray:
 		job.add(store.EventStrayOutput, map[string]any{"line": ev.Text, "note": ev.Note})
+	case harnesskit.EventViolation:
+		// The line that ended the session, as a last line does: what the says held back comes
+		// before it, what follows it after the job's error.
+		job.flushSays()
+		d := map[string]any{"rule": ev.Rule, "message": ev.Note}
+		if ev.Text != "" {
+			d["line"] = ev.Text
+		}
+		job.add(store.EventViolation, d)
+		job.last = true
 	case harnesskit.EventIgnored:
 		job.add(store.EventLog, map[string]any{"level": "warning", "message": "ignored a line: " + ev.Note, "line": ev.Text})
 	case harnesskit.EventStderr:
@@ -189,25 +201,20 @@ func (n *Node) record(job *Job, ev harnesskit.Event) {
 	}
 }
 
-func (n *Node) decisionData(job *Job, m harnesskit.Permission, by string) map[string]any {
+func (n *Node) decisionData(job *Job, m harnesskit.Permission, by string) json.RawMessage {
 	job.mu.Lock()
-	tool, asked := job.tools[m.ID], job.asked[m.ID]
+	tool, changed := job.tools[m.ID], job.changed[m.ID]
 	if by == harnesskit.ByDecider {
 		by = job.deciders[m.ID]
 	} else {
 		by = "node" // rule 1, default-deny: a tool the agent does not list
 	}
 	job.mu.Unlock()
-	d := map[string]any{"id": m.ID, "tool": tool, "by": by}
 	if m.Allow {
-		d["decision"] = "allow"
-		d["arguments"] = m.Arguments
-		d["changed"] = len(m.Arguments) > 0 && !sameJSON(m.Arguments, asked)
-	} else {
-		d["decision"] = "deny"
-		d["reason"] = m.Reason
+		return eventData(member{"arguments", m.Arguments}, member{"by", by}, member{"changed", changed},
+			member{"decision", "allow"}, member{"id", m.ID}, member{"tool", tool})
 	}
-	return d
+	return eventData(member{"by", by}, member{"decision", "deny"}, member{"id", m.ID}, member{"reason", m.Reason}, member{"tool", tool})
 }
 
 // end records the session's end as the job's: the last line the harness wrote, what came after

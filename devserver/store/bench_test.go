@@ -80,7 +80,7 @@ func BenchmarkAppendSubscribe(b *testing.B) {
 			}
 			batch := make([]NewEvent, c.batch)
 			for i := range batch {
-				batch[i] = NewEvent{EventSay, benchData}
+				batch[i] = NewEvent{Type: EventSay, Data: benchData}
 			}
 			b.SetBytes(int64(len(benchData)))
 			b.ResetTimer()

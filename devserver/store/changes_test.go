@@ -31,8 +31,8 @@ func TestWatchJobsAndApprovals(t *testing.T) {
 	s.SetStatus(j.ID, StatusRunning, "")
 	s.Append(j.ID, EventSay, json.RawMessage(`{"text":"hi"}`)) // no change to the record
 	s.AppendBatch(j.ID, []NewEvent{
-		{EventModelCall, json.RawMessage(`{"record":"fake","input_tokens":3}`)},
-		{EventModelCall, json.RawMessage(`{"record":"fake","input_tokens":4}`)},
+		{Type: EventModelCall, Data: json.RawMessage(`{"record":"fake","input_tokens":3}`)},
+		{Type: EventModelCall, Data: json.RawMessage(`{"record":"fake","input_tokens":4}`)},
 	})
 	a, err := s.CreateApproval(Approval{Job: j.ID, Agent: "acme-triage", Harness: "h", Tool: "t", Request: "p1", Arguments: json.RawMessage(`{}`)})
 	if err != nil {
@@ -131,11 +131,11 @@ func TestUsageByRecord(t *testing.T) {
 		s.SetStatus(j, StatusRunning, "")
 	}
 	s.AppendBatch(j1.ID, []NewEvent{
-		{EventModelCall, json.RawMessage(`{"record":"fake","model":"m","input_tokens":100,"output_tokens":20,"cache_read_input_tokens":5,"cost_usd":0.25}`)},
-		{EventModelCall, json.RawMessage(`{"record":"fake","model":"m","input_tokens":50,"output_tokens":10,"cache_creation_input_tokens":7,"cost_usd":0.5}`)},
-		{EventModelCall, json.RawMessage(`{"record":"fake","model":"m","status":429,"refused":"limits.max_steps"}`)},
-		{EventModelCall, json.RawMessage(`{"record":"anthropic","model":"claude","input_tokens":1,"output_tokens":2}`)},
-		{EventSay, json.RawMessage(`{"text":"not a call"}`)},
+		{Type: EventModelCall, Data: json.RawMessage(`{"record":"fake","model":"m","input_tokens":100,"output_tokens":20,"cache_read_input_tokens":5,"cost_usd":0.25}`)},
+		{Type: EventModelCall, Data: json.RawMessage(`{"record":"fake","model":"m","input_tokens":50,"output_tokens":10,"cache_creation_input_tokens":7,"cost_usd":0.5}`)},
+		{Type: EventModelCall, Data: json.RawMessage(`{"record":"fake","model":"m","status":429,"refused":"limits.max_steps"}`)},
+		{Type: EventModelCall, Data: json.RawMessage(`{"record":"anthropic","model":"claude","input_tokens":1,"output_tokens":2}`)},
+		{Type: EventSay, Data: json.RawMessage(`{"text":"not a call"}`)},
 	})
 	s.Append(j2.ID, EventModelCall, json.RawMessage(`{"record":"fake","model":"m","input_tokens":9,"output_tokens":1}`))
 	j3 := newJob(t, s)

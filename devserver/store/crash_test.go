@@ -56,9 +56,9 @@ func crashChild(dir string) {
 			for i := 0; ; i++ {
 				if i%7 == 0 {
 					evs, err := s.AppendBatch(j.ID, []NewEvent{
-						{EventSay, json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d,"k":0}`, g, i))},
-						{EventSay, json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d,"k":1}`, g, i))},
-						{EventModelCall, json.RawMessage(`{"input_tokens":1,"output_tokens":2}`)},
+						{Type: EventSay, Data: json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d,"k":0}`, g, i))},
+						{Type: EventSay, Data: json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d,"k":1}`, g, i))},
+						{Type: EventModelCall, Data: json.RawMessage(`{"input_tokens":1,"output_tokens":2}`)},
 					})
 					if err != nil {
 						say("error " + err.Error())

@@ -26,6 +26,7 @@ const (
 	EventToolResult         = apiv1.EventToolResult
 	EventModelCall          = apiv1.EventModelCall
 	EventStrayOutput        = apiv1.EventStrayOutput
+	EventViolation          = apiv1.EventViolation
 	EventLog                = apiv1.EventLog
 	EventStderr             = apiv1.EventStderr
 	EventResult             = apiv1.EventResult
@@ -50,6 +51,10 @@ type Event struct {
 type NewEvent struct {
 	Type string
 	Data json.RawMessage // JSON; empty means null
+	// Given hands Data to the store, which keeps it rather than a copy: the caller made it for
+	// this event and never changes it. A long event (a tool's result: megabytes) is then held
+	// once, by the store, while it is written and sent to the live stream.
+	Given bool
 }
 
 // statusData is the data of a status event.
@@ -130,16 +135,16 @@ func modelCallUsageJSON(data []byte) *usageDelta {
 	return u
 }
 
-// prepEvent validates, masks and copies one event, in the caller's goroutine, so that the writer
-// only writes.
-func (s *Store) prepEvent(typ string, data []byte) (pendingEvent, error) {
+// prepEvent validates, masks and copies one event (not copied: given, see NewEvent), in the
+// caller's goroutine, so that the writer only writes.
+func (s *Store) prepEvent(typ string, data []byte, given bool) (pendingEvent, error) {
 	if typ == EventStatus {
 		return pendingEvent{}, invalid("status events are the store's own: use SetStatus or FinishJob")
 	}
 	if !validType(typ) {
 		return pendingEvent{}, invalid("event type %q: want a lowercase name of letters, digits, _ and . (at most 64)", typ)
 	}
-	d, err := s.prepJSON(typ+" event data", data)
+	d, err := s.prepData(typ+" event data", data, given)
 	if err != nil {
 		return pendingEvent{}, err
 	}
@@ -155,7 +160,7 @@ func (s *Store) prepEvent(typ string, data []byte) (pendingEvent, error) {
 // committed. The data is masked (SetMasker) before it is written. A job that has ended takes no
 // more events (an error that matches ErrJobEnded).
 func (s *Store) Append(job, typ string, data json.RawMessage) (Event, error) {
-	pe, err := s.prepEvent(typ, data)
+	pe, err := s.prepEvent(typ, data, false)
 	if err != nil {
 		return Event{}, err
 	}
@@ -187,7 +192,7 @@ func (s *Store) AppendBatchWithExchanges(job string, events []NewEvent, exchange
 	}
 	o := &op{kind: opAppend, job: job, events: make([]pendingEvent, len(events))}
 	for i, ne := range events {
-		pe, err := s.prepEvent(ne.Type, ne.Data)
+		pe, err := s.prepEvent(ne.Type, ne.Data, ne.Given)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
@@ -239,33 +244,43 @@ func (s *Store) Events(job string, afterSeq int64, limit int) ([]Event, error) {
 		limit = 1000
 	}
 	limit = min(limit, 10000)
-	return s.readEvents(s.ctx, s.rdb, job, n, afterSeq, limit, nil)
+	evs, _, err := s.readEvents(s.ctx, s.rdb, job, n, afterSeq, limit, 0, nil)
+	return evs, err
 }
 
 type querier interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }
 
-func (s *Store) readEvents(ctx context.Context, q querier, job string, n, afterSeq int64, limit int, buf []Event) ([]Event, error) {
+// readEvents reads up to limit of a job's events after afterSeq, in order, and, with maxBytes,
+// stops after the one that takes their data past maxBytes: a page of a job's events is held
+// whole while it is sent on, and a few of them may be megabytes each (tools' results). more
+// reports that the page stopped before the job's last event (at either bound).
+func (s *Store) readEvents(ctx context.Context, q querier, job string, n, afterSeq int64, limit, maxBytes int, buf []Event) (_ []Event, more bool, _ error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, time, type, data FROM events WHERE job = ? AND seq > ? ORDER BY seq LIMIT ?`, n, afterSeq, limit)
 	if err != nil {
-		return nil, s.readErr(err)
+		return nil, false, s.readErr(err)
 	}
 	defer rows.Close()
 	evs := buf[:0]
+	size := 0
 	for rows.Next() {
+		if maxBytes > 0 && size > maxBytes {
+			return evs, true, nil
+		}
 		e := Event{Job: job}
 		var t int64
 		var data []byte
 		if err := rows.Scan(&e.Seq, &t, &e.Type, &data); err != nil {
-			return nil, s.readErr(err)
+			return nil, false, s.readErr(err)
 		}
 		e.Time = fromNanos(t)
 		e.Data = data
 		evs = append(evs, e)
+		size += len(data)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.readErr(err)
+		return nil, false, s.readErr(err)
 	}
-	return evs, nil
+	return evs, len(evs) == limit, nil
 }

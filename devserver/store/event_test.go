@@ -100,15 +100,40 @@ func TestAppendCopiesData(t *testing.T) {
 	sub.Close()
 }
 
+// Data given to the store is kept as it is, not copied (a tool's result of megabytes was held
+// twice while it was written), unless masking changed it; data not given is copied
+// (TestAppendCopiesData).
+func TestAppendBatchKeepsGivenData(t *testing.T) {
+	s := newStore(t)
+	s.SetMasker(func(b []byte) []byte {
+		if !bytes.Contains(b, []byte("hunter2")) {
+			return b
+		}
+		return bytes.ReplaceAll(b, []byte("hunter2"), []byte("***"))
+	})
+	j := newJob(t, s)
+	kept, secret := []byte(`{"result":"`+strings.Repeat("r", 1<<20)+`"}`), []byte(`{"result":"hunter2"}`)
+	evs, err := s.AppendBatch(j.ID, []NewEvent{{Type: EventToolResult, Data: kept, Given: true}, {Type: EventToolResult, Data: secret, Given: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &evs[0].Data[0] != &kept[0] {
+		t.Error("the store copied data it was given")
+	}
+	if string(evs[1].Data) != `{"result":"***"}` || string(secret) != `{"result":"hunter2"}` {
+		t.Errorf("masked: %s, and the caller's data became %s", evs[1].Data, secret)
+	}
+}
+
 func TestAppendBatch(t *testing.T) {
 	s := newStore(t)
 	j := newJob(t, s)
-	evs, err := s.AppendBatch(j.ID, []NewEvent{{EventSay, json.RawMessage(`{"text":"a"}`)}, {EventLog, nil}, {EventSay, json.RawMessage(`{"text":"b"}`)}})
+	evs, err := s.AppendBatch(j.ID, []NewEvent{{Type: EventSay, Data: json.RawMessage(`{"text":"a"}`)}, {Type: EventLog, Data: nil}, {Type: EventSay, Data: json.RawMessage(`{"text":"b"}`)}})
 	if err != nil || len(evs) != 3 || evs[0].Seq != 2 || evs[2].Seq != 4 {
 		t.Fatalf("%+v %v", evs, err)
 	}
 	// One bad event refuses the whole batch.
-	_, err = s.AppendBatch(j.ID, []NewEvent{{EventSay, json.RawMessage(`{}`)}, {EventSay, json.RawMessage(`{`)}})
+	_, err = s.AppendBatch(j.ID, []NewEvent{{Type: EventSay, Data: json.RawMessage(`{}`)}, {Type: EventSay, Data: json.RawMessage(`{`)}})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "event 1") {
 		t.Fatalf("bad batch: %v", err)
 	}
@@ -134,7 +159,7 @@ func TestConcurrentAppendsNoGaps(t *testing.T) {
 			for i := range 200 {
 				var err error
 				if i%10 == 0 {
-					_, err = s.AppendBatch(j.ID, []NewEvent{{EventSay, json.RawMessage(`{"b":1}`)}, {EventSay, json.RawMessage(`{"b":2}`)}})
+					_, err = s.AppendBatch(j.ID, []NewEvent{{Type: EventSay, Data: json.RawMessage(`{"b":1}`)}, {Type: EventSay, Data: json.RawMessage(`{"b":2}`)}})
 				} else {
 					_, err = s.Append(j.ID, EventSay, json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)))
 				}
@@ -188,7 +213,7 @@ func TestMaskedValuesNeverReachTheDB(t *testing.T) {
 	if string(e.Data) != `{"line":"export KEY=***"}` {
 		t.Fatalf("returned %s", e.Data)
 	}
-	s.AppendBatch(j.ID, []NewEvent{{EventLog, json.RawMessage(`{"message":"` + secret + secret + `"}`)}})
+	s.AppendBatch(j.ID, []NewEvent{{Type: EventLog, Data: json.RawMessage(`{"message":"` + secret + secret + `"}`)}})
 	s.FinishJob(j.ID, StatusFailed, "upstream rejected "+secret, json.RawMessage(`"`+secret+`"`))
 	// A secret that masking would leave as broken JSON is kept as a JSON string.
 	j2, _ := s.CreateJob(NewJob{Agent: "a"})
@@ -259,5 +284,44 @@ func TestBatchFailureRollsBack(t *testing.T) {
 	e, err := s.Append(other.ID, EventSay, nil)
 	if err != nil || e.Seq != 2 {
 		t.Fatalf("another job after the failed batch: %+v %v", e, err)
+	}
+}
+
+// A page of events read to be sent on stops after the one that takes its data past the bound:
+// a live reader that fell behind a job of tools' results of megabytes each read them all at once
+// (a page was 512 events), held while they were sent.
+func TestEventPagesBoundedInBytes(t *testing.T) {
+	s := newStore(t)
+	j := newJob(t, s)
+	big := json.RawMessage(`"` + strings.Repeat("r", 3<<20) + `"`)
+	for range 4 {
+		if _, err := s.Append(j.ID, EventToolResult, big); err != nil {
+			t.Fatal(err)
+		}
+		s.Append(j.ID, EventSay, json.RawMessage(`{"text":"x"}`))
+	}
+	n, _, err := s.jobRef(s.ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []int
+	for last := int64(0); ; {
+		evs, more, err := s.readEvents(s.ctx, s.rdb, j.ID, n, last, replayPage, maxLiveBytes, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, len(evs))
+		last = evs[len(evs)-1].Seq
+		if !more {
+			break
+		}
+	}
+	// 9 events: the status, then 3 MiB and a say four times; 8 MiB is past after the third.
+	if fmt.Sprint(pages) != "[6 3]" {
+		t.Errorf("pages of %v events, want [6 3]", pages)
+	}
+	evs, err := s.Events(j.ID, 0, 0)
+	if err != nil || len(evs) != 9 {
+		t.Errorf("Events, unbounded in bytes: %d events, %v", len(evs), err)
 	}
 }

@@ -189,6 +189,12 @@ func invalid(format string, a ...any) error {
 // Empty means null. A value that masking made invalid JSON (a secret that was part of a number,
 // say) is kept as a JSON string of the masked text.
 func (s *Store) prepJSON(what string, b []byte) (json.RawMessage, error) {
+	return s.prepData(what, b, false)
+}
+
+// prepData is prepJSON of data the caller gives the store (given: kept, not copied, unless
+// masking changed it).
+func (s *Store) prepData(what string, b []byte, given bool) (json.RawMessage, error) {
 	if len(b) == 0 {
 		return json.RawMessage("null"), nil
 	}
@@ -200,6 +206,9 @@ func (s *Store) prepJSON(what string, b []byte) (json.RawMessage, error) {
 	}
 	m := s.mask(b)
 	if sameSlice(m, b) {
+		if given {
+			return b, nil
+		}
 		return append(json.RawMessage(nil), b...), nil
 	}
 	if !json.Valid(m) {

@@ -378,7 +378,7 @@ func TestUsageFromModelCalls(t *testing.T) {
 		`{"record":"fake","model":"m","status":429,"refused":"limits.max_steps"}`,
 	}
 	s.Append(j.ID, EventModelCall, json.RawMessage(calls[0]))
-	s.AppendBatch(j.ID, []NewEvent{{EventModelCall, json.RawMessage(calls[1])}, {EventSay, json.RawMessage(`{}`)}, {EventModelCall, json.RawMessage(calls[2])}})
+	s.AppendBatch(j.ID, []NewEvent{{Type: EventModelCall, Data: json.RawMessage(calls[1])}, {Type: EventSay, Data: json.RawMessage(`{}`)}, {Type: EventModelCall, Data: json.RawMessage(calls[2])}})
 	g, _ := s.GetJob(j.ID)
 	want := Usage{ModelCalls: 2, InputTokens: 150, OutputTokens: 30, CacheReadTokens: 5, CacheCreationTokens: 7, CostUSD: 0.75}
 	if g.Usage != want {

@@ -221,7 +221,7 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 	buf := make([]Event, 0, replayPage)
 	catchUp := func() error {
 		for {
-			evs, err := s.readEvents(ctx, s.rdb, sb.job, n, last, replayPage, buf)
+			evs, more, err := s.readEvents(ctx, s.rdb, sb.job, n, last, replayPage, maxLiveBytes, buf)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -233,7 +233,8 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 					return err
 				}
 			}
-			if len(evs) < replayPage {
+			clear(buf[:len(evs)]) // the page's data is not held until the next page is read
+			if !more {
 				return nil
 			}
 		}

@@ -142,7 +142,7 @@ func TestSlowSubscriberCatchesUp(t *testing.T) {
 	for i := range n / 10 {
 		batch := make([]NewEvent, 10)
 		for k := range batch {
-			batch[k] = NewEvent{EventSay, json.RawMessage(fmt.Sprintf(`{"i":%d}`, i*10+k))}
+			batch[k] = NewEvent{Type: EventSay, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i*10+k))}
 		}
 		if _, err := s.AppendBatch(j.ID, batch); err != nil {
 			t.Fatal(err)
@@ -175,7 +175,7 @@ func TestResumeUnderConcurrentAppends(t *testing.T) {
 					for i := range per {
 						var err error
 						if i%25 == 0 {
-							_, err = s.AppendBatch(j.ID, []NewEvent{{EventSay, json.RawMessage(`{"b":0}`)}, {EventSay, json.RawMessage(`{"b":1}`)}, {EventSay, json.RawMessage(`{"b":2}`)}})
+							_, err = s.AppendBatch(j.ID, []NewEvent{{Type: EventSay, Data: json.RawMessage(`{"b":0}`)}, {Type: EventSay, Data: json.RawMessage(`{"b":1}`)}, {Type: EventSay, Data: json.RawMessage(`{"b":2}`)}})
 							appended.Add(3)
 						} else {
 							_, err = s.Append(j.ID, EventSay, json.RawMessage(fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)))

@@ -51,7 +51,7 @@ func (s *Store) Trace(job string, w io.Writer) error {
 	var last int64
 	buf := make([]Event, 0, replayPage)
 	for {
-		evs, err := s.readEvents(s.ctx, tx, job, n, last, replayPage, buf)
+		evs, more, err := s.readEvents(s.ctx, tx, job, n, last, replayPage, maxLiveBytes, buf)
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func (s *Store) Trace(job string, w io.Writer) error {
 			}
 			last = e.Seq
 		}
-		if len(evs) < replayPage {
+		if !more {
 			break
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/plugin"
 )
 
@@ -21,8 +22,13 @@ func (e *InputError) Error() string { return e.Msg }
 
 // ParseInput turns the user's input into the job's: a JSON string for an agent that takes text
 // (and for a nil agent); for an agent that takes JSON, the parsed value, compacted and checked
-// against its input schema. Input the agent does not take is an *InputError.
+// against its input schema. Input the agent does not take, or over apiv1.MaxInput, is an
+// *InputError.
 func ParseInput(a *plugin.Agent, input string) (Input, error) {
+	// The session request carries the input twice on one line: one limit keeps it within.
+	if msg := apiv1.InputTooLarge("the input", input); msg != "" {
+		return Input{}, &InputError{Msg: msg}
+	}
 	if a == nil || a.Input.Kind != "json" {
 		return TextInput(input), nil
 	}

@@ -14,10 +14,14 @@ package jobspec
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
@@ -151,4 +155,28 @@ func (j *Job) Spec(gatewayURL, key string, sandbox supervisor.Sandbox) superviso
 			EventBytes: j.Limits().MaxEventBytes, EventBytesPerSecond: j.Limits().MaxEventBytesPerSecond},
 		Sandbox: sandbox,
 	}
+}
+
+// requestReserve is room on the session request's line for what the supervisor fills in (the
+// session's directories, whose paths are each at most PATH_MAX, the protocol, the timeout) and
+// the job's ID.
+const requestReserve = 16 << 10
+
+// CheckRequest refuses, as an *InputError, a job whose session request would not fit the
+// protocol's line (harnesskit.MaxLine): an input within apiv1.MaxInput always fits beside
+// ordinary instructions, and this says so when an agent's own instructions or options are what
+// leave no room. The node and the kit check it before a job is made.
+func (j *Job) CheckRequest() error {
+	r := j.Request()
+	input, instructions := apiv1.InputSize(r.Text)+len(r.Input), apiv1.InputSize(r.Instructions)
+	r.Job, r.Text, r.Input, r.Instructions = "", "", nil, ""
+	rest, err := jsonutil.Marshal(r)
+	if err != nil {
+		return &InputError{Msg: err.Error()}
+	}
+	size := input + instructions + len(rest) + requestReserve
+	if size <= harnesskit.MaxLine {
+		return nil
+	}
+	return &InputError{Msg: fmt.Sprintf("the session request would be over the protocol's line of %s: the input takes %d bytes in it (as text and as JSON), agent %s's instructions %d and the rest %d; give a shorter input", textclip.SizeName(harnesskit.MaxLine), input, j.AgentName(), instructions, len(rest))}
 }

@@ -2,11 +2,15 @@ package jobspec
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/gateway"
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
@@ -104,5 +108,75 @@ func TestResolveModel(t *testing.T) {
 	a.Model.Use = "openai"
 	if _, err := ResolveModel(testRecords, h, a); err == nil || !strings.Contains(err.Error(), "there is no provider record openai") {
 		t.Errorf("an unknown record: %v", err)
+	}
+}
+
+// The largest input a job takes fits the session request's line with a prompt of the largest
+// size lint reads (1 MiB) of ordinary text, whatever the input's characters (control characters
+// take six bytes each as JSON) and whether the agent takes text or JSON. Before, inputs of up to
+// 16 MiB were taken, and one over about 4 MiB failed every session: the request line carries it
+// twice.
+func TestLargestInputFitsTheRequestLine(t *testing.T) {
+	p, h, a := testPlugin()
+	a.InstructionsText = strings.Repeat("Sort the \"ticket\" into a team, and say why.\n", (1<<20)/45)
+	jsonAgent := *a
+	jsonAgent.Input.Kind = "json"
+	fill := func(unit string, json bool) string { // as many units as fit the limit as a JSON string
+		n := (apiv1.MaxInput - 8) / (apiv1.InputSize(unit) - 2)
+		if json {
+			return `["` + strings.Repeat(unit, n/2) + `"]`
+		}
+		return strings.Repeat(unit, n)
+	}
+	for name, c := range map[string]struct {
+		agent *plugin.Agent
+		input string
+	}{
+		"text":                   {a, fill("a", false)},
+		"line breaks":            {a, fill("\n", false)},
+		"control characters":     {a, fill("\x01", false)},
+		"JSON":                   {&jsonAgent, fill("a", true)},
+		"JSON of escaped quotes": {&jsonAgent, fill(`\"`, true)},
+	} {
+		in, err := ParseInput(c.agent, c.input)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		j := Job{ID: "job_" + strings.Repeat("x", 20), Plugin: p, Harness: h, Agent: c.agent, Input: in, Model: Model{Name: "claude-sonnet-4-5"}}
+		if err := j.CheckRequest(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		r := j.Request()
+		r.Workdir, r.StateDir = "/"+strings.Repeat("w", 4094), "/"+strings.Repeat("s", 4094)
+		r.Protocol, r.Limits.TimeoutS = harnesskit.Protocol, 86400
+		line, err := jsonutil.Marshal(r)
+		if err != nil || len(line)+1 > harnesskit.MaxLine {
+			t.Errorf("%s: a request line of %d bytes, over %d (%v)", name, len(line)+1, harnesskit.MaxLine, err)
+		}
+	}
+}
+
+// An input over the limit, as a JSON string, is refused at once, for every agent, saying so;
+// an agent whose own instructions leave no room for an input within it is refused at the job,
+// saying what takes the room.
+func TestInputOverTheLimitRefused(t *testing.T) {
+	p, h, a := testPlugin()
+	for _, input := range []string{strings.Repeat("a", apiv1.MaxInput+1), strings.Repeat("\x01", apiv1.MaxInput/5)} {
+		_, err := ParseInput(a, input)
+		var inErr *InputError
+		if !errors.As(err, &inErr) || !strings.HasPrefix(err.Error(), "the input is ") || !strings.HasSuffix(err.Error(), " a job takes; give a shorter one") {
+			t.Errorf("an input of %d bytes: %v", len(input), err)
+		}
+	}
+	a.InstructionsText = strings.Repeat("\x01", 1<<20) // 6 MiB as JSON
+	in, err := ParseInput(a, strings.Repeat("a", 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := Job{Plugin: p, Harness: h, Agent: a, Input: in}
+	err = j.CheckRequest()
+	var inErr *InputError
+	if !errors.As(err, &inErr) || !strings.Contains(err.Error(), "the session request would be over the protocol's line of 8 MiB: the input takes 2097156 bytes in it (as text and as JSON), agent orders's instructions 6291458") {
+		t.Errorf("instructions that leave no room: %v", err)
 	}
 }

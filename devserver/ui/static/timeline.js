@@ -116,6 +116,9 @@ export function spans(events) {
       case 'stray_output':
         row(rows, ev, 'stray', t, t, 'stray output', d.line || '').failed = true;
         break;
+      case 'violation':
+        row(rows, ev, 'violation', t, t, 'protocol violation', d.message || '').failed = true;
+        break;
       case 'result':
         row(rows, ev, 'result', t, t, 'result', text(d.output));
         break;

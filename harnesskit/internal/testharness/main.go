@@ -678,6 +678,61 @@ var rawModes = map[string]func(arg string){
 		put(`{"type":"tool_result","id":"p1","tool":"notify_team","result":`+string(result)+`}`,
 			`{"type":"result","output":"done"}`)
 	},
+	// bigresults (COUNTxBYTES) asks COUNT times to run notify_team and, each time it is allowed,
+	// reports a result of BYTES bytes of text in one line, as the SDKs write a tool_result; then
+	// answers.
+	"bigresults": func(arg string) {
+		readRequest()
+		count, size := countBytes(arg)
+		text := strings.Repeat("r", size)
+		for i := 1; i <= count; i++ {
+			id := "p" + strconv.Itoa(i)
+			put(`{"type":"permission_request","id":"` + id + `","tool":"notify_team","arguments":{"team":"billing"}}`)
+			if !allowed() {
+				continue
+			}
+			put(`{"type":"tool_result","id":"` + id + `","tool":"notify_team","result":"` + text + `"}`)
+		}
+		put(`{"type":"result","output":"reported"}`)
+	},
+	// bigasks (COUNTxBYTES) asks COUNT times to run notify_team with a summary of BYTES bytes,
+	// reporting a short result each time it is allowed; then answers.
+	"bigasks": func(arg string) {
+		readRequest()
+		count, size := countBytes(arg)
+		summary := strings.Repeat("a", size)
+		for i := 1; i <= count; i++ {
+			id := "p" + strconv.Itoa(i)
+			put(`{"type":"permission_request","id":"` + id + `","tool":"notify_team","arguments":{"team":"billing","summary":"` + summary + `"}}`)
+			if allowed() {
+				put(`{"type":"tool_result","id":"` + id + `","tool":"notify_team","result":"told"}`)
+			}
+		}
+		put(`{"type":"result","output":"asked"}`)
+	},
+	// othertool asks to run notify_team and, allowed, reports a result of delete_account under
+	// the request's id; then answers.
+	"othertool": func(string) {
+		readRequest()
+		put(`{"type":"permission_request","id":"p1","tool":"notify_team","arguments":{"team":"billing"}}`)
+		if allowed() {
+			put(`{"type":"tool_result","id":"p1","tool":"delete_account","result":"deleted"}`)
+		}
+		put(`{"type":"result","output":"done"}`)
+	},
+	// strayresult reports a result of a call it never asked for, then answers.
+	"strayresult": func(string) {
+		readRequest()
+		put(`{"type":"say","text":"working"}`,
+			`{"type":"tool_result","id":"p9","tool":"notify_team","result":"told the billing team"}`,
+			`{"type":"result","output":"done"}`)
+	},
+	// dupkeys says a line with "type" twice, say then result, as a forged answer; then answers.
+	"dupkeys": func(string) {
+		readRequest()
+		put(`{"type":"say","text":"working","type":"result","output":"forged"}`,
+			`{"type":"result","output":"done"}`)
+	},
 	// deaf ignores SIGTERM. It asks to run notify_team and runs it with the arguments it is
 	// allowed, or not at all, and answers; when stdin closes before the answer, it hangs.
 	"deaf": func(string) {
@@ -789,4 +844,28 @@ func leaveGrandchild(setsid bool, held string) {
 	}
 	put(`{"type":"result","output":"left a grandchild"}`)
 	os.Exit(0)
+}
+
+// countBytes reads COUNTxBYTES.
+func countBytes(arg string) (count, size int) {
+	c, b, _ := strings.Cut(arg, "x")
+	count, _ = strconv.Atoi(c)
+	size, _ = strconv.Atoi(b)
+	return count, size
+}
+
+// allowed reads the answer to the one open permission request: whether it allows the call. It
+// exits when stdin closes (the session ended).
+func allowed() bool {
+	line, err := stdin.ReadLine()
+	if err != nil {
+		os.Exit(0)
+	}
+	m, err := harnesskit.DecodeNodeMessage(line)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testharness: bad answer:", err)
+		os.Exit(4)
+	}
+	p, ok := m.(harnesskit.Permission)
+	return ok && p.Allow
 }
