@@ -173,8 +173,13 @@ type Session struct {
 
 	stdoutEOF chan struct{}
 	stderrEOF chan struct{}
+	exited    chan struct{} // closed when the process (the sandbox's init, in a sandbox) has exited
 	done      chan struct{}
 	final     harnesskit.End
+
+	pluginDir string
+	env       []string  // the environment the process started with
+	madeAt    time.Time // when a session made ahead started its process; zero for one started at its job
 }
 
 // Run runs a session to its end: Start, then Wait.
@@ -205,14 +210,33 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not starting the session: %w", err)
 	}
+	s, p, err := launchSession(spec, func(s *Session, env []string) []string { return env })
+	if err != nil {
+		return nil, err
+	}
+	first, err := s.request()
+	if err != nil {
+		s.abandon(p)
+		return nil, err
+	}
+	s.begin(ctx, p, first)
+	return s, nil
+}
+
+// launchSession makes a session's directories and starts its harness process, in its sandbox,
+// with the environment that envFor makes of rule 6's (the whole of it for a session started at
+// its job; less for one made ahead): nothing is written to it yet. On error nothing is left
+// behind.
+func launchSession(spec Spec, envFor func(s *Session, env []string) []string) (_ *Session, _ *pipes, err error) {
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
-		return nil, errors.New("the harness has no command")
+		return nil, nil, errors.New("the harness has no command")
 	}
 	pluginDir, err := filepath.Abs(cmpOr(spec.PluginDir, "."))
 	if err != nil {
-		return nil, fmt.Errorf("plugin directory: %w", err)
+		return nil, nil, fmt.Errorf("plugin directory: %w", err)
 	}
 	s := newSession(spec)
+	s.pluginDir = pluginDir
 	var p *pipes
 	defer func() {
 		if err != nil {
@@ -225,39 +249,56 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 
 	dirs, err := s.makeDirs()
 	if err != nil {
-		return nil, err
-	}
-	first, err := s.request()
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	s.env = envFor(s, env)
 	pol := cmpOr(spec.Sandbox.Tier, sandbox.None).Policy()
-	if err = s.resolveInterpreter(argv, env, pluginDir, pol); err != nil {
-		return nil, err
+	if err = s.resolveInterpreter(argv, s.env, pluginDir, pol); err != nil {
+		return nil, nil, err
 	}
 	s.program = argv[0]
 	if err = giveDirs(dirs, pol); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p, err = openPipes(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s.cmd = s.command(argv, env, p)
+	s.cmd = s.command(argv, s.env, p)
 	if pol.Namespaces {
 		if err = s.sandbox(pol, pluginDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err = s.launch(argv[0]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.writeRecord(string(pol.Tier))
-	s.begin(ctx, p, first)
-	return s, nil
+	// The child's ends are the child's alone now.
+	p.inR.Close()
+	p.outW.Close()
+	p.errW.Close()
+	p.inR, p.outW, p.errW = nil, nil, nil
+	go func() {
+		_ = s.cmd.Wait() // the status is in s.cmd.ProcessState
+		close(s.exited)
+	}()
+	return s, p, nil
+}
+
+// abandon ends a launched session that will not begin: its process group is killed, its pipes
+// and directories given back.
+func (s *Session) abandon(p *pipes) {
+	s.signal(syscall.SIGKILL)
+	<-s.exited
+	if s.gateway != nil {
+		s.gateway.Close()
+	}
+	p.closeAll()
+	removeAll(s.root)
 }
 
 func newSession(spec Spec) *Session {
@@ -270,6 +311,7 @@ func newSession(spec Spec) *Session {
 		kill:      make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
 		stderrEOF: make(chan struct{}),
+		exited:    make(chan struct{}),
 		done:      make(chan struct{}),
 	}
 }
@@ -413,13 +455,9 @@ func (s *Session) launch(program string) error {
 	return nil
 }
 
-// begin hands the child's ends of the pipes to it alone, writes the session request, and starts
-// the goroutines that write stdin, read stdout and stderr, and supervise the session.
-func (s *Session) begin(ctx context.Context, p *pipes, first []byte) {
-	p.inR.Close()
-	p.outW.Close()
-	p.errW.Close()
-
+// begin writes the first lines (the session request) and starts the goroutines that write stdin,
+// read stdout and stderr, and supervise the session.
+func (s *Session) begin(ctx context.Context, p *pipes, first ...[]byte) {
 	s.clock = newActiveClock(s.spec.Limits.Timeout)
 	s.dctx, s.dcancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.stdin = newStdinWriter(p.inW)
@@ -427,7 +465,9 @@ func (s *Session) begin(ctx context.Context, p *pipes, first []byte) {
 	s.stderr = &pipeReader{f: p.errR}
 	s.errlog = newStderrLog(s.emit)
 
-	s.stdin.sendLine(first)
+	for _, line := range first {
+		s.stdin.sendLine(line)
+	}
 	go s.stdin.run()
 	go s.readStdout()
 	go s.readStderr()
@@ -969,12 +1009,7 @@ func (s *Session) readStderr() {
 func (s *Session) signal(sig syscall.Signal) { _ = syscall.Kill(-s.pid, sig) }
 
 func (s *Session) supervise(ctx context.Context) {
-	exited := make(chan struct{})
-	go func() {
-		_ = s.cmd.Wait() // the status is in s.cmd.ProcessState
-		close(exited)
-	}()
-	killed, termed := s.await(ctx, exited)
+	killed, termed := s.await(ctx, s.exited)
 	held := s.afterExit()
 	exit := s.exitEnd()
 	s.release()

@@ -46,11 +46,19 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
-// checkScript is a harness of the protocol that reads a harness's modules and answers with a
-// report (its docstring says how).
+// Reader is the Python that reads what a harness imports without running it (reader.py: its
+// docstring says how): check.py after it is the import check; the loader of sessions made ahead
+// (supervisor/ahead) puts itself after it too.
 //
+//go:embed reader.py
+var Reader string
+
 //go:embed check.py
-var checkScript string
+var checkMain string
+
+// checkScript is a harness of the protocol that reads a harness's modules and answers with a
+// report.
+var checkScript = Reader + "\n" + checkMain
 
 // report is checkScript's result.
 type report struct {

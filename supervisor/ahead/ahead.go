@@ -1,0 +1,427 @@
+// Package ahead decides when a job's session is made: at its job (cold), or ahead of it (warm),
+// and keeps the sessions made ahead. It is the one place that decision is made; the dev server's
+// node, the conformance kit (oz0 plugin test) and through the node oz0 eval read it.
+//
+// A session made ahead is still one process per job, with its own directories, sandbox, key and
+// trace context, nothing of another session's: what changes is when the process is started and
+// what it has loaded when its job comes. What it may have loaded, written down here and tested:
+//
+//   - The third-party modules the harness imports (found by reading its modules and the plugin's
+//     own modules they reach, never running them: supervisor/pyimports' reader), imported with
+//     the plugin's own directories off the import path.
+//   - Nothing of the plugin's own: its modules, a sitecustomize in its src/, run only once the
+//     job has bound the session (PYTHONPATH comes with the job).
+//   - Nothing of any job: the job, agent, key (ANTHROPIC_API_KEY, OPENAI_API_KEY, the OTLP
+//     headers) and trace context (TRACEPARENT) come with the job, set before the harness runs.
+//
+// Only a Python harness run as `python -m MODULE` or `python FILE` is made ahead (the loader,
+// loader.py, runs it as Python would); any other starts at its job, as does every session of a
+// Cold policy.
+//
+// A session made ahead is thrown away, and its job started cold, when what it loaded may have
+// changed since: the harness's command, the plugin's environment (its .venv: a uv add, a uv
+// sync), the sandbox. An edit of the plugin's own code never makes one stale: that code is
+// imported after the job binds it.
+package ahead
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
+)
+
+//go:embed loader.py
+var loaderMain string
+
+// loaderScript is the program of a Python session made ahead: the import reader, then the loader.
+var loaderScript = pyimports.Reader + "\n" + loaderMain
+
+// Mode is when a policy makes sessions.
+type Mode string
+
+const (
+	// Cold makes each session at its job: the platform's cold start, every time.
+	Cold Mode = "cold"
+	// Warm keeps sessions made ahead of their jobs, their dependencies loaded.
+	Warm Mode = "warm"
+)
+
+// Policy says when sessions are made, and how many are kept made ahead.
+type Policy struct {
+	Mode Mode
+	// PerHarness is how many sessions are kept made ahead for each harness (Warm); 0 is 1.
+	PerHarness int
+	// Max bounds the sessions made ahead in all, whatever the harnesses; 0 is PerHarness for
+	// each harness asked for.
+	Max int
+	// Idle is how long a session made ahead is kept unused before it is dropped; 0 is DefaultIdle.
+	Idle time.Duration
+}
+
+// DefaultIdle is how long a session made ahead waits for a job before it is dropped.
+const DefaultIdle = 10 * time.Minute
+
+// String says the policy as the banner and oz0 plugin test say it.
+func (p Policy) String() string {
+	if p.Mode != Warm {
+		return "cold: each session is made at its job (--cold)"
+	}
+	return fmt.Sprintf("warm: %d made ahead for each Python harness, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
+}
+
+func (p Policy) perHarness() int { return max(1, p.PerHarness) }
+
+// How says how a job's session was made, for its record (the session event).
+type How struct {
+	Start   string          `json:"start"` // "made ahead" or "cold"
+	MadeAt  time.Time       `json:"made_at"`
+	BoundAt time.Time       `json:"bound_at"`
+	Program string          `json:"program,omitempty"`
+	Loaded  json.RawMessage `json:"loaded,omitempty"` // what the loader said it loaded
+	Why     string          `json:"why,omitempty"`    // why a session of a warm policy started cold
+}
+
+// The starts of How.
+const (
+	StartMadeAhead = "made ahead"
+	StartCold      = "cold"
+)
+
+// Pool keeps the sessions made ahead of their jobs, for a policy.
+type Pool struct {
+	policy Policy
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	made   map[string][]*entry // by harness key, oldest first
+	making map[string]int      // being made, by harness key
+	total  int
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type entry struct {
+	m     *supervisor.Made
+	stamp string // the plugin's environment when it was made
+	at    time.Time
+}
+
+// New returns a pool for policy; logger gets what went wrong making a session ahead.
+func New(policy Policy, logger *slog.Logger) *Pool {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if policy.Idle <= 0 {
+		policy.Idle = DefaultIdle
+	}
+	return &Pool{policy: policy, log: logger, made: map[string][]*entry{}, making: map[string]int{}}
+}
+
+// Policy is the pool's policy.
+func (p *Pool) Policy() Policy { return p.policy }
+
+// Start starts the session of spec, a job's: with a session made ahead for its harness when the
+// policy keeps them and one fits, else at once (cold); then it makes the harness's next one.
+func (p *Pool) Start(ctx context.Context, spec supervisor.Spec) (*supervisor.Session, How, error) {
+	if p == nil || p.policy.Mode != Warm {
+		return startCold(ctx, spec, "")
+	}
+	key, ok := harnessKey(spec)
+	if !ok {
+		return startCold(ctx, spec, "")
+	}
+	stamp := envStamp(spec.PluginDir)
+	e, why := p.take(key, stamp)
+	defer p.Prepare(spec)
+	if e == nil {
+		return startCold(ctx, spec, why)
+	}
+	s, err := e.m.Bind(ctx, spec)
+	if errors.Is(err, supervisor.ErrGone) {
+		return startCold(ctx, spec, "the session made ahead had exited")
+	}
+	if err != nil {
+		return nil, How{}, err
+	}
+	return s, How{Start: StartMadeAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: e.m.Report()}, nil
+}
+
+func startCold(ctx context.Context, spec supervisor.Spec, why string) (*supervisor.Session, How, error) {
+	s, err := supervisor.Start(ctx, spec)
+	if err != nil {
+		return nil, How{}, err
+	}
+	now := time.Now()
+	return s, How{Start: StartCold, MadeAt: now, BoundAt: now, Program: s.Program(), Why: why}, nil
+}
+
+// take returns a made session of the harness key whose environment is still stamp, throwing away
+// the ones it finds stale; nil, and why, when there is none.
+func (p *Pool) take(key, stamp string) (*entry, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.made[key]
+	var stale []*entry
+	var got *entry
+	for len(list) > 0 && got == nil {
+		e := list[0]
+		list = list[1:]
+		p.total--
+		switch {
+		case e.stamp != stamp:
+			stale = append(stale, e)
+		default:
+			got = e
+		}
+	}
+	p.made[key] = list
+	for _, e := range stale {
+		go e.m.Discard()
+	}
+	switch {
+	case got != nil:
+		return got, ""
+	case len(stale) > 0:
+		return nil, "the plugin's environment changed since its session was made ahead"
+	case p.making[key] > 0:
+		// One is on its way; taking it would make the job wait for all of its loading.
+		return nil, "its session made ahead was still loading"
+	default:
+		return nil, "no session was made ahead for it yet"
+	}
+}
+
+// Prepare makes sessions ahead for the harness of spec (a job's spec, or one without a job: its
+// request and keys are not used) until the policy's number wait, in the background.
+func (p *Pool) Prepare(spec supervisor.Spec) {
+	if p == nil || p.policy.Mode != Warm {
+		return
+	}
+	key, ok := harnessKey(spec)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	want := p.policy.perHarness() - len(p.made[key]) - p.making[key]
+	if p.policy.Max > 0 {
+		want = min(want, p.policy.Max-p.total-p.makingTotal())
+	}
+	if p.closed || want <= 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.making[key] += want
+	p.wg.Add(want)
+	p.mu.Unlock()
+	ahead := aheadSpec(spec)
+	for range want {
+		go p.make(key, ahead)
+	}
+}
+
+func (p *Pool) makingTotal() int {
+	n := 0
+	for _, k := range p.making {
+		n += k
+	}
+	return n
+}
+
+// make makes one session ahead for the harness key and keeps it until it is taken, goes stale,
+// idles past the policy's Idle, or exits.
+func (p *Pool) make(key string, spec supervisor.Spec) {
+	defer p.wg.Done()
+	stamp := envStamp(spec.PluginDir)
+	m, err := makeLoader(spec)
+	p.mu.Lock()
+	p.making[key]--
+	if err != nil || p.closed {
+		p.mu.Unlock()
+		if err != nil {
+			p.log.Warn("a session could not be made ahead; jobs start cold", "harness", spec.Request.Harness, "err", err)
+		} else {
+			m.Discard()
+		}
+		return
+	}
+	e := &entry{m: m, stamp: stamp, at: time.Now()}
+	p.made[key] = append(p.made[key], e)
+	p.total++
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.watch(key, e)
+}
+
+// watch drops e when its process exits unbound or it idles past the policy's Idle.
+func (p *Pool) watch(key string, e *entry) {
+	defer p.wg.Done()
+	idle := time.NewTimer(p.policy.Idle)
+	defer idle.Stop()
+	select {
+	case <-e.m.Exited():
+	case <-idle.C:
+	}
+	p.mu.Lock()
+	list := p.made[key]
+	i := slices.Index(list, e)
+	if i >= 0 {
+		p.made[key] = slices.Delete(list, i, i+1)
+		p.total--
+	}
+	p.mu.Unlock()
+	if i >= 0 {
+		e.m.Discard()
+	}
+}
+
+// Drop throws away the sessions made ahead for the plugin in dir (its manifest changed: they may
+// run what it no longer says).
+func (p *Pool) Drop(dir string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	var gone []*entry
+	for key, list := range p.made {
+		if keyDir(key) == dir {
+			gone = append(gone, list...)
+			p.total -= len(list)
+			delete(p.made, key)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range gone {
+		e.m.Discard()
+	}
+}
+
+// Close throws away every session made ahead and waits for those being made.
+func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.closed = true
+	var gone []*entry
+	for key, list := range p.made {
+		gone = append(gone, list...)
+		delete(p.made, key)
+	}
+	p.total = 0
+	p.mu.Unlock()
+	for _, e := range gone {
+		e.m.Discard()
+	}
+	p.wg.Wait()
+}
+
+// Waiting is how many sessions are made ahead and waiting, in all.
+func (p *Pool) Waiting() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// harnessKey names what a made session must share with a job's to take it: the harness's command,
+// the plugin, where sessions are made, the sandbox and the environment the node gives sessions.
+// ok is false for a harness that is not made ahead.
+func harnessKey(spec supervisor.Spec) (string, bool) {
+	if loaderEntry(spec.Command) == nil {
+		return "", false
+	}
+	dir, err := filepath.Abs(cmp.Or(spec.PluginDir, "."))
+	if err != nil {
+		return "", false
+	}
+	e := spec.Env
+	parts := []string{dir, strings.Join(spec.Command, "\x00"), spec.TempDir, string(spec.Sandbox.Tier),
+		strings.Join(spec.Sandbox.Hide, "\x00"), e.PATH, e.LANG, e.AnthropicBaseURL, e.OpenAIBaseURL, e.OTLPEndpoint}
+	return strings.Join(parts, "\x01"), true
+}
+
+func keyDir(key string) string { dir, _, _ := strings.Cut(key, "\x01"); return dir }
+
+// loaderEntry is what the loader runs of a Python harness's command (-m MODULE ARGS..., or
+// FILE ARGS...), nil when it is not one the loader can run as Python would.
+func loaderEntry(argv []string) []string {
+	if len(argv) < 2 || !supervisor.IsPython(argv[0]) || strings.ContainsRune(argv[0], '/') {
+		return nil
+	}
+	if mod, at := supervisor.PythonModule(argv); mod != "" && at == 2 && argv[1] == "-m" {
+		return argv[1:]
+	}
+	if i := supervisor.ScriptArg(argv); i == 1 && strings.HasSuffix(argv[1], ".py") {
+		return argv[1:]
+	}
+	return nil
+}
+
+// aheadSpec is the harness's part of spec, as a session made ahead is made with: no job, no key,
+// no trace context, and the loader's command.
+func aheadSpec(spec supervisor.Spec) supervisor.Spec {
+	return supervisor.Spec{
+		Command:   spec.Command,
+		PluginDir: spec.PluginDir,
+		TempDir:   spec.TempDir,
+		Sandbox:   spec.Sandbox,
+		Env: supervisor.Env{PATH: spec.Env.PATH, LANG: spec.Env.LANG,
+			AnthropicBaseURL: spec.Env.AnthropicBaseURL, OpenAIBaseURL: spec.Env.OpenAIBaseURL, OTLPEndpoint: spec.Env.OTLPEndpoint},
+		Request: harnesskit.SessionRequest{Harness: spec.Request.Harness}, // for the log alone
+	}
+}
+
+// makeLoader makes a session ahead with the loader as its program.
+func makeLoader(spec supervisor.Spec) (*supervisor.Made, error) {
+	dir, err := filepath.Abs(cmp.Or(spec.PluginDir, "."))
+	if err != nil {
+		return nil, err
+	}
+	path := cmp.Or(spec.Env.PATH, os.Getenv("PATH"), supervisor.DefaultPATH)
+	_, _, pythonPath, err := supervisor.PythonEnv(spec.Command[0], dir, path)
+	if err != nil {
+		return nil, err
+	}
+	entry := slices.Clone(loaderEntry(spec.Command))
+	if entry[0] != "-m" && !filepath.IsAbs(entry[0]) {
+		entry[0] = filepath.Join(dir, entry[0]) // as the node resolves a script's path
+	}
+	made := spec
+	made.Command = append([]string{spec.Command[0], "-c", loaderScript, dir, pythonPath}, entry...)
+	return supervisor.Make(made)
+}
+
+// envStamp says when the plugin's environment last changed: its .venv's configuration and its
+// site-packages directories (a package installed or removed changes them), "" without one.
+func envStamp(pluginDir string) string {
+	venv := filepath.Join(pluginDir, ".venv")
+	var b strings.Builder
+	stamp := func(p string) {
+		if info, err := os.Stat(p); err == nil {
+			b.WriteString(p + "\x00" + strconv.FormatInt(info.ModTime().UnixNano(), 10) + "\x00" + strconv.FormatInt(info.Size(), 10) + "\n")
+		}
+	}
+	stamp(filepath.Join(venv, "pyvenv.cfg"))
+	sites, _ := filepath.Glob(filepath.Join(venv, "lib", "python*", "site-packages"))
+	for _, s := range sites {
+		stamp(s)
+	}
+	return b.String()
+}

@@ -1,0 +1,183 @@
+package ahead
+
+import (
+	"context"
+	"net/http"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+)
+
+// testPlugin writes a plugin whose harness (python -m plug) imports a dependency, fakedep,
+// installed in the plugin's .venv, and answers with what it saw: when fakedep was imported, when
+// each module of the plugin's own ran (its package, its agent, a sitecustomize in its src/), its
+// environment and arguments.
+func testPlugin(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755) // a root node's sandboxed harness runs as nobody
+	out, err := exec.Command("python3", "-m", "venv", "--without-pip", filepath.Join(dir, ".venv")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	sites, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python*", "site-packages"))
+	if len(sites) != 1 {
+		t.Fatalf("no site-packages in the .venv: %v", sites)
+	}
+	mark := func(name string) string {
+		return fmt.Sprintf("import builtins, time\nbuiltins.__dict__.setdefault('oz0_test_ran', {})[%q] = time.time()\n", name)
+	}
+	files := map[string]string{
+		filepath.Join(sites[0], "fakedep", "__init__.py"): "import time\nIMPORTED_AT = time.time()\n",
+		filepath.Join(dir, "src", "plug", "__init__.py"):  mark("package"),
+		filepath.Join(dir, "src", "sitecustomize.py"):     mark("sitecustomize"),
+		filepath.Join(dir, "src", "plug", "agent.py"):     mark("agent") + "import fakedep\n",
+		filepath.Join(dir, "src", "plug", "__main__.py"): `import builtins, json, os, sys
+request = json.loads(sys.stdin.readline())
+from . import agent
+import fakedep
+out = {"dep_at": fakedep.IMPORTED_AT, "ran": builtins.__dict__.get("oz0_test_ran", {}), "job": os.environ.get("OZ0_JOB"),
+       "key": os.environ.get("ANTHROPIC_API_KEY"), "pythonpath": os.environ.get("PYTHONPATH"), "argv": sys.argv[1:],
+       "request_job": request.get("job"), "cwd": os.getcwd(), "home": os.environ.get("HOME"), "name": __name__}
+print(json.dumps({"type": "result", "output": out}), flush=True)
+`,
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func jobSpec(dir, job string) supervisor.Spec {
+	return supervisor.Spec{
+		Command:   []string{"python", "-m", "plug", "an-arg"},
+		PluginDir: dir,
+		Request:   harnesskit.SessionRequest{Job: job, Agent: "a", Harness: "plug"},
+		Env:       supervisor.Env{AnthropicBaseURL: "http://127.0.0.1:9/anthropic", AnthropicAPIKey: "key-of-" + job},
+		Limits:    supervisor.Limits{Timeout: time.Minute},
+	}
+}
+
+type seen struct {
+	DepAt      float64            `json:"dep_at"`
+	Ran        map[string]float64 `json:"ran"`
+	Job        string   `json:"job"`
+	Key        string   `json:"key"`
+	PythonPath string   `json:"pythonpath"`
+	Argv       []string `json:"argv"`
+	RequestJob string   `json:"request_job"`
+	Cwd        string   `json:"cwd"`
+	Home       string   `json:"home"`
+	Name       string   `json:"name"`
+}
+
+func result(t *testing.T, s *supervisor.Session) seen {
+	t.Helper()
+	end := s.Wait()
+	if end.Status != harnesskit.Completed {
+		t.Fatalf("the session ended %s: %s\n%s", end.Status, end.Reason, end.StderrTail)
+	}
+	var got seen
+	if err := json.Unmarshal(end.Output, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A session made ahead has its dependencies loaded and nothing of the plugin's run before its job
+// binds it; bound, it runs the harness as `python -m plug` would, with the job's environment; in
+// every tier.
+func TestMadeAheadLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
+	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
+		t.Run(string(tier), func(t *testing.T) {
+			if err := sandbox.Check(tier); err != nil {
+				t.Fatalf("tier %s does not work on this machine: %v", tier, err)
+			}
+			dir := testPlugin(t)
+			spec := func(job string) supervisor.Spec {
+				sp := jobSpec(dir, job)
+				sp.Sandbox = supervisor.Sandbox{Tier: tier, Gateway: http.NotFoundHandler()}
+				return sp
+			}
+			pool := New(Policy{Mode: Warm, PerHarness: 1}, nil)
+			defer pool.Close()
+			pool.Prepare(spec(""))
+			e := waitMade(t, pool)
+			var report struct {
+				Modules int      `json:"modules"`
+				Failed  []string `json:"failed"`
+				At      float64  `json:"at"`
+			}
+			if err := json.Unmarshal(e.m.Report(), &report); err != nil || report.Modules != 1 || len(report.Failed) != 0 {
+				t.Fatalf("the loader said %s (%v); want fakedep loaded", e.m.Report(), err)
+			}
+
+			s, how, err := pool.Start(context.Background(), spec("job_one"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how.Start != StartMadeAhead {
+				t.Errorf("the job's session started %q (%s); want made ahead", how.Start, how.Why)
+			}
+			got := result(t, s)
+			if got.DepAt >= report.At {
+				t.Error("fakedep was imported after the loader said it was ready: nothing was loaded ahead")
+			}
+			for _, name := range []string{"package", "agent", "sitecustomize"} {
+				at, ok := got.Ran[name]
+				switch {
+				case !ok:
+					t.Errorf("the plugin's %s never ran; a session started at its job runs it", name)
+				case at <= report.At:
+					t.Errorf("the plugin's %s ran before its job bound the session", name)
+				}
+			}
+			if got.Job != "job_one" || got.RequestJob != "job_one" || got.Key != "key-of-job_one" {
+				t.Errorf("the harness saw job %q (request %q), key %q; want the job's", got.Job, got.RequestJob, got.Key)
+			}
+			if got.PythonPath != filepath.Join(dir, "src") {
+				t.Errorf("PYTHONPATH is %q; want the plugin's src/", got.PythonPath)
+			}
+			if strings.Join(got.Argv, " ") != "an-arg" || got.Name != "__main__" {
+				t.Errorf("the harness ran as %q with arguments %q; want __main__ with an-arg", got.Name, got.Argv)
+			}
+			if got.Cwd != s.Workdir() || got.Home != s.StateDir() {
+				t.Errorf("the harness ran in %s with HOME %s; want its session's %s and %s", got.Cwd, got.Home, s.Workdir(), s.StateDir())
+			}
+		})
+	}
+}
+
+func waitMade(t *testing.T, pool *Pool) *entry {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		pool.mu.Lock()
+		for _, list := range pool.made {
+			for _, e := range list {
+				if e.m.Ready() {
+					pool.mu.Unlock()
+					return e
+				}
+			}
+		}
+		pool.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no session was made ahead within a minute")
+	return nil
+}
