@@ -2,9 +2,9 @@ package ahead
 
 import (
 	"context"
-	"net/http"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,14 +75,14 @@ func jobSpec(dir, job string) supervisor.Spec {
 type seen struct {
 	DepAt      float64            `json:"dep_at"`
 	Ran        map[string]float64 `json:"ran"`
-	Job        string   `json:"job"`
-	Key        string   `json:"key"`
-	PythonPath string   `json:"pythonpath"`
-	Argv       []string `json:"argv"`
-	RequestJob string   `json:"request_job"`
-	Cwd        string   `json:"cwd"`
-	Home       string   `json:"home"`
-	Name       string   `json:"name"`
+	Job        string             `json:"job"`
+	Key        string             `json:"key"`
+	PythonPath string             `json:"pythonpath"`
+	Argv       []string           `json:"argv"`
+	RequestJob string             `json:"request_job"`
+	Cwd        string             `json:"cwd"`
+	Home       string             `json:"home"`
+	Name       string             `json:"name"`
 }
 
 func result(t *testing.T, s *supervisor.Session) seen {
