@@ -39,6 +39,7 @@ import (
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/ahead"
 	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 	"github.com/orchestrator-zero/oz0/telemetry"
@@ -87,6 +88,8 @@ type Config struct {
 	// MaxSessions is the most sessions the node runs at once (oz0 dev --max-sessions); the jobs
 	// past it wait, queued. 0 is node.DefaultMaxSessions().
 	MaxSessions int
+	// Ahead says when sessions are made (oz0 dev --warm N, --cold): the zero value is cold.
+	Ahead ahead.Policy
 	// Ref is the git ref of oz0's repository whose schemas the files the server writes point at
 	// (a release's tag); "" is main.
 	Ref string
@@ -372,13 +375,14 @@ func (s *Server) resolveSandbox() error {
 
 // askAhead asks, in the background, what the first session of each of ps's harnesses would ask
 // as it starts (which interpreter a Python wrapper on PATH runs), so that no session waits for it
-// and a herd of them asks it once.
+// and a herd of them asks it once; and makes the sessions the node keeps ahead of their jobs.
 func (s *Server) askAhead(ps []*plugin.Plugin) {
 	for _, p := range ps {
 		for _, h := range p.Manifest.Harnesses {
 			supervisor.AskAhead(supervisor.Spec{Command: h.Command, PluginDir: p.Dir, Sandbox: supervisor.Sandbox{Tier: s.tier}})
 		}
 	}
+	s.node.MakeAhead(ps)
 }
 
 // loadPlugins loads and lints the plugins first: one that does not lint is refused before
@@ -669,6 +673,7 @@ func (s *Server) startNode() error {
 		Decider:      &decider{hooks: s.hooks, inbox: s.inbox},
 		Record:       s.cfg.Record,
 		MaxSessions:  s.cfg.MaxSessions,
+		Ahead:        s.cfg.Ahead,
 		// The node's state (the store, secrets, provider records) and the files that hold the
 		// token may sit in the plugin, which sessions see: they must not see them.
 		Sandbox: supervisor.Sandbox{Tier: s.tier, Hide: append([]string{s.StateDir}, s.cfg.TokenFiles...), Gateway: gatewayOnly},
@@ -936,6 +941,7 @@ func (s *Server) banner() {
 	s.say("  state   %s", state)
 	s.say("  sandbox %s: %s", s.tier, s.tier.Policy().Summary)
 	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
+	s.say("  start   %s", s.node.Ahead())
 	if s.cfg.Record {
 		s.say("  calls   kept: each model call's request and answer, masked (oz0 job show JOB --calls, the UI's job page; --no-record keeps none)")
 	} else {

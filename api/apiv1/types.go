@@ -137,6 +137,13 @@ const (
 	// EventStatus is a status change: StatusData. The first is queued (no "from"); one with a
 	// terminal status is the job's last event.
 	EventStatus = "status"
+	// EventSession says how the job's session was made, before anything it did:
+	// {"start":"made ahead"|"cold","made_at":"<RFC 3339>","bound_at":"…","program":"…",
+	// "loaded":{"modules":N,"failed":[…],"seconds":S},"why":"…"}. A session made ahead was
+	// started at made_at with its dependencies loaded (what loaded says) and took its job at
+	// bound_at; a cold one was started at its job. why says why a node that makes sessions ahead
+	// started this one cold.
+	EventSession = "session"
 	// EventSay is text the harness streams to the live view: {"text":"…"}.
 	EventSay = "say"
 	// EventPermissionRequest is a tool call the harness asks for:

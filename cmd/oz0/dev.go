@@ -21,6 +21,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver"
 	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/internal/procstart"
+	"github.com/orchestrator-zero/oz0/supervisor/ahead"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 	"github.com/orchestrator-zero/oz0/telemetry"
 )
@@ -44,6 +45,7 @@ type devOptions struct {
 	Sandbox     sandbox.Tier // "" (Auto): standard where this machine allows it, else none
 	NoRecord    bool         // keep no model call's request and answer
 	MaxSessions int          // 0: node.DefaultMaxSessions()
+	Ahead       ahead.Policy // when sessions are made: --warm N (the default, 1), --cold
 	OTLP        telemetry.Config
 }
 
@@ -56,6 +58,8 @@ func newCmdDev(f *cmdutil.Factory, runF func(*devOptions) error) *cobra.Command 
 	opts := &devOptions{IO: f.IOStreams, Version: f.Version, Ref: f.Build.Ref, Getenv: f.Getenv}
 	var sandboxFlag string
 	var record bool // --record, the default now: accepted, with a note
+	var warm int
+	var cold bool
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a dev server and a node with the plugin, offline",
@@ -80,6 +84,10 @@ none.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("max-sessions") && opts.MaxSessions < 1 {
 				return cmdutil.Usagef("--max-sessions must be at least 1, not %d", opts.MaxSessions)
+			}
+			var err error
+			if opts.Ahead, err = aheadPolicy(cmd, warm, cold); err != nil {
+				return err
 			}
 			if record && opts.NoRecord {
 				return cmdutil.Usagef("--record and --no-record do not go together; --record is the default")
@@ -140,6 +148,7 @@ none.`,
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
 	cmd.Flags().IntVar(&opts.MaxSessions, "max-sessions", 0, "the most sessions run at once; more jobs wait, queued (default: 4 a core, at most one a 256 MiB of memory, 2 to 64)")
+	addAheadFlags(cmd, &warm, &cold)
 	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep no model call's request and answer (kept by default: oz0 job show --calls, replay, script)")
 	cmd.Flags().BoolVar(&record, "record", false, "")
 	_ = cmd.Flags().MarkHidden("record")
@@ -205,7 +214,7 @@ func devRun(ctx context.Context, opts *devOptions) error {
 		PluginDirs: opts.Plugins, Addr: opts.Addr, StablePort: opts.Addr == "", StateDir: opts.StateDir, Ephemeral: opts.Ephemeral,
 		Version: opts.Version, FakeScript: script, FakeScriptFile: opts.FakeScript, Out: opts.IO.Out, Log: opts.IO.ErrOut, LogHandler: logHandler(opts), Started: started,
 		Getenv: opts.Getenv, HooksFile: opts.Hooks, Sandbox: opts.Sandbox, Record: !opts.NoRecord, Ref: opts.Ref,
-		MaxSessions: opts.MaxSessions, Telemetry: opts.OTLP,
+		MaxSessions: opts.MaxSessions, Telemetry: opts.OTLP, Ahead: opts.Ahead,
 	})
 	if errors.Is(err, devserver.ErrAgentConflict) {
 		return &cmdutil.FindingsError{Msg: err.Error()} // the plugins given cannot be served together
@@ -253,4 +262,23 @@ func stopDev(srv interface {
 			srv.Hurry()
 		}
 	}
+}
+
+// addAheadFlags adds --warm N and --cold, which oz0 dev and oz0 plugin test share.
+func addAheadFlags(cmd *cobra.Command, warm *int, cold *bool) {
+	cmd.Flags().IntVar(warm, "warm", 1, "keep N sessions of each Python harness made ahead of their jobs, its dependencies loaded (docs/sandbox.md)")
+	cmd.Flags().BoolVar(cold, "cold", false, "make each session at its job, as the platform's cold start does (no session made ahead)")
+}
+
+// aheadPolicy is the policy --warm and --cold say.
+func aheadPolicy(cmd *cobra.Command, warm int, cold bool) (ahead.Policy, error) {
+	switch {
+	case cold && cmd.Flags().Changed("warm"):
+		return ahead.Policy{}, cmdutil.Usagef("--warm and --cold say opposite things; give one")
+	case cold:
+		return ahead.Policy{Mode: ahead.Cold}, nil
+	case warm < 1:
+		return ahead.Policy{}, cmdutil.Usagef("--warm must be at least 1, not %d (--cold makes none ahead)", warm)
+	}
+	return ahead.Policy{Mode: ahead.Warm, PerHarness: warm}, nil
 }

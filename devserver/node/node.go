@@ -18,6 +18,7 @@ import (
 	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/ahead"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 )
 
@@ -84,6 +85,9 @@ type Config struct {
 	// MaxSessions is the most sessions the node runs at once; the jobs past it wait, queued, in
 	// the order they came. 0 is DefaultMaxSessions().
 	MaxSessions int
+	// Ahead says when sessions are made: at their jobs (cold, the zero value) or ahead of them.
+	// The sessions made ahead are bounded by MaxSessions too.
+	Ahead ahead.Policy
 }
 
 // Replay is a recording that answers a replayed job's model calls (package recording).
@@ -139,6 +143,8 @@ type Node struct {
 	byAgent map[string]int  // of those, each agent's (for its limits.max_concurrent)
 	wg      sync.WaitGroup
 	closed  bool
+
+	ahead *ahead.Pool // the sessions made ahead of their jobs
 	// longLines bounds the long stdout lines (a tool's result, a call's arguments: up to 8 MiB
 	// each) the sessions handle at once, together.
 	longLines *supervisor.LongLines
@@ -223,7 +229,43 @@ func New(cfg Config) *Node {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions()
 	}
-	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, longLines: supervisor.NewLongLines(maxLongLines)}
+	if cfg.Ahead.Max <= 0 || cfg.Ahead.Max > cfg.MaxSessions {
+		cfg.Ahead.Max = cfg.MaxSessions
+	}
+	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, longLines: supervisor.NewLongLines(maxLongLines),
+		ahead: ahead.New(cfg.Ahead, cfg.Logger.With("part", "ahead"))}
+}
+
+// Ahead is the node's policy of when sessions are made.
+func (n *Node) Ahead() ahead.Policy { return n.ahead.Policy() }
+
+// MakeAhead makes sessions ahead for the harnesses of ps, as the node's policy says (nothing when
+// it makes them cold), first throwing away those made for an earlier version of them.
+func (n *Node) MakeAhead(ps []*plugin.Plugin) {
+	for _, p := range ps {
+		n.ahead.Drop(p.Dir)
+		for i := range p.Manifest.Harnesses {
+			n.ahead.Prepare(n.harnessSpec(p, &p.Manifest.Harnesses[i]))
+		}
+	}
+}
+
+// harnessSpec is what every session of harness h of plugin p shares on this node.
+func (n *Node) harnessSpec(p *plugin.Plugin, h *plugin.Harness) supervisor.Spec {
+	spec := jobspec.HarnessSpec(p, h, n.cfg.GatewayURL, n.Sandbox(p.Dir))
+	n.nodeSpec(&spec)
+	return spec
+}
+
+// nodeSpec sets in spec what the node gives every session: where its directories are made, its
+// grace period, the bound on long lines, the OTLP receiver.
+func (n *Node) nodeSpec(spec *supervisor.Spec) {
+	spec.TempDir = n.TempDir()
+	spec.Limits.Grace = n.cfg.Grace
+	spec.LongLines = n.longLines
+	if n.cfg.ReceiveSpans {
+		spec.Env.OTLPEndpoint = n.cfg.GatewayURL + "/otlp"
+	}
 }
 
 // InputError is a job input that the agent does not take; no job was made.

@@ -51,21 +51,22 @@ func (n *Node) run(job *Job) {
 	defer n.cfg.Keys.RevokeJob(job.ID)
 
 	spec := job.spec.Spec(n.cfg.GatewayURL, key, n.Sandbox(job.Plugin.Dir))
+	n.nodeSpec(&spec)
 	if n.cfg.ReceiveSpans {
 		// The gateway's OTLP receiver takes the session's own spans under its key, as children
 		// of the job's span.
 		spec.Env.Traceparent = telemetry.Traceparent(job.ID)
-		spec.Env.OTLPEndpoint = n.cfg.GatewayURL + "/otlp"
 		spec.Env.OTLPHeaders = "authorization=Bearer%20" + key
 	}
-	spec.Limits.Grace = n.cfg.Grace
 	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
-	spec.LongLines = n.longLines
-	spec.TempDir = n.TempDir()
 	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
 	job.says = n.cfg.SayStream()
-	sess, err := supervisor.Start(context.Background(), spec)
+	sess, how, err := n.ahead.Start(context.Background(), spec)
+	if err == nil {
+		// How the session was made comes first in what the session did.
+		job.rec.add(store.EventSession, how)
+	}
 	if err != nil {
 		job.rec.close()
 		n.append(job.ID, store.EventError, map[string]any{"message": err.Error()})
@@ -379,6 +380,7 @@ func (n *Node) KillSessions() {
 
 // Close cancels every live job and waits for them to end, at most until ctx is done.
 func (n *Node) Close(ctx context.Context) error {
+	n.ahead.Close()
 	n.mu.Lock()
 	n.closed = true
 	queued := n.queue

@@ -32,6 +32,7 @@ const (
 	EventResult             = apiv1.EventResult
 	EventError              = apiv1.EventError
 	EventSpan               = apiv1.EventSpan
+	EventSession            = apiv1.EventSession
 )
 
 // MaxData is the largest JSON value (event data, job input or output) the store takes: the

@@ -45,11 +45,15 @@ import (
 	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
 )
 
+//go:embed warmups.py
+var warmUps string
+
 //go:embed loader.py
 var loaderMain string
 
-// loaderScript is the program of a Python session made ahead: the import reader, then the loader.
-var loaderScript = pyimports.Reader + "\n" + loaderMain
+// loaderScript is the program of a Python session made ahead: the import reader, the frameworks'
+// warm-ups, then the loader.
+var loaderScript = pyimports.Reader + "\n" + warmUps + "\n" + loaderMain
 
 // Mode is when a policy makes sessions.
 type Mode string
@@ -117,8 +121,8 @@ type Pool struct {
 
 type entry struct {
 	m     *supervisor.Made
-	stamp string // the plugin's environment when it was made
-	at    time.Time
+	stamp string        // the plugin's environment when it was made
+	gone  chan struct{} // closed when it leaves the pool (taken or thrown away)
 }
 
 // New returns a pool for policy; logger gets what went wrong making a session ahead.
@@ -145,20 +149,23 @@ func (p *Pool) Start(ctx context.Context, spec supervisor.Spec) (*supervisor.Ses
 	if !ok {
 		return startCold(ctx, spec, "")
 	}
-	stamp := envStamp(spec.PluginDir)
-	e, why := p.take(key, stamp)
+	e, ready, why := p.take(key, envStamp(spec.PluginDir))
 	defer p.Prepare(spec)
 	if e == nil {
 		return startCold(ctx, spec, why)
 	}
 	s, err := e.m.Bind(ctx, spec)
 	if errors.Is(err, supervisor.ErrGone) {
-		return startCold(ctx, spec, "the session made ahead had exited")
+		return startCold(ctx, spec, "its session made ahead had exited")
 	}
 	if err != nil {
 		return nil, How{}, err
 	}
-	return s, How{Start: StartMadeAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: e.m.Report()}, nil
+	how := How{Start: StartMadeAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: e.m.Report()}
+	if !ready {
+		how.Start, how.Why = StartCold, why
+	}
+	return s, how, nil
 }
 
 func startCold(ctx context.Context, spec supervisor.Spec, why string) (*supervisor.Session, How, error) {
@@ -171,39 +178,49 @@ func startCold(ctx context.Context, spec supervisor.Spec, why string) (*supervis
 }
 
 // take returns a made session of the harness key whose environment is still stamp, throwing away
-// the ones it finds stale; nil, and why, when there is none.
-func (p *Pool) take(key, stamp string) (*entry, string) {
+// the ones it finds stale: one that is ready first, else the one being made longest (it is ready
+// sooner than a session started now would be); nil, and why, when there is none. ready says
+// whether it was ready.
+func (p *Pool) take(key, stamp string) (e *entry, ready bool, why string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	list := p.made[key]
 	var stale []*entry
-	var got *entry
-	for len(list) > 0 && got == nil {
-		e := list[0]
-		list = list[1:]
-		p.total--
-		switch {
-		case e.stamp != stamp:
-			stale = append(stale, e)
-		default:
-			got = e
+	kept := p.made[key][:0]
+	for _, c := range p.made[key] {
+		if c.stamp != stamp {
+			stale = append(stale, c)
+		} else {
+			kept = append(kept, c)
 		}
 	}
-	p.made[key] = list
-	for _, e := range stale {
-		go e.m.Discard()
+	for _, c := range kept {
+		if c.m.Ready() {
+			e, ready = c, true
+			break
+		}
+	}
+	if e == nil && len(kept) > 0 {
+		e = kept[0]
+	}
+	if e != nil {
+		kept = slices.DeleteFunc(kept, func(c *entry) bool { return c == e })
+		close(e.gone)
+	}
+	p.total -= len(p.made[key]) - len(kept)
+	p.made[key] = kept
+	for _, c := range stale {
+		close(c.gone)
+		go c.m.Discard()
 	}
 	switch {
-	case got != nil:
-		return got, ""
-	case len(stale) > 0:
-		return nil, "the plugin's environment changed since its session was made ahead"
-	case p.making[key] > 0:
-		// One is on its way; taking it would make the job wait for all of its loading.
-		return nil, "its session made ahead was still loading"
-	default:
-		return nil, "no session was made ahead for it yet"
+	case e != nil && !ready:
+		why = "its session made ahead was still loading when the job came"
+	case e == nil && len(stale) > 0:
+		why = "the plugin's environment changed since its session was made ahead"
+	case e == nil:
+		why = "no session was made ahead for it yet"
 	}
+	return e, ready, why
 }
 
 // Prepare makes sessions ahead for the harness of spec (a job's spec, or one without a job: its
@@ -259,34 +276,44 @@ func (p *Pool) make(key string, spec supervisor.Spec) {
 		}
 		return
 	}
-	e := &entry{m: m, stamp: stamp, at: time.Now()}
+	e := &entry{m: m, stamp: stamp, gone: make(chan struct{})}
 	p.made[key] = append(p.made[key], e)
 	p.total++
-	p.mu.Unlock()
 	p.wg.Add(1)
+	p.mu.Unlock()
 	go p.watch(key, e)
 }
 
-// watch drops e when its process exits unbound or it idles past the policy's Idle.
+// watch drops e when its process exits unbound or it idles past the policy's Idle; it returns
+// when e leaves the pool.
 func (p *Pool) watch(key string, e *entry) {
 	defer p.wg.Done()
 	idle := time.NewTimer(p.policy.Idle)
 	defer idle.Stop()
 	select {
+	case <-e.gone:
+		return
 	case <-e.m.Exited():
 	case <-idle.C:
 	}
-	p.mu.Lock()
-	list := p.made[key]
-	i := slices.Index(list, e)
-	if i >= 0 {
-		p.made[key] = slices.Delete(list, i, i+1)
-		p.total--
-	}
-	p.mu.Unlock()
-	if i >= 0 {
+	if p.remove(key, e) {
 		e.m.Discard()
 	}
+}
+
+// remove takes e out of the pool; false when it was out already.
+func (p *Pool) remove(key string, e *entry) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.made[key]
+	i := slices.Index(list, e)
+	if i < 0 {
+		return false
+	}
+	p.made[key] = slices.Delete(list, i, i+1)
+	p.total--
+	close(e.gone)
+	return true
 }
 
 // Drop throws away the sessions made ahead for the plugin in dir (its manifest changed: they may
@@ -303,6 +330,9 @@ func (p *Pool) Drop(dir string) {
 			p.total -= len(list)
 			delete(p.made, key)
 		}
+	}
+	for _, e := range gone {
+		close(e.gone)
 	}
 	p.mu.Unlock()
 	for _, e := range gone {
@@ -321,6 +351,9 @@ func (p *Pool) Close() {
 	for key, list := range p.made {
 		gone = append(gone, list...)
 		delete(p.made, key)
+	}
+	for _, e := range gone {
+		close(e.gone)
 	}
 	p.total = 0
 	p.mu.Unlock()

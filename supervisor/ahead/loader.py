@@ -1,5 +1,5 @@
-# oz0's loader of a Python session made ahead of its job (reader.py is put before this, in one
-# script run with -c by the harness's interpreter, in the session's sandbox).
+# oz0's loader of a Python session made ahead of its job (reader.py and warmups.py are put before
+# this, in one script run with -c by the harness's interpreter, in the session's sandbox).
 #
 # Arguments: PLUGIN_DIR PYTHONPATH (-m MODULE | FILE) ARGS... : the harness's command as the node
 # resolved it, and the plugin's own import path, which the environment leaves out until the job.
@@ -7,7 +7,9 @@
 # 1. It reads what the harness imports (reader.py: parsed, never run), and imports the installed
 #    third-party modules among them, with the plugin's own directories off sys.path: nothing of
 #    the plugin's runs, and no module of the plugin's can stand in for a dependency's.
-# 2. It says so on stdout, one line: {"type": "loaded", "modules": N, "failed": [...], "seconds": S}.
+# 2. It warms up the frameworks among them (warmups.py: an agent of oz0's own, on a model answered
+#    in this process), and says it is ready on stdout, one line: {"type": "loaded", "modules": N,
+#    "warmed": [...], "failed": [...], "seconds": S, "at": T}.
 # 3. It reads one line on stdin, {"type": "bind", "env": {...}}: the job's environment, which it
 #    sets (PYTHONPATH on sys.path too).
 # 4. It runs the harness as `python -m MODULE` or `python FILE` would, which reads the session
@@ -128,9 +130,10 @@ def _main():
     started = _time.monotonic()
     log, real_stderr = _capture_stderr()
     loaded, failed = _load(plugin_dir, pythonpath, entry)
+    warmed, cold = _warm_up()
     _gc.collect()
     _gc.freeze()  # what loading made stays put: a process forked from here shares it
-    report = {"type": "loaded", "modules": len(loaded), "failed": failed,
+    report = {"type": "loaded", "modules": len(loaded), "warmed": warmed, "failed": failed + cold,
               "seconds": round(_time.monotonic() - started, 3), "at": _time.time()}
     os.write(1, (json.dumps(report) + "\n").encode())
     message = _read_bind()

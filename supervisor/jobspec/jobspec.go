@@ -143,17 +143,24 @@ func (j *Job) Grant() gateway.Grant {
 // gatewayURL + "/anthropic" and "/openai") with the session key key, issued for Grant, in the
 // node's sandbox. The caller sets what is its own: Decider, Sink, TempDir and Limits.Grace.
 func (j *Job) Spec(gatewayURL, key string, sandbox supervisor.Sandbox) supervisor.Spec {
+	spec := HarnessSpec(j.Plugin, j.Harness, gatewayURL, sandbox)
+	spec.Request = j.Request()
+	spec.Env.AnthropicAPIKey, spec.Env.OpenAIAPIKey = key, key
+	spec.Limits = supervisor.Limits{Timeout: j.Limits().TimeoutDuration(),
+		EventBytes: j.Limits().MaxEventBytes, EventBytesPerSecond: j.Limits().MaxEventBytesPerSecond}
+	return spec
+}
+
+// HarnessSpec is what every session of harness h of plugin p shares, against the gateway at
+// gatewayURL in the node's sandbox: a session made ahead of its job is made with it, and a job's
+// Spec is it and the job's own (its request, key and limits).
+func HarnessSpec(p *plugin.Plugin, h *plugin.Harness, gatewayURL string, sandbox supervisor.Sandbox) supervisor.Spec {
 	return supervisor.Spec{
-		Command:   j.Harness.Command,
-		PluginDir: j.Plugin.Dir,
-		Request:   j.Request(),
-		Env: supervisor.Env{
-			AnthropicBaseURL: gatewayURL + "/anthropic", AnthropicAPIKey: key,
-			OpenAIBaseURL: gatewayURL + "/openai", OpenAIAPIKey: key,
-		},
-		Limits: supervisor.Limits{Timeout: j.Limits().TimeoutDuration(),
-			EventBytes: j.Limits().MaxEventBytes, EventBytesPerSecond: j.Limits().MaxEventBytesPerSecond},
-		Sandbox: sandbox,
+		Command:   h.Command,
+		PluginDir: p.Dir,
+		Request:   harnesskit.SessionRequest{Harness: h.Name},
+		Env:       supervisor.Env{AnthropicBaseURL: gatewayURL + "/anthropic", OpenAIBaseURL: gatewayURL + "/openai"},
+		Sandbox:   sandbox,
 	}
 }
 

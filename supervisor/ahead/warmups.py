@@ -1,0 +1,213 @@
+# oz0's warm-ups of a session made ahead (put between reader.py and loader.py): after the loader
+# has imported the harness's dependencies, each framework among them runs one agent of oz0's own
+# (never the plugin's) against a model answered in this process, so that what a framework does
+# on its first run (its lazy imports, its clients' and schemas' set-up) is done before the job
+# comes. Nothing leaves the process: the model clients' HTTP goes to an httpx.MockTransport, the
+# frameworks' telemetry is off while they run. A warm-up that fails or takes too long is given up,
+# said in the loader's line, and the session runs as it would have without it.
+
+import asyncio as _asyncio
+import importlib
+
+WARM_UP_TIMEOUT = 20.0  # seconds, each
+
+_WARM_ENV = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "ANONYMIZED_TELEMETRY": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+}
+
+
+def _answer(httpx, request):
+    """The in-process model: Anthropic's Messages or OpenAI's Chat Completions, streamed or not;
+    a call to the tool `echo` first, then, once its result is in the conversation, a text."""
+    body = json.loads(request.content or b"{}")
+    said = json.dumps(body.get("messages", []))
+    done = '"tool_result"' in said or '"role": "tool"' in said
+    stream = bool(body.get("stream"))
+    if request.url.path.endswith("/messages"):
+        return httpx.Response(200, **_anthropic(done, stream))
+    return httpx.Response(200, **_openai(done, stream))
+
+
+def _sse(events):
+    return "".join("event: %s\ndata: %s\n\n" % (name, json.dumps(data)) for name, data in events).encode()
+
+
+def _anthropic(done, stream):
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    if done:
+        block, stop = {"type": "text", "text": "warm"}, "end_turn"
+    else:
+        block, stop = {"type": "tool_use", "id": "toolu_warm", "name": "echo", "input": {"text": "warm"}}, "tool_use"
+    if not stream:
+        message = {"id": "msg_warm", "type": "message", "role": "assistant", "model": "warm-up",
+                   "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
+        return {"json": message}
+    start = dict(block, **({"text": ""} if done else {"input": {}}))
+    delta = {"type": "text_delta", "text": "warm"} if done else {"type": "input_json_delta", "partial_json": '{"text": "warm"}'}
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "msg_warm", "type": "message", "role": "assistant",
+                                                                 "model": "warm-up", "content": [], "stop_reason": None,
+                                                                 "stop_sequence": None, "usage": usage}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": start}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                           "usage": {"output_tokens": 1}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return {"content": _sse(events), "headers": {"content-type": "text/event-stream"}}
+
+
+def _openai(done, stream):
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    call = {"id": "call_warm", "type": "function", "function": {"name": "echo", "arguments": '{"text": "warm"}'}}
+    if not stream:
+        message = {"role": "assistant", "content": "warm"} if done else {"role": "assistant", "content": None, "tool_calls": [call]}
+        return {"json": {"id": "chatcmpl-warm", "object": "chat.completion", "created": 0, "model": "warm-up",
+                         "choices": [{"index": 0, "message": message, "finish_reason": "stop" if done else "tool_calls"}],
+                         "usage": usage}}
+    chunk = {"id": "chatcmpl-warm", "object": "chat.completion.chunk", "created": 0, "model": "warm-up"}
+    delta = {"role": "assistant", "content": "warm"} if done else {"role": "assistant", "tool_calls": [dict(call, index=0)]}
+    lines = [dict(chunk, choices=[{"index": 0, "delta": delta, "finish_reason": None}]),
+             dict(chunk, choices=[{"index": 0, "delta": {}, "finish_reason": "stop" if done else "tool_calls"}]),
+             dict(chunk, choices=[], usage=usage)]
+    body = "".join("data: %s\n\n" % json.dumps(line) for line in lines) + "data: [DONE]\n\n"
+    return {"content": body.encode(), "headers": {"content-type": "text/event-stream"}}
+
+
+def _http(sdk, asynchronous=True):
+    """An HTTP client of the kind the SDK sdk (anthropic, openai) takes, its requests answered by
+    _answer: the SDKs moved from httpx to httpx2, and take only their own."""
+    base = importlib.import_module(sdk + "._base_client")
+    httpx = getattr(base, "httpx2", None) or getattr(base, "httpx")
+    transport = httpx.MockTransport(lambda request: _answer(httpx, request))
+    return httpx.AsyncClient(transport=transport) if asynchronous else httpx.Client(transport=transport)
+
+
+def echo(text: str) -> str:
+    """Says the text back."""
+    return text
+
+
+async def _warm_anthropic():
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(base_url="http://warm-up.invalid", api_key="warm-up", http_client=_http("anthropic"), max_retries=0)
+    await client.messages.create(model="warm-up", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    stream = await client.messages.create(model="warm-up", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True)
+    async for _ in stream:
+        pass
+
+
+async def _warm_openai():
+    import openai
+
+    client = openai.AsyncOpenAI(base_url="http://warm-up.invalid/v1", api_key="warm-up", http_client=_http("openai"), max_retries=0)
+    await client.chat.completions.create(model="warm-up", messages=[{"role": "user", "content": "hi"}])
+    stream = await client.chat.completions.create(model="warm-up", messages=[{"role": "user", "content": "hi"}], stream=True)
+    async for _ in stream:
+        pass
+
+
+async def _warm_adk():
+    import anthropic
+    from google.adk.agents import LlmAgent
+    from google.adk.agents.run_config import RunConfig, StreamingMode
+    from google.adk.models.anthropic_llm import AnthropicLlm
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    client = anthropic.AsyncAnthropic(base_url="http://warm-up.invalid", api_key="warm-up", http_client=_http("anthropic"), max_retries=0)
+    agent = LlmAgent(name="warm_up", model=AnthropicLlm(model="warm-up", max_tokens=8, client=client),
+                     instruction=lambda context: "Warm up.", tools=[echo],
+                     before_tool_callback=lambda tool, args, tool_context: None,
+                     after_tool_callback=lambda tool, args, tool_context, tool_response: None)
+    runner = Runner(app_name="warm_up", agent=agent, session_service=InMemorySessionService())
+    session = await runner.session_service.create_session(app_name="warm_up", user_id="warm_up")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    for mode in (StreamingMode.SSE, StreamingMode.NONE):
+        async for _ in runner.run_async(user_id="warm_up", session_id=session.id, new_message=message,
+                                        run_config=RunConfig(streaming_mode=mode)):
+            pass
+
+
+def _warm_strands():
+    from strands import Agent
+    from strands.models.anthropic import AnthropicModel
+    from strands.tools.executors import SequentialToolExecutor
+
+    model = AnthropicModel(client_args={"base_url": "http://warm-up.invalid", "api_key": "warm-up",
+                                        "http_client": _http("anthropic"), "max_retries": 0},
+                           model_id="warm-up", max_tokens=8)
+    Agent(model=model, tools=[_strands_tool()], callback_handler=None, tool_executor=SequentialToolExecutor())("hi")
+
+
+def _strands_tool():
+    from strands import tool
+
+    return tool(echo)
+
+
+async def _warm_agent_framework():
+    import openai
+    from agent_framework import Agent
+    from agent_framework.openai import OpenAIChatCompletionClient
+
+    client = openai.AsyncOpenAI(base_url="http://warm-up.invalid/v1", api_key="warm-up", http_client=_http("openai"), max_retries=0)
+    agent = Agent(client=OpenAIChatCompletionClient(model="warm-up", async_client=client), tools=[echo])
+    await agent.run("hi")
+    async for _ in agent.run("hi", stream=True):
+        pass
+
+
+def _warm_langgraph():
+    from langchain_anthropic import ChatAnthropic
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    model = ChatAnthropic(model="warm-up", api_key="warm-up", base_url="http://warm-up.invalid", max_retries=0)
+    model._client._client = _http("anthropic", False)  # its HTTP, to the model in this process
+    model._async_client._client = _http("anthropic")
+    create_react_agent(model, [tool(echo)], prompt="Warm up.").invoke({"messages": [("user", "hi")]})
+
+
+# (the warm-up, the modules it needs loaded): run in this order, each only when its modules are.
+_WARMUPS = [
+    (_warm_anthropic, ("anthropic",)),
+    (_warm_openai, ("openai",)),
+    (_warm_adk, ("google.adk", "anthropic")),
+    (_warm_strands, ("strands", "anthropic")),
+    (_warm_agent_framework, ("agent_framework", "openai")),
+    (_warm_langgraph, ("langgraph", "langchain_anthropic")),
+]
+
+
+def _warm_up():
+    """Runs the warm-ups of the loaded frameworks; returns (those done, those given up)."""
+    done, failed = [], []
+    saved = {k: os.environ.get(k) for k in _WARM_ENV}
+    os.environ.update(_WARM_ENV)
+    try:
+        for fn, needs in _WARMUPS:
+            if not all(name in sys.modules for name in needs):
+                continue
+            name = fn.__name__[len("_warm_"):]
+            try:
+                if _asyncio.iscoroutinefunction(fn):
+                    _asyncio.run(_asyncio.wait_for(fn(), WARM_UP_TIMEOUT))
+                else:
+                    fn()
+                done.append(name)
+            except BaseException as err:  # a framework that cannot warm up runs cold, as before
+                failed.append("%s: %s: %s" % (name, type(err).__name__, str(err)[:200]))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return done, failed
