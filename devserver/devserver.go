@@ -154,6 +154,7 @@ type Server struct {
 	undo      []func() error // what the steps of Start made, undone in reverse by Close
 	stopWatch chan struct{}
 	watchDone chan struct{}
+	prints    pluginPrints // the plugins' files as last loaded, while the watcher runs
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -656,7 +657,7 @@ func (s *Server) startNode() error {
 	gatewayOnly.Handle("/gateway/", s.gatewayFace())
 	gatewayOnly.Handle("/gateway"+telemetry.ReceiverPath, api.Guard("", s.spans))
 	s.node = node.New(node.Config{
-		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records,
+		Store: s.store, Keys: s.keys, Gateway: s.gw, Plugins: s, Records: s.records, Refresh: s.refreshBeforeJob,
 		GatewayURL: s.URL + "/gateway", Mask: s.secrets.Masker(), Logger: s.log.With("part", "node"),
 		SayStream: func() node.TextStream { return s.secrets.Stream() },
 		BeforeEnd: func(job string) {
@@ -734,6 +735,7 @@ func (s *Server) serveAPI() error {
 // startWatch starts the watcher that reloads a plugin when its files change.
 func (s *Server) startWatch() {
 	if s.cfg.Poll > 0 {
+		s.notePlugins()
 		go s.watch()
 	} else {
 		close(s.watchDone)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/diag"
@@ -101,14 +102,9 @@ func (s *Server) reloadFakeScript() {
 
 // watch polls the plugins' files, the hooks file and the fake model's script; an edit re-lints and reloads the plugin. New jobs take the new
 // version; running ones keep theirs. A broken edit keeps the last good version and says why.
+// (A job also looks at the plugins' files as it is submitted: refreshBeforeJob.)
 func (s *Server) watch() {
 	defer close(s.watchDone)
-	dirs := make([]string, len(s.Plugins()))
-	prints := make([][32]byte, len(dirs))
-	for i, p := range s.Plugins() {
-		dirs[i] = p.Dir
-		prints[i] = fingerprint(p.Dir, s.StateDir)
-	}
 	hooksPrint := fileStamp(s.hooksFile)
 	fakePrint := fileStamp(s.cfg.FakeScriptFile)
 	t := time.NewTicker(s.cfg.Poll)
@@ -129,14 +125,48 @@ func (s *Server) watch() {
 				s.reloadFakeScript()
 			}
 		}
-		for i, dir := range dirs {
-			fp := fingerprint(dir, s.StateDir)
-			if fp == prints[i] {
-				continue
-			}
-			prints[i] = fp
-			s.reload(i, dir)
+		s.refreshPlugins()
+	}
+}
+
+// pluginPrints are the plugins' fingerprints as last loaded, in the order of their directories.
+type pluginPrints struct {
+	mu     sync.Mutex
+	dirs   []string
+	prints [][32]byte
+}
+
+// notePlugins takes the plugins' fingerprints as they are when the server loads them.
+func (s *Server) notePlugins() {
+	s.prints.mu.Lock()
+	defer s.prints.mu.Unlock()
+	for _, p := range s.Plugins() {
+		s.prints.dirs = append(s.prints.dirs, p.Dir)
+		s.prints.prints = append(s.prints.prints, fingerprint(p.Dir, s.StateDir))
+	}
+}
+
+// refreshPlugins reloads each plugin whose files changed since it was loaded. The watcher calls it
+// as it polls, and the node as a job is submitted (refreshBeforeJob): a job submitted right after an edit is
+// saved runs the new version, without waiting for the next poll.
+func (s *Server) refreshPlugins() {
+	s.prints.mu.Lock()
+	defer s.prints.mu.Unlock()
+	for i, dir := range s.prints.dirs {
+		fp := fingerprint(dir, s.StateDir)
+		if fp == s.prints.prints[i] {
+			continue
 		}
+		s.prints.prints[i] = fp
+		s.reload(i, dir)
+	}
+}
+
+// refreshBeforeJob is the node's look at the plugins' files as a job is submitted, while the
+// watcher runs.
+func (s *Server) refreshBeforeJob() {
+	if s.cfg.Poll > 0 && !s.stopping() {
+		s.refreshPlugins()
 	}
 }
 

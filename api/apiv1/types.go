@@ -62,7 +62,24 @@ type Job struct {
 	EndedAt     time.Time       `json:"ended_at,omitzero"`
 	Limits      Limits          `json:"limits"`
 	Usage       Usage           `json:"usage"`
+	Session     *SessionStart   `json:"session,omitempty"` // how its session was made, once it was
 }
+
+// SessionStart says how a job's session was made: the data of its EventSession.
+type SessionStart struct {
+	Start   string          `json:"start"`   // SessionMadeAhead or SessionCold
+	MadeAt  time.Time       `json:"made_at"` // when its process was started
+	BoundAt time.Time       `json:"bound_at"`
+	Program string          `json:"program,omitempty"`
+	Loaded  json.RawMessage `json:"loaded,omitempty"` // what a session made ahead loaded: {"modules":N,"warmed":[…],"failed":[…],"seconds":S}
+	Why     string          `json:"why,omitempty"`    // why a node that makes sessions ahead made this one at its job
+}
+
+// The starts of a SessionStart.
+const (
+	SessionMadeAhead = "made ahead"
+	SessionCold      = "cold"
+)
 
 // Limits are a job's limits, as its session request carries them; 0 is no limit.
 type Limits struct {

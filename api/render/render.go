@@ -15,6 +15,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
@@ -229,4 +230,32 @@ func CompactJSON(v json.RawMessage) string {
 		return string(v)
 	}
 	return string(b)
+}
+
+// SessionStart says in one line how a job's session was made, as oz0 job show prints it; "" for
+// a job that has had no session.
+func SessionStart(s *apiv1.SessionStart) string {
+	if s == nil {
+		return ""
+	}
+	if s.Start != apiv1.SessionMadeAhead {
+		line := "cold: made at its job"
+		if s.Why != "" {
+			line += " (" + s.Why + ")"
+		}
+		return line
+	}
+	line := fmt.Sprintf("made ahead, %s before its job", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
+	var loaded struct {
+		Modules int      `json:"modules"`
+		Warmed  []string `json:"warmed"`
+		Seconds float64  `json:"seconds"`
+	}
+	if json.Unmarshal(s.Loaded, &loaded) == nil && loaded.Modules > 0 {
+		line += fmt.Sprintf(": %d modules loaded in %.1f s", loaded.Modules, loaded.Seconds)
+		if len(loaded.Warmed) > 0 {
+			line += ", " + strings.Join(loaded.Warmed, " and ") + " warmed up"
+		}
+	}
+	return line
 }

@@ -226,6 +226,7 @@ func jobRecord(opts *jobShowOptions, j apiv1.Job) error {
 		row("output", clipLine(render.Text(j.Output), 200))
 	}
 	row("created", j.CreatedAt.Local().Format(time.RFC3339))
+	row("session", render.SessionStart(j.Session))
 	row("took", took(j))
 	row("model calls", fmt.Sprintf("%d (%d input, %d output tokens)", j.Usage.ModelCalls, j.Usage.InputTokens, j.Usage.OutputTokens))
 	return tw.Flush()

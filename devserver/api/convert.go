@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 )
@@ -9,13 +11,20 @@ import (
 // change without a client noticing.
 
 func wireJob(j store.Job) apiv1.Job {
-	return apiv1.Job{
+	w := apiv1.Job{
 		ID: j.ID, Agent: j.Agent, Plugin: j.Plugin, Input: j.Input, InputText: j.InputText,
 		ModelRecord: j.ModelRecord, ModelName: j.ModelName, Status: j.Status, Reason: j.Reason,
 		Output: j.Output, CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, EndedAt: j.EndedAt,
 		Limits: apiv1.Limits{MaxSteps: j.Limits.MaxSteps, TimeoutS: j.Limits.Timeout.Seconds()},
 		Usage:  wireUsage(j.Usage),
 	}
+	if len(j.Session) > 0 {
+		var start apiv1.SessionStart
+		if json.Unmarshal(j.Session, &start) == nil {
+			w.Session = &start
+		}
+	}
+	return w
 }
 
 func wireUsage(u store.Usage) apiv1.Usage {

@@ -23,7 +23,7 @@ import (
 )
 
 // Plugins gives the plugins as they are now: new jobs take the current ones, running jobs keep
-// the ones they started with.
+// the ones they started with. (Config.Refresh has them looked at again before a job takes them.)
 type Plugins interface {
 	Plugins() []*plugin.Plugin
 }
@@ -85,6 +85,10 @@ type Config struct {
 	// MaxSessions is the most sessions the node runs at once; the jobs past it wait, queued, in
 	// the order they came. 0 is DefaultMaxSessions().
 	MaxSessions int
+	// Refresh, when set, is called as a job is submitted, before it takes its plugin: the dev
+	// server looks at the plugins' files there, so that a job submitted right after an edit is
+	// saved runs the edited plugin.
+	Refresh func()
 	// Ahead says when sessions are made: at their jobs (cold, the zero value) or ahead of them.
 	// The sessions made ahead are bounded by MaxSessions too.
 	Ahead ahead.Policy
@@ -239,14 +243,16 @@ func New(cfg Config) *Node {
 // Ahead is the node's policy of when sessions are made.
 func (n *Node) Ahead() ahead.Policy { return n.ahead.Policy() }
 
-// MakeAhead makes sessions ahead for the harnesses of ps, as the node's policy says (nothing when
-// it makes them cold), first throwing away those made for an earlier version of them.
+// MakeAhead makes sessions ahead for the harnesses of ps as they are now, as the node's policy
+// says (nothing when it makes them cold), throwing away those made for a harness they no longer
+// have.
 func (n *Node) MakeAhead(ps []*plugin.Plugin) {
 	for _, p := range ps {
-		n.ahead.Drop(p.Dir)
+		specs := make([]supervisor.Spec, len(p.Manifest.Harnesses))
 		for i := range p.Manifest.Harnesses {
-			n.ahead.Prepare(n.harnessSpec(p, &p.Manifest.Harnesses[i]))
+			specs[i] = n.harnessSpec(p, &p.Manifest.Harnesses[i])
 		}
+		n.ahead.Keep(p.Dir, specs)
 	}
 }
 
@@ -286,6 +292,9 @@ func (n *Node) Submit(agentName, input string) (store.Job, error) {
 
 // SubmitWith is Submit with options: a recorded job, a replayed one.
 func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Job, error) {
+	if n.cfg.Refresh != nil {
+		n.cfg.Refresh()
+	}
 	p, a := n.findAgent(agentName)
 	if a == nil {
 		var names []string

@@ -27,7 +27,7 @@ func TestJobSucceedsWithItsEventsInOrder(t *testing.T) {
 	}
 	evs, end := w.events(t, j.ID, nil)
 	// No model_call: the dev server records those from the gateway's meter, not the node.
-	want := "status:queued status:running say permission_request permission_decision tool_result result status:succeeded"
+	want := "status:queued status:running session say permission_request permission_decision tool_result result status:succeeded"
 	if got := types(evs); got != want {
 		t.Errorf("events %s\nwant   %s", got, want)
 	}
@@ -305,7 +305,7 @@ func TestPermissionRequestIsRecordedBeforeItIsDecided(t *testing.T) {
 		if end.Status != store.StatusSucceeded {
 			t.Fatalf("job %s: %s", end.Status, end.Reason)
 		}
-		want := "status:queued status:running say permission_request status:waiting_for_approval status:running permission_decision tool_result result status:succeeded"
+		want := "status:queued status:running session say permission_request status:waiting_for_approval status:running permission_decision tool_result result status:succeeded"
 		if got := types(evs); got != want {
 			t.Errorf("events %s\nwant   %s", got, want)
 		}
@@ -356,13 +356,13 @@ func TestViolationRecordedAndFailsTheJob(t *testing.T) {
 	for agent, c := range map[string]struct{ rule, message, line, types string }{
 		"dupkeys": {"keys", `protocol violation (keys): line 1 of stdout is an object with the key "type" twice`,
 			`{"type":"say","text":"working","type":"result","output":"forged"}`,
-			"status:queued status:running violation error status:failed"},
+			"status:queued status:running session violation error status:failed"},
 		"runsanyway": {"results", "protocol violation (results): line 3 of stdout is a tool_result for p1, a call of notify_team the node denied: the harness ran it anyway",
 			`{"type":"tool_result","id":"p1","tool":"notify_team","result":"told the billing team: ` + ticket + `"}`,
-			"status:queued status:running say permission_request permission_decision violation error status:failed"},
+			"status:queued status:running session say permission_request permission_decision violation error status:failed"},
 		"strayresult": {"results", `protocol violation (results): line 2 of stdout is a tool_result for the id "p9", which no permission_request of this session asked`,
 			`{"type":"tool_result","id":"p9","tool":"notify_team","result":"told the billing team"}`,
-			"status:queued status:running say violation error status:failed"},
+			"status:queued status:running session say violation error status:failed"},
 	} {
 		evs, end := w.events(t, w.submit(t, agent, ticket).ID, nil)
 		// The harness's result line after the violation, when it is read before the harness is

@@ -17,7 +17,8 @@ import (
 // the change, and a status event with a terminal status is a job's last (a live stream ends after
 // it; Append refuses the job from then on); it adds an EventModelCall's tokens and cost to the
 // job's Usage in the same transaction, and counts it in Usage.ModelCalls unless "refused" is set
-// (a refused call never reached a model).
+// (a refused call never reached a model); and it keeps an EventSession's data as the job's
+// Session, in the same transaction.
 const (
 	EventStatus             = apiv1.EventStatus
 	EventSay                = apiv1.EventSay
@@ -89,6 +90,9 @@ type pendingEvent struct {
 	usage    *usageDelta
 	exchange json.RawMessage
 }
+
+// session says whether the event is the job's session start, which the job keeps.
+func (pe pendingEvent) session() bool { return pe.typ == EventSession }
 
 type usageDelta struct {
 	calls                                   int64

@@ -84,6 +84,10 @@ var migrations = []migration{
 		// A recorded model call's request and answer, on its model_call event; NULL for others.
 		`ALTER TABLE events ADD COLUMN exchange TEXT`,
 	}},
+	{"session starts", []string{
+		// How the job's session was made: its session event's data (JSON); NULL before.
+		`ALTER TABLE jobs ADD COLUMN session TEXT`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

@@ -111,6 +111,7 @@ type writerState struct {
 	insExchange                         *sql.Stmt         // one event with its recorded model call
 	selJob, maxSeq, updStatus           *sql.Stmt
 	insJob, updUsage                    *sql.Stmt
+	updSession                          *sql.Stmt // prepared on first use: one a job
 	batch                               []*op
 	lastNow                             time.Time
 	touched                             []*jobState
@@ -161,6 +162,19 @@ func (w *writerState) prepare() error {
 	return err
 }
 
+// setSession keeps a session event's data as the job's session start.
+func (w *writerState) setSession(n int64, data json.RawMessage) error {
+	if w.updSession == nil {
+		st, err := w.conn.PrepareContext(context.Background(), `UPDATE jobs SET session = ? WHERE n = ?`)
+		if err != nil {
+			return err
+		}
+		w.updSession = st
+	}
+	_, err := w.updSession.Exec(string(data), n)
+	return err
+}
+
 // insertStmt is the INSERT of k events, prepared on its first use.
 func (w *writerState) insertStmt(k int) (*sql.Stmt, error) {
 	if st := w.insEvents[k]; st != nil {
@@ -179,6 +193,9 @@ func (w *writerState) close() {
 	// The statements first: a connection closed with statements left open is not closed by
 	// SQLite, which then neither checkpoints nor removes the write-ahead log.
 	stmts := []*sql.Stmt{w.beginStmt, w.commitStmt, w.rollbackStmt, w.insExchange, w.selJob, w.maxSeq, w.updStatus, w.insJob, w.updUsage}
+	if w.updSession != nil {
+		stmts = append(stmts, w.updSession)
+	}
 	for _, st := range w.insEvents {
 		stmts = append(stmts, st)
 	}
@@ -422,6 +439,11 @@ func (bt *batchTx) apply(o *op) error {
 			if pe.usage != nil {
 				js.usage.add(pe.usage)
 				js.dirty = true
+			}
+			if pe.session() {
+				if err := w.setSession(js.n, pe.data); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -28,7 +28,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
@@ -91,19 +91,12 @@ func (p Policy) String() string {
 func (p Policy) perHarness() int { return max(1, p.PerHarness) }
 
 // How says how a job's session was made, for its record (the session event).
-type How struct {
-	Start   string          `json:"start"` // "made ahead" or "cold"
-	MadeAt  time.Time       `json:"made_at"`
-	BoundAt time.Time       `json:"bound_at"`
-	Program string          `json:"program,omitempty"`
-	Loaded  json.RawMessage `json:"loaded,omitempty"` // what the loader said it loaded
-	Why     string          `json:"why,omitempty"`    // why a session of a warm policy started cold
-}
+type How = apiv1.SessionStart
 
 // The starts of How.
 const (
-	StartMadeAhead = "made ahead"
-	StartCold      = "cold"
+	StartMadeAhead = apiv1.SessionMadeAhead
+	StartCold      = apiv1.SessionCold
 )
 
 // Pool keeps the sessions made ahead of their jobs, for a policy.
@@ -316,16 +309,26 @@ func (p *Pool) remove(key string, e *entry) bool {
 	return true
 }
 
-// Drop throws away the sessions made ahead for the plugin in dir (its manifest changed: they may
-// run what it no longer says).
-func (p *Pool) Drop(dir string) {
+// Keep makes sessions ahead for the harnesses of specs, those of the plugin in dir as it is now,
+// and throws away the ones made for a harness of dir that specs no longer have (its command
+// changed, say). An edit of the plugin's own code keeps them: it is imported once a job binds.
+func (p *Pool) Keep(dir string, specs []supervisor.Spec) {
 	if p == nil {
 		return
+	}
+	keys := map[string]bool{}
+	for _, spec := range specs {
+		if key, ok := harnessKey(spec); ok {
+			keys[key] = true
+		}
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
 	p.mu.Lock()
 	var gone []*entry
 	for key, list := range p.made {
-		if keyDir(key) == dir {
+		if keyDir(key) == dir && !keys[key] {
 			gone = append(gone, list...)
 			p.total -= len(list)
 			delete(p.made, key)
@@ -337,6 +340,9 @@ func (p *Pool) Drop(dir string) {
 	p.mu.Unlock()
 	for _, e := range gone {
 		e.m.Discard()
+	}
+	for _, spec := range specs {
+		p.Prepare(spec)
 	}
 }
 
