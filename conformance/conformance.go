@@ -27,6 +27,7 @@ import (
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
 	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/ahead"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
@@ -102,6 +103,9 @@ type Options struct {
 	Sandbox sandbox.Tier
 	// Warn is told of a fallback to tier none; may be nil.
 	Warn func(string)
+	// Ahead says when the scenarios' sessions are made (oz0 plugin test --warm N, --cold): the
+	// zero value makes each at its scenario.
+	Ahead ahead.Policy
 }
 
 // NotRun counts the checks that were not run, their harness unable to load its code.
@@ -221,6 +225,7 @@ type env struct {
 	sandbox  supervisor.Sandbox
 	gw       *gateway.Gateway
 	jobs     atomic.Int64
+	ahead    *ahead.Pool
 }
 
 // Run runs every scenario for every harness of p (or those Options.Harnesses names). Options.Input
@@ -258,6 +263,8 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	defer e.gwServer.Close()
 	e.sandbox = supervisor.Sandbox{Tier: tier, Gateway: gw}
 	e.gw = gw
+	e.ahead = ahead.New(opts.Ahead, nil)
+	defer e.ahead.Close()
 
 	var targets []*target
 	for i := range p.Manifest.Harnesses {
@@ -280,6 +287,8 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 		}
 	}
 	for _, t := range targets {
+		// Its sessions made ahead, as the node makes them, while the first scenario waits.
+		e.ahead.Prepare(e.harnessSpec(t))
 		for _, sc := range scenarios {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
@@ -374,6 +383,13 @@ type sessionSpec struct {
 	spendSteps int
 }
 
+// harnessSpec is what every session of t's harness shares here.
+func (e *env) harnessSpec(t *target) supervisor.Spec {
+	spec := jobspec.HarnessSpec(t.job.Plugin, t.job.Harness, e.gwServer.URL, e.sandbox)
+	spec.Limits.Grace = e.opts.Grace
+	return spec
+}
+
 // run runs one session of t's job, changed as ss says, bounded by Options.Timeout.
 func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 	job := t.job
@@ -448,7 +464,7 @@ func (e *env) run(ctx context.Context, t *target, ss sessionSpec) *session {
 			ss.onEvent(sess, ev)
 		}
 	}
-	s, err := supervisor.Start(ctx, spec)
+	s, _, err := e.ahead.Start(ctx, spec)
 	if err != nil {
 		close(ready)
 		out.startErr = err

@@ -18,6 +18,7 @@ import (
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/ahead"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
@@ -32,11 +33,14 @@ type pluginTestOptions struct {
 	Timeout   time.Duration
 	Grace     time.Duration
 	Sandbox   sandbox.Tier // "": oz0 dev's default, standard where this machine allows it
+	Ahead     ahead.Policy // --warm N (the default, 1), --cold
 }
 
 func newCmdPluginTest(f *cmdutil.Factory, runF func(*pluginTestOptions) error) *cobra.Command {
 	opts := &pluginTestOptions{IO: f.IOStreams}
 	var sandboxFlag string
+	var warm int
+	var cold bool
 	cmd := &cobra.Command{
 		Use:   "test [DIR]",
 		Short: "Check every harness of a plugin against harness protocol v1",
@@ -74,6 +78,9 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 				return cmdutil.Usagef("--sandbox: %v", err)
 			}
 			opts.Sandbox = tier
+			if opts.Ahead, err = aheadPolicy(cmd, warm, cold); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -87,6 +94,7 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "the longest one scenario may take")
 	cmd.Flags().DurationVar(&opts.Grace, "grace", supervisor.DefaultGrace, "how long a harness has to exit after its last line or SIGTERM")
 	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
+	addAheadFlags(cmd, &warm, &cold)
 	_ = cmd.RegisterFlagCompletionFunc("harness", completeHarnesses)
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("script", "yaml", "yml")
@@ -124,7 +132,7 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	started := ""
 	report, err := conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
-		Sandbox: opts.Sandbox, Warn: func(w string) { fmt.Fprintln(opts.IO.ErrOut, "warning: "+w) },
+		Sandbox: opts.Sandbox, Ahead: opts.Ahead, Warn: func(w string) { fmt.Fprintln(opts.IO.ErrOut, "warning: "+w) },
 		Progress: func(c conformance.Check) {
 			if opts.Enabled() {
 				return

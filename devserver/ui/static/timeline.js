@@ -116,6 +116,25 @@ export function spans(events) {
       case 'stray_output':
         row(rows, ev, 'stray', t, t, 'stray output', d.line || '').failed = true;
         break;
+      case 'session': {
+        // How the session was made: ahead of the job (its dependencies loaded then, its own start
+        // time before the job's), or at the job (a cold start: its loading is the gap after this).
+        const bound = Date.parse(d.bound_at);
+        const at = Number.isNaN(bound) ? t : bound;
+        const parts = [];
+        if (d.start === 'made ahead') {
+          const made = Date.parse(d.made_at);
+          if (!Number.isNaN(made)) parts.push(`made ${fmtDuration(at - made)} before the job`);
+          const l = d.loaded || {};
+          if (l.modules) parts.push(`${fmtCount(l.modules)} modules loaded in ${fmtDuration((Number(l.seconds) || 0) * 1000)}`);
+          if (l.warmed && l.warmed.length) parts.push(`${l.warmed.join(', ')} warmed up`);
+        } else {
+          parts.push('made at its job');
+          if (d.why) parts.push(d.why);
+        }
+        row(rows, ev, 'session', at, at, `session ${d.start || ''}`.trim(), parts.join(' · '));
+        break;
+      }
       case 'violation':
         row(rows, ev, 'violation', t, t, 'protocol violation', d.message || '').failed = true;
         break;
