@@ -475,7 +475,15 @@ func (s *Server) openState() error {
 		s.kept = discovery.LoadKept(s.StateDir)
 	}
 	var err error
-	if s.store, err = store.OpenWith(s.StateDir, store.Options{NoSync: s.cfg.Ephemeral}); err != nil {
+	// Said from the store's writer, which must not wait for the terminal.
+	opts := store.Options{NoSync: s.cfg.Ephemeral, OnDiskFull: func(full error) {
+		if full != nil {
+			go s.say("warning: %s; meanwhile a job whose events cannot be recorded fails, and new jobs are refused", full)
+		} else {
+			go s.say("the disk that holds the state directory has room again: jobs run again")
+		}
+	}}
+	if s.store, err = store.OpenWith(s.StateDir, opts); err != nil {
 		return err
 	}
 	s.undo = append(s.undo, s.store.Close)
@@ -816,6 +824,15 @@ func (m *meter) RecordBatch(calls []gateway.Call) {
 		evs := byJob[job]
 		if _, err := s.store.AppendBatchWithExchanges(job, evs, exchanges[job]); err != nil && !errors.Is(err, store.ErrClosed) {
 			s.log.Warn("model calls not recorded", "job", job, "calls", len(evs), "err", err)
+			if !errors.Is(err, store.ErrJobEnded) {
+				// The job's record would miss them: it fails, as when its session's events
+				// cannot be recorded.
+				size := 0
+				for _, e := range evs {
+					size += len(e.Data)
+				}
+				s.node.Lost(job, len(evs), size, err)
+			}
 		}
 	}
 	if len(jobs) == 1 {

@@ -440,5 +440,6 @@ const (
 	CodeBadInput      = "bad_input"      // 422: the input does not fit the agent
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
+	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
 	CodeInternal      = "internal"       // 500
 )
