@@ -21,8 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
@@ -703,10 +701,10 @@ func (s *Server) serveAPI() error {
 	// Bodies must come in time; answers are not limited (limits.go).
 	handler := afterFirstAnswer(api.BodyDeadline(s.cfg.limits.bodyTimeout, mux), s.warmUp)
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	s.conns = &countedListener{Listener: netutil.LimitListener(s.listener, s.cfg.limits.maxConns), log: s.log, max: s.cfg.limits.maxConns}
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+	s.conns = newCountedListener(s.listener, s.log, s.cfg.limits)
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.limits.headerTimeout, IdleTimeout: idleTimeout,
 		ConnState: s.conns.connState, ErrorLog: errorLog}
-	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
+	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.limits.headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 	for srv, ln := range map[*http.Server]net.Listener{s.http: s.conns, s.selfHTTP: s.self} {
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
