@@ -215,11 +215,7 @@ func (s *Store) corrupt() error {
 // moveAway is the mend of a database oz0 cannot use: a new one in its place. Its write-ahead log
 // goes with it: SQLite would apply it to the new one.
 func (s *Store) moveAway() string {
-	with := ""
-	if _, err := os.Stat(s.path + "-wal"); err == nil {
-		with = ", with the " + filepath.Base(s.path) + "-wal beside it,"
-	}
-	return "move it away" + with + " (oz0 dev starts a new one), or choose another --state-dir"
+	return "move it away, with the " + filepath.Base(s.path) + "-wal beside it if there is one (oz0 dev starts a new store), or choose another --state-dir"
 }
 
 // stateFileError is a database file oz0 cannot use: errors.Is matches ErrNotADatabase.
