@@ -161,7 +161,9 @@ const (
 	EventModelCall = "model_call"
 	// EventStrayOutput is a line of the harness's stdout that is not protocol JSON: {"line":"…"}.
 	EventStrayOutput = "stray_output"
-	// EventLog is a harness's log line: {"level":"info","message":"…"}.
+	// EventLog is a harness's log line: {"level":"info","message":"…"}. One with "gap":
+	// {"events":N,"bytes":N} is the node's: that many of the session's events could not be
+	// recorded (the disk full); it comes just before the job's end.
 	EventLog = "log"
 	// EventStderr is a line of the harness's stderr: {"line":"…"}.
 	EventStderr = "stderr"
