@@ -21,8 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
@@ -483,7 +481,15 @@ func (s *Server) openState() error {
 		s.kept = discovery.LoadKept(s.StateDir)
 	}
 	var err error
-	if s.store, err = store.OpenWith(s.StateDir, store.Options{NoSync: s.cfg.Ephemeral}); err != nil {
+	// Said from the store's writer, which must not wait for the terminal.
+	opts := store.Options{NoSync: s.cfg.Ephemeral, OnDiskFull: func(full error) {
+		if full != nil {
+			go s.say("warning: %s; meanwhile a job whose events cannot be recorded fails, and new jobs are refused", full)
+		} else {
+			go s.say("the disk that holds the state directory has room again: jobs run again")
+		}
+	}}
+	if s.store, err = store.OpenWith(s.StateDir, opts); err != nil {
 		return err
 	}
 	s.undo = append(s.undo, s.store.Close)
@@ -707,10 +713,10 @@ func (s *Server) serveAPI() error {
 	// Bodies must come in time; answers are not limited (limits.go).
 	handler := afterFirstAnswer(api.BodyDeadline(s.cfg.limits.bodyTimeout, mux), s.warmUp)
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	s.conns = &countedListener{Listener: netutil.LimitListener(s.listener, s.cfg.limits.maxConns), log: s.log, max: s.cfg.limits.maxConns}
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+	s.conns = newCountedListener(s.listener, s.log, s.cfg.limits)
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.limits.headerTimeout, IdleTimeout: idleTimeout,
 		ConnState: s.conns.connState, ErrorLog: errorLog}
-	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
+	s.selfHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.limits.headerTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 	for srv, ln := range map[*http.Server]net.Listener{s.http: s.conns, s.selfHTTP: s.self} {
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -829,6 +835,15 @@ func (m *meter) RecordBatch(calls []gateway.Call) {
 		evs := byJob[job]
 		if _, err := s.store.AppendBatchWithExchanges(job, evs, exchanges[job]); err != nil && !errors.Is(err, store.ErrClosed) {
 			s.log.Warn("model calls not recorded", "job", job, "calls", len(evs), "err", err)
+			if !errors.Is(err, store.ErrJobEnded) {
+				// The job's record would miss them: it fails, as when its session's events
+				// cannot be recorded.
+				size := 0
+				for _, e := range evs {
+					size += len(e.Data)
+				}
+				s.node.Lost(job, len(evs), size, err)
+			}
 		}
 	}
 	if len(jobs) == 1 {

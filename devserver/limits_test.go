@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,4 +332,100 @@ func TestLiveStreamsOutliveBodyTimeout(t *testing.T) {
 			break
 		}
 	}
+}
+
+// idleFlood holds n connections to the server that send nothing and connect again as soon as
+// the server closes one, as a hostile local client may; it returns once each has connected, and
+// stop ends them. dials counts the connections made.
+func idleFlood(tb testing.TB, url string, n int) (dials *atomic.Int64, stop func()) {
+	host := strings.TrimPrefix(url, "http://")
+	done := make(chan struct{})
+	dials = new(atomic.Int64)
+	var wg, first sync.WaitGroup
+	first.Add(n)
+	for range n {
+		wg.Go(func() {
+			buf := make([]byte, 512)
+			once := sync.OnceFunc(first.Done)
+			defer once()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				conn, err := net.Dial("tcp", host)
+				if err != nil {
+					select {
+					case <-done:
+						return
+					case <-time.After(10 * time.Millisecond): // out of ports or descriptors for a moment
+					}
+					continue
+				}
+				dials.Add(1)
+				once()
+				closed := make(chan struct{})
+				go func() {
+					select {
+					case <-done:
+						conn.Close()
+					case <-closed:
+					}
+				}()
+				for {
+					if _, err := conn.Read(buf); err != nil {
+						break
+					}
+				}
+				conn.Close()
+				close(closed)
+			}
+		})
+	}
+	first.Wait()
+	return dials, func() { close(done); wg.Wait() }
+}
+
+// Connections that send nothing and connect again as soon as they are closed, more of them than
+// the port serves, from the address every local client shares: honest requests are still
+// answered, one after another, however long the idle ones would be held (the header timeout is
+// 10 minutes here: they held the port until it, and an API call waited as long, 9 s with the
+// default 10 s). The flood holds at most its address's share of idle connections past the moment
+// each has to send its request.
+func TestIdleFloodGivesWay(t *testing.T) {
+	s, _ := startLimited(t, portLimits{maxConns: 16, headerTimeout: 10 * time.Minute})
+	_, stop := idleFlood(t, s.URL, 40)
+	defer stop()
+	for i := range 5 {
+		wantThrough(t, infoInBackground(t, s), fmt.Sprintf("honest request %d with the port flooded", i+1))
+	}
+	if _, peak := s.conns.now(); peak > 16 {
+		t.Errorf("%d connections open at once, over the limit of 16", peak)
+	}
+}
+
+// An honest `oz0 job list` (a client of its own, a connection of its own) while 1,100 idle
+// connections from the same address hold the port and connect again as soon as one is closed.
+// docs/reliability.md has its figures.
+func BenchmarkHonestCallUnderIdleFlood(b *testing.B) {
+	s, err := Start(Config{PluginDirs: []string{goPlugin(b, "ok", buildTestHarness(b), "ok")}, Ephemeral: true, Poll: -1, Sandbox: sandbox.None})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	dials, stop := idleFlood(b, s.URL, 1100)
+	defer stop()
+	before := dials.Load()
+	var worst time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := client.New(s.Context()).Jobs(b.Context(), "", "", 0); err != nil {
+			b.Fatal(err)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	b.ReportMetric(float64(worst.Milliseconds()), "worst-ms")
+	b.ReportMetric(float64(dials.Load()-before)/float64(b.N), "flood-dials/op")
 }

@@ -189,7 +189,9 @@ const (
 	// for an id never asked, a call not allowed, or another tool); line is the line as the
 	// harness wrote it, cut at 64 KiB. Nothing of the line was acted on.
 	EventViolation = "violation"
-	// EventLog is a harness's log line: {"level":"info","message":"…"}.
+	// EventLog is a harness's log line: {"level":"info","message":"…"}. One with "gap":
+	// {"events":N,"bytes":N} is the node's: that many of the session's events could not be
+	// recorded (the disk full); it comes just before the job's end.
 	EventLog = "log"
 	// EventStderr is a line of the harness's stderr: {"line":"…"}.
 	EventStderr = "stderr"
@@ -474,5 +476,6 @@ const (
 	CodeBadInput      = "bad_input"      // 422: the input does not fit the agent
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
+	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
 	CodeInternal      = "internal"       // 500
 )

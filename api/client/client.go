@@ -236,7 +236,7 @@ func (c *Client) unreachable(err error) error {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return fmt.Errorf("the dev server at %s did not answer within %s; is `oz0 dev` stopped (Ctrl-Z in its terminal: fg resumes it)?", c.context().URL, c.answerTimeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return c.notDevServer("closed the connection without an answer")
+		return c.closedWithoutAnswer()
 	case strings.Contains(err.Error(), "server closed idle connection"):
 		// net/http's words (its error is unexported) for a connection the server closed before
 		// the request was written: a kept-alive one the dev server let go at that moment, or a
@@ -246,6 +246,61 @@ func (c *Client) unreachable(err error) error {
 		return c.notDevServer("does not speak HTTP")
 	}
 	return &mendedError{fmt.Sprintf("cannot reach the dev server at %s (%s)", c.context().URL, cause(err)), mend}
+}
+
+// closedWithoutAnswer is the error of a connection closed before an answer came: a dev server
+// that stopped while it answered (killed, crashed), one that restarted meanwhile, or something
+// that is not oz0 dev. A second look at the address tells which.
+func (c *Client) closedWithoutAnswer() error {
+	url := c.context().URL
+	switch c.probe() {
+	case probeNothing:
+		return &mendedError{fmt.Sprintf("the dev server at %s stopped before it answered (it was stopped, or it crashed), so what was asked may not have been done", url),
+			"start `oz0 dev` again (its live jobs are marked interrupted) and look with `oz0 job list`"}
+	case probeDevServer:
+		return fmt.Errorf("the dev server at %s closed the connection before it answered (it was stopping, or has restarted since); run the command again", url)
+	}
+	return c.notDevServer("closed the connection without an answer")
+}
+
+type probeResult int
+
+const (
+	probeNothing   probeResult = iota // nothing listens there (any more)
+	probeDevServer                    // an oz0 dev answers there
+	probeOther                        // something else does
+)
+
+// probe asks the context's address, briefly, whether an oz0 dev answers there: every answer of
+// the control API, a refusal included, carries apiv1.ServerHeader. A connection closed again is
+// asked again, twice: a process that dies closes its connections before its listener, and one
+// that connects in between is let in and then dropped.
+func (c *Client) probe() probeResult {
+	ctx := c.context()
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for try := 0; ; try++ {
+		req, err := http.NewRequest(http.MethodGet, ctx.URL+"/api/v1/info", nil)
+		if err != nil {
+			return probeOther
+		}
+		req.Header.Set("Authorization", "Bearer "+ctx.Token)
+		resp, err := hc.Do(req)
+		switch {
+		case err == nil:
+			resp.Body.Close()
+			if resp.Header.Get(apiv1.ServerHeader) != "" {
+				return probeDevServer
+			}
+			return probeOther
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return probeNothing
+		case try < 2 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+			time.Sleep(100 * time.Millisecond)
+		default:
+			return probeOther
+		}
+	}
 }
 
 // readError is an answer that broke off while it was read.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,10 @@ func TestCallsThatGetNoAnswer(t *testing.T) {
 		{"an answer that is not JSON", html.URL, 0, list, "answered with something that is not the control API's JSON: it is not an oz0 dev server"},
 		{"a redirect", redirect.URL, 0, list, "answered 301 Moved Permanently: it is not an oz0 dev server"},
 		{"no answer in time", listener(t, func(net.Conn) { <-stopped }), 50 * time.Millisecond, list, "did not answer within 50ms; is `oz0 dev` stopped"},
+		// A dev server killed while it answered: the connection closes, and nothing listens after.
+		{"killed mid-request", killedMidRequest(t), 0, list, "stopped before it answered (it was stopped, or it crashed), so what was asked may not have been done; start `oz0 dev` again"},
+		// One that closed the connection and answers the next (restarted): try again.
+		{"restarted mid-request", devServerThatDropsOne(t), 0, list, "closed the connection before it answered (it was stopping, or has restarted since); run the command again"},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			cl := newClient(apiv1.Context{URL: c.url, Token: apiv1.NewToken()}, c.timeout)
@@ -87,6 +92,43 @@ func TestCallsThatGetNoAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killedMidRequest is a server that reads a request and dies: its listener and the connection
+// close, without an answer.
+func killedMidRequest(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Read(make([]byte, 4096))
+		ln.Close()
+		c.Close()
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// devServerThatDropsOne closes the connection of its first request without an answer, and
+// answers the next as the control API does.
+func devServerThatDropsOne(t *testing.T) string {
+	var dropped atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !dropped.Swap(true) {
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			conn.Close()
+			return
+		}
+		w.Header().Set(apiv1.ServerHeader, "v1")
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func list(c *Client) error { _, err := c.Jobs(context.Background(), "", "", 0); return err }

@@ -254,6 +254,8 @@ func (b *Backend) storeError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, apiv1.CodeDecided, err.Error())
 	case errors.Is(err, store.ErrInvalid):
 		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, err.Error())
+	case errors.Is(err, store.ErrDiskFull):
+		writeError(w, http.StatusInsufficientStorage, apiv1.CodeDiskFull, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
 	}
@@ -295,7 +297,7 @@ func (b *Backend) submitted(w http.ResponseWriter, j store.Job, err error) {
 	case errors.Is(err, node.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, apiv1.CodeShuttingDown, err.Error())
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, apiv1.CodeInternal, err.Error())
+		b.storeError(w, err)
 	default:
 		writeJSON(w, http.StatusCreated, b.wireJob(j))
 	}

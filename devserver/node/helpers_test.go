@@ -34,14 +34,21 @@ harnesses:
 `
 
 // loadPlugin makes a plugin with a harness and an agent for each mode (the agent's YAML may add
-// to the agent definition), and loads it.
+// to the agent definition), and loads it. A mode "NAME=MODE ARG" is harness and agent NAME
+// running the test harness in MODE with ARG.
 func loadPlugin(t *testing.T, agents map[string]string) *plugin.Plugin {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{"prompts/p.md": "Sort the support ticket.\n"}
 	manifest := manifestHead
 	for mode, extra := range agents {
-		manifest += fmt.Sprintf("  - name: %s\n    command: [%q, %q]\n    permissions: true\n    tools: [notify_team]\n    formats: [anthropic-messages]\n", mode, testbin.Build(t, testbin.TestHarness), mode)
+		argv := []string{testbin.Build(t, testbin.TestHarness), mode}
+		if name, rest, ok := strings.Cut(mode, "="); ok {
+			mode = name
+			argv = append(argv[:1], strings.Fields(rest)...)
+		}
+		command, _ := json.Marshal(argv)
+		manifest += fmt.Sprintf("  - name: %s\n    command: %s\n    permissions: true\n    tools: [notify_team]\n    formats: [anthropic-messages]\n", mode, command)
 		files["agents/"+mode+".yaml"] = fmt.Sprintf("name: %s\nruntime: harness:%s\ninstructions: prompts/p.md\n%s", mode, mode, extra)
 	}
 	files["oz0-plugin.yaml"] = manifest
@@ -83,9 +90,15 @@ type world struct {
 // a process, a directory or a goroutine behind.
 func newWorld(t *testing.T, p *plugin.Plugin, change func(*node.Config)) *world {
 	t.Helper()
+	return newWorldOn(t, p, t.TempDir(), store.Options{}, change)
+}
+
+// newWorldOn is newWorld with its store in stateDir, opened with opts.
+func newWorldOn(t *testing.T, p *plugin.Plugin, stateDir string, opts store.Options, change func(*node.Config)) *world {
+	t.Helper()
 	goroutines := runtime.NumGoroutine()
 	w := &world{meter: &gateway.MemMeter{}, tempDir: t.TempDir()}
-	st, err := store.Open(t.TempDir())
+	st, err := store.OpenWith(stateDir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

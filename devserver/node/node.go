@@ -145,8 +145,12 @@ type Node struct {
 	queue   []*Job          // the jobs waiting for a session, in the order they came
 	active  int             // the sessions started and not ended
 	byAgent map[string]int  // of those, each agent's (for its limits.max_concurrent)
-	wg      sync.WaitGroup
-	closed  bool
+	// ending are the jobs whose end is decided and not yet recorded (the store could not write
+	// it): tried again until it is, and never decided again meanwhile (a cancel leaves them).
+	ending map[string]bool
+	wg     sync.WaitGroup
+	closed bool
+	stop   chan struct{} // closed by Close
 
 	ahead *ahead.Pool // the sessions made ahead of their jobs
 	// longLines bounds the long stdout lines (a tool's result, a call's arguments: up to 8 MiB
@@ -179,12 +183,25 @@ type Job struct {
 	says     TextStream // the job's says, masked as one stream
 	logs     TextStream // the pieces of a long log line, masked as one text; nil between lines
 
+	// lost counts the events of the session the store could not take; the first, unless the
+	// job's end was decided before it, stops the session and fails the job, saying why.
+	lost lostEvents
+
 	// Once the session's last line (its result or error) has come, what stdout brings after it
 	// is kept here and recorded after it, when the session ends. (stderr is not: it runs beside
 	// stdout, and a line of it that comes later may well have been written before.)
 	last      bool
 	afterLast []pending
 	leftOut   int
+}
+
+// lostEvents are a job's events that could not be recorded.
+type lostEvents struct {
+	events, bytes int
+	err           error // why the first could not be
+	// decides: the first loss came before the job's end was decided (a cancel, the node's
+	// stop), so it decides it: the job fails.
+	decides bool
 }
 
 // pending is an event kept to be recorded later.
@@ -236,8 +253,9 @@ func New(cfg Config) *Node {
 	if cfg.Ahead.Max <= 0 || cfg.Ahead.Max > cfg.MaxSessions {
 		cfg.Ahead.Max = cfg.MaxSessions
 	}
-	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, longLines: supervisor.NewLongLines(maxLongLines),
-		ahead: ahead.New(cfg.Ahead, cfg.Logger.With("part", "ahead"))}
+	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, ending: map[string]bool{}, stop: make(chan struct{}),
+		longLines: supervisor.NewLongLines(maxLongLines),
+		ahead:     ahead.New(cfg.Ahead, cfg.Logger.With("part", "ahead"))}
 }
 
 // Ahead is the node's policy of when sessions are made.

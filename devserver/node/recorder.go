@@ -22,6 +22,10 @@ type recorder struct {
 	log   *slog.Logger
 	queue chan queued
 	done  chan struct{}
+	// lost is told of the events the store could not take (err, the first time) and of every
+	// event queued after them, which are not tried: the session is stopped and its job fails.
+	lost   func(events, bytes int, err error)
+	failed bool // owned by run
 
 	mu     sync.Mutex
 	room   *sync.Cond
@@ -43,8 +47,8 @@ const maxBatch = 1024
 // filling the node's memory; thousands of short says fit.
 const maxQueuedBytes = 1 << 20
 
-func newRecorder(s *store.Store, job string, log *slog.Logger) *recorder {
-	r := &recorder{store: s, job: job, log: log, queue: make(chan queued, 4*maxBatch), done: make(chan struct{})}
+func newRecorder(s *store.Store, job string, log *slog.Logger, lost func(events, bytes int, err error)) *recorder {
+	r := &recorder{store: s, job: job, log: log, lost: lost, queue: make(chan queued, 4*maxBatch), done: make(chan struct{})}
 	r.room = sync.NewCond(&r.mu)
 	go r.run()
 	return r
@@ -156,13 +160,28 @@ func (r *recorder) run() {
 			}
 		}
 		if len(batch) > 0 {
-			if _, err := r.store.AppendBatch(r.job, batch); err != nil && !errors.Is(err, store.ErrClosed) {
-				r.log.Error("events not recorded", "job", r.job, "events", len(batch), "err", err)
-			}
+			r.write(batch)
 			r.committed(batch)
 		}
 		if flushed != nil {
 			close(flushed)
 		}
 	}
+}
+
+// write commits a batch; once one could not be, the rest are only counted.
+func (r *recorder) write(batch []store.NewEvent) {
+	var err error
+	if !r.failed {
+		if _, err = r.store.AppendBatch(r.job, batch); err == nil || errors.Is(err, store.ErrClosed) {
+			return // written, or the server stops under the job (which ends interrupted)
+		}
+		r.failed = true
+		r.log.Error("events not recorded: the job fails", "job", r.job, "events", len(batch), "err", err)
+	}
+	n := 0
+	for _, e := range batch {
+		n += len(e.Data)
+	}
+	r.lost(len(batch), n, err)
 }

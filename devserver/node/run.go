@@ -12,6 +12,7 @@ import (
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 	"github.com/orchestrator-zero/oz0/telemetry"
@@ -36,7 +37,8 @@ func (n *Node) run(job *Job) {
 		return
 	}
 	if err := n.cfg.Store.SetStatus(job.ID, store.StatusRunning, ""); err != nil {
-		n.cfg.Logger.Error("job could not start", "job", job.ID, "err", err)
+		// Its end is the node's to record still (and its own: nothing else may decide it).
+		n.finish(job.ID, store.StatusFailed, "the job could not start: "+err.Error(), nil)
 		return
 	}
 	grant := job.spec.Grant()
@@ -60,7 +62,7 @@ func (n *Node) run(job *Job) {
 	}
 	spec.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision { return n.decide(ctx, job, ask) })
 	spec.Sink = func(ev harnesskit.Event) { n.record(job, ev) }
-	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger)
+	job.rec = newRecorder(n.cfg.Store, job.ID, n.cfg.Logger, func(events, bytes int, err error) { n.lose(job, events, bytes, err) })
 	job.says = n.cfg.SayStream()
 	sess, how, err := n.ahead.Start(context.Background(), spec)
 	if err == nil {
@@ -69,19 +71,23 @@ func (n *Node) run(job *Job) {
 	}
 	if err != nil {
 		job.rec.close()
-		n.append(job.ID, store.EventError, map[string]any{"message": err.Error()})
-		n.finish(job.ID, store.StatusFailed, "the harness could not start: "+err.Error(), nil)
+		n.endJob(job, store.StatusFailed, "the harness could not start: "+err.Error(), nil, event(store.EventError, map[string]any{"message": err.Error()}))
 		return
 	}
 	job.mu.Lock()
 	job.session = sess
 	cancelled = job.cancel
+	lost := job.lost.decides
 	job.mu.Unlock()
-	// Close cancels the sessions it finds; one set after it looked is cancelled here.
+	// Close cancels the sessions it finds; one set after it looked is cancelled here, and one
+	// whose events could not be recorded before it was set is stopped.
 	n.mu.Lock()
 	closing = n.closed
 	n.mu.Unlock()
-	if cancelled || closing {
+	switch {
+	case lost:
+		sess.Kill()
+	case cancelled || closing:
 		sess.Cancel()
 	}
 	end := sess.Wait()
@@ -222,22 +228,31 @@ func (n *Node) decisionData(job *Job, m harnesskit.Permission, by string) json.R
 // it, and the job's status. A replayed job whose session departed from its recording fails with
 // how it departed, however the session ended.
 func (n *Node) end(job *Job, end harnesskit.End) {
+	var evs []store.NewEvent
+	st, reason, output := n.endOf(job, end, func(typ string, data any) { evs = append(evs, event(typ, data)) })
+	if len(evs) > 0 {
+		n.appendEnd(job, evs)
+	}
+	n.endJob(job, st, reason, output)
+}
+
+// endOf decides the job's end from its session's, adding the events that go before its status.
+func (n *Node) endOf(job *Job, end harnesskit.End, add func(typ string, data any)) (store.Status, string, json.RawMessage) {
 	if rp := job.opts.Replay; rp != nil && end.Status != harnesskit.Cancelled {
 		if d := rp.Divergence(); d != "" {
 			reason := "replay: " + d
-			n.append(job.ID, store.EventError, map[string]any{"message": reason})
-			n.finish(job.ID, store.StatusFailed, reason, nil)
-			return
+			add(store.EventError, map[string]any{"message": reason})
+			return store.StatusFailed, reason, nil
 		}
 		if w := rp.WentUpstream(); w != "" {
-			n.append(job.ID, store.EventLog, map[string]any{"level": "warning", "message": apiv1.ReplayWentUpstream + w})
+			add(store.EventLog, map[string]any{"level": "warning", "message": apiv1.ReplayWentUpstream + w})
 		}
 	}
 	if end.StderrDropped > 0 && end.StderrTail != "" {
 		// Lines of stderr were left out of the trace (over its budget): the end of stderr, which
 		// says most about how the session ended, is kept here, as the notes of what was left out
 		// say.
-		n.append(job.ID, store.EventStderr, map[string]any{
+		add(store.EventStderr, map[string]any{
 			"note": fmt.Sprintf("the last %d bytes of stderr (of %d), as the session ended", len(end.StderrTail), end.StderrBytes),
 			"tail": end.StderrTail,
 		})
@@ -245,79 +260,207 @@ func (n *Node) end(job *Job, end harnesskit.End) {
 	switch end.Status {
 	case harnesskit.Completed:
 		output := json.RawMessage(n.cfg.Mask(end.Output))
-		n.append(job.ID, store.EventResult, map[string]any{"output": output})
-		n.appendAfterLast(job)
+		add(store.EventResult, map[string]any{"output": output})
+		afterLast(job, add)
 		if reason := jobspec.CheckOutput(job.Agent, output); reason != "" {
-			n.append(job.ID, store.EventError, map[string]any{"message": reason})
-			n.finish(job.ID, store.StatusFailed, reason, nil)
-			return
+			add(store.EventError, map[string]any{"message": reason})
+			return store.StatusFailed, reason, nil
 		}
-		n.finish(job.ID, store.StatusSucceeded, "", output)
+		return store.StatusSucceeded, "", output
 	case harnesskit.Cancelled:
 		job.mu.Lock()
 		byUser := job.cancel
 		job.mu.Unlock()
 		if !byUser { // the node is closing: the dev server stopped under the job
-			n.finish(job.ID, store.StatusInterrupted, "oz0 dev stopped while the job ran", nil)
-			return
+			return store.StatusInterrupted, "oz0 dev stopped while the job ran", nil
 		}
 		reason := StoppedOnRequest
 		if end.Killed {
 			reason += fmt.Sprintf("; the harness did not exit within %s of SIGTERM, so its processes were killed", cmp.Or(n.cfg.Grace, supervisor.DefaultGrace))
 		}
-		n.finish(job.ID, store.StatusCancelled, reason, nil)
+		return store.StatusCancelled, reason, nil
 	case harnesskit.TimedOut:
-		n.append(job.ID, store.EventError, map[string]any{"message": end.Reason})
-		n.finish(job.ID, store.StatusTimedOut, end.Reason, nil)
-	default: // Failed (with its error line, or without), ProtocolViolation
-		reason := end.Reason // a violation's names its rule
-		if end.Status == harnesskit.Failed && end.Message != "" {
-			reason = end.Message
-		}
-		if end.Status == harnesskit.Failed {
-			// A module the harness imports is not installed: the failure says how to install
-			// it, as oz0 plugin test and oz0 doctor do.
-			lines := strings.Split(strings.TrimSpace(end.StderrTail), "\n")
-			missing := cmp.Or(supervisor.MissingModule(end.Message), supervisor.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
-			if missing != "" {
-				if !strings.Contains(reason, missing) {
-					reason += ": " + missing
-				}
-				reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(job.Plugin.Dir, supervisor.IsPythonMissing(missing))
-			}
-		}
-		n.append(job.ID, store.EventError, map[string]any{"message": reason})
-		n.appendAfterLast(job)
-		n.finish(job.ID, store.StatusFailed, reason, nil)
+		add(store.EventError, map[string]any{"message": end.Reason})
+		return store.StatusTimedOut, end.Reason, nil
 	}
+	// Failed (with its error line, or without), ProtocolViolation
+	reason := end.Reason // a violation's names its rule
+	if end.Status == harnesskit.Failed && end.Message != "" {
+		reason = end.Message
+	}
+	if end.Status == harnesskit.Failed {
+		// A module the harness imports is not installed: the failure says how to install
+		// it, as oz0 plugin test and oz0 doctor do.
+		lines := strings.Split(strings.TrimSpace(end.StderrTail), "\n")
+		missing := cmp.Or(supervisor.MissingModule(end.Message), supervisor.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
+		if missing != "" {
+			if !strings.Contains(reason, missing) {
+				reason += ": " + missing
+			}
+			reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(job.Plugin.Dir, supervisor.IsPythonMissing(missing))
+		}
+	}
+	add(store.EventError, map[string]any{"message": reason})
+	afterLast(job, add)
+	return store.StatusFailed, reason, nil
 }
 
-// appendAfterLast records what the harness wrote after its last line, kept until that was.
-func (n *Node) appendAfterLast(job *Job) {
+// afterLast adds what the harness wrote after its last line, kept until that was.
+func afterLast(job *Job, add func(typ string, data any)) {
 	for _, ev := range job.afterLast {
-		n.append(job.ID, ev.typ, ev.data)
+		add(ev.typ, ev.data)
 	}
 	if job.leftOut > 0 {
-		n.append(job.ID, store.EventLog, map[string]any{"level": "warning",
+		add(store.EventLog, map[string]any{"level": "warning",
 			"message": fmt.Sprintf("%d more lines after the session's last line were not kept", job.leftOut)})
 	}
 }
 
-func (n *Node) append(job, typ string, data any) {
+// event is an event to record. The node's data always encodes (its own maps and values); what
+// would not is null.
+func event(typ string, data any) store.NewEvent {
 	b, err := json.Marshal(data)
-	if err == nil {
-		_, err = n.cfg.Store.Append(job, typ, b)
+	if err != nil {
+		b = nil
 	}
-	if err != nil && !errors.Is(err, store.ErrClosed) {
-		n.cfg.Logger.Error("could not record an event", "job", job, "type", typ, "err", err)
+	return store.NewEvent{Type: typ, Data: b}
+}
+
+// appendEnd records the events of a job's end, before its status. Events the store cannot take
+// are lost (lose), and so are these once the job has lost some: they would come after its gap.
+func (n *Node) appendEnd(job *Job, evs []store.NewEvent) {
+	job.mu.Lock()
+	failed := job.lost.err != nil
+	job.mu.Unlock()
+	var err error
+	if !failed {
+		if _, err = n.cfg.Store.AppendBatch(job.ID, evs); err == nil || errors.Is(err, store.ErrClosed) {
+			return
+		}
+		n.cfg.Logger.Error("events not recorded: the job fails", "job", job.ID, "events", len(evs), "err", err)
+	}
+	size := 0
+	for _, e := range evs {
+		size += len(e.Data)
+	}
+	n.lose(job, len(evs), size, err)
+}
+
+// lose counts events of job that could not be recorded. The first loss decides the job's end,
+// unless a cancel or the node's stop decided it before: its session is stopped at once (nothing
+// it says could be kept), and the job fails saying why. Either way its record marks the gap
+// where the events went (endJob).
+func (n *Node) lose(job *Job, events, bytes int, err error) {
+	n.mu.Lock()
+	closing := n.closed
+	n.mu.Unlock()
+	job.mu.Lock()
+	first := job.lost.err == nil && err != nil
+	job.lost.events += events
+	job.lost.bytes += bytes
+	if first {
+		job.lost.err = err
+		job.lost.decides = !job.cancel && !closing
+	}
+	kill := first && job.lost.decides
+	sess := job.session
+	job.mu.Unlock()
+	if kill && sess != nil {
+		sess.Kill()
 	}
 }
 
-func (n *Node) finish(job string, st store.Status, reason string, output json.RawMessage) {
-	if err := n.cfg.Store.FinishJob(job, st, reason, output); err != nil && !errors.Is(err, store.ErrClosed) {
-		n.cfg.Logger.Error("could not record a job's end", "job", job, "err", err)
+// Lost tells the node that events of a live job could not be recorded by a writer other than its
+// recorder (the gateway's meter, with the job's model calls): the job fails as when its own
+// events could not be.
+func (n *Node) Lost(id string, events, bytes int, err error) {
+	n.mu.Lock()
+	job := n.running[id]
+	n.mu.Unlock()
+	if job != nil && err != nil {
+		n.lose(job, events, bytes, err)
+	}
+}
+
+// endJob records the end of a job whose session has run (or could not start), with its last
+// events. When events of the job could not be recorded, its record says how many before its end
+// (a warning log event with "gap"), and, when that decided its end, it fails saying why, whatever
+// its session said.
+func (n *Node) endJob(job *Job, st store.Status, reason string, output json.RawMessage, last ...store.NewEvent) {
+	job.mu.Lock()
+	lost := job.lost
+	job.mu.Unlock()
+	if lost.err == nil {
+		n.finish(job.ID, st, reason, output, last...)
 		return
 	}
+	gap := event(store.EventLog, map[string]any{"level": "warning", "gap": map[string]int{"events": lost.events, "bytes": lost.bytes},
+		"message": fmt.Sprintf("%s of the session (%s) were not recorded: %v", plural(lost.events, "event"), textclip.SizeName(int64(lost.bytes)), lost.err)})
+	if !lost.decides {
+		n.finish(job.ID, st, reason, output, append([]store.NewEvent{gap}, last...)...)
+		return
+	}
+	reason = "its events could not be recorded, so its session was stopped: " + lost.err.Error()
+	n.finish(job.ID, store.StatusFailed, reason, nil, gap, event(store.EventError, map[string]any{"message": reason}))
+}
+
+// finish records a job's end, with its last events. A job's end is decided once: when the store
+// cannot write it, the node keeps it and tries again, in the background (a cancel that ends a
+// queued job answers at once), and nothing decides the job again meanwhile (Cancel leaves a job
+// that is ending), until it is written or the node closes (the next start marks the job
+// interrupted then).
+func (n *Node) finish(job string, st store.Status, reason string, output json.RawMessage, last ...store.NewEvent) {
+	err := n.cfg.Store.FinishJobWith(job, st, reason, output, last...)
+	if err == nil {
+		n.ended(job)
+		return
+	}
+	if !retryable(err) {
+		if !errors.Is(err, store.ErrClosed) {
+			n.cfg.Logger.Error("could not record a job's end", "job", job, "err", err)
+		}
+		return
+	}
+	n.cfg.Logger.Error("could not record a job's end; trying again", "job", job, "err", err)
+	n.mu.Lock()
+	n.ending[job] = true
+	n.wg.Add(1)
+	n.mu.Unlock()
+	go func() {
+		defer n.wg.Done()
+		defer func() {
+			n.mu.Lock()
+			delete(n.ending, job)
+			n.mu.Unlock()
+		}()
+		for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+			select {
+			case <-n.stop:
+				return
+			case <-time.After(wait):
+			}
+			err := n.cfg.Store.FinishJobWith(job, st, reason, output, last...)
+			if err == nil {
+				n.cfg.Logger.Info("recorded a job's end", "job", job, "status", st)
+				n.ended(job)
+				return
+			}
+			if !retryable(err) {
+				return
+			}
+		}
+	}()
+}
+
+// retryable: the store could not write a job's end (a full disk, an I/O error), as opposed to
+// refusing it.
+func retryable(err error) bool {
+	return !errors.Is(err, store.ErrClosed) && !errors.Is(err, store.ErrIllegalTransition) &&
+		!errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid)
+}
+
+// ended is told once a job's end is recorded.
+func (n *Node) ended(job string) {
 	if n.cfg.AfterEnd != nil {
 		n.cfg.AfterEnd(job)
 	}
@@ -333,7 +476,11 @@ func (n *Node) Cancel(id string) bool {
 	n.mu.Lock()
 	job := n.running[id]
 	queued := job != nil && n.unqueueLocked(job)
+	ending := n.ending[id]
 	n.mu.Unlock()
+	if ending {
+		return true // its end is decided, and being recorded
+	}
 	if job == nil {
 		return false
 	}
@@ -382,6 +529,9 @@ func (n *Node) KillSessions() {
 func (n *Node) Close(ctx context.Context) error {
 	n.ahead.Close()
 	n.mu.Lock()
+	if !n.closed {
+		close(n.stop)
+	}
 	n.closed = true
 	queued := n.queue
 	n.queue = nil

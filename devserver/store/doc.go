@@ -18,13 +18,26 @@
 //
 // # Files
 //
-// dir/oz0.db (with oz0.db-wal and oz0.db-shm while open) and dir/oz0.lock, all mode 0600 (perm.go),
-// the lock an flock held while a Store is open, so a second `oz0 dev` on the same state directory is refused with the pid of the
+// dir/oz0.db (with oz0.db-wal and oz0.db-shm while open), dir/oz0.lock and dir/oz0.reserve, all mode
+// 0600 (perm.go), the lock an flock held while a Store is open, so a second `oz0 dev` on the same state directory is refused with the pid of the
 // first instead of sharing the database. Open refuses, with an error that names the file and what
 // to do, and without touching it: a file that is not SQLite (its first bytes are checked before
-// SQLite opens it), a corrupt one, a SQLite database that is not oz0's (tables but no
-// schema_version), one that a newer oz0 migrated (schema_version above SchemaVersion), and a
-// state directory or database file that cannot be written.
+// SQLite opens it), an empty one (what it held is lost: a new store in its place would not say
+// so), a corrupt one, a SQLite database that is not oz0's (tables but no schema_version), one that
+// a newer oz0 migrated (schema_version above SchemaVersion), a state directory or database file
+// that cannot be written, and a disk with less than 1 MiB free (a *DiskFullError). A database
+// SQLite finds malformed later, in a page a call reads, is said the same way (ErrNotADatabase,
+// "is corrupt", move it away), never as SQLite's "database disk image is malformed (11)".
+//
+// # A full disk
+//
+// See diskfull.go: oz0.reserve keeps 1 MiB of the disk. The first write that finds the disk full
+// fails with a *DiskFullError (ErrDiskFull), gives the reserve back and puts the store in a mode
+// where it refuses events and new jobs (without trying) but writes status changes, job ends with
+// their last events (FinishJobWith) and approvals from the room the reserve left, so that the
+// node can end the jobs whose events it could not record. Once the disk has room again (for the
+// reserve, the held-up checkpoint and 1 MiB beside), the reserve is taken again and the store
+// writes everything again; Options.OnDiskFull is told of both.
 //
 // # Schema and migrations
 //
@@ -60,7 +73,8 @@
 // the committed events to live subscribers in order, then acknowledges each caller. A lone caller
 // waits for one commit (no timer); under load the batches grow. A refused request (unknown job,
 // illegal transition, ended job) fails alone and writes nothing; a database error fails its whole
-// batch, rolled back, and no caller of it is told that anything was written. Validation, masking
+// batch, rolled back, and no caller of it is told that anything was written (but a batch that
+// found the disk full is written again without its events: A full disk). Validation, masking
 // and copying of event data happen in the caller's goroutine, so the writer only writes.
 //
 // # Jobs and statuses

@@ -223,6 +223,9 @@ func (s *Store) readErr(err error) error {
 	if s.ctx.Err() != nil { // Close cancelled it: the reads in flight fail
 		return ErrClosed
 	}
+	if e := s.dbError(err, false); e != nil {
+		return e
+	}
 	return fmt.Errorf("read %s: %w", s.path, err)
 }
 

@@ -278,6 +278,14 @@ func (s *Store) SetStatus(id string, st Status, reason string) error {
 
 // FinishJob ends a job: st must be terminal. output (JSON; empty: none) is the job's answer.
 func (s *Store) FinishJob(id string, st Status, reason string, output json.RawMessage) error {
+	return s.FinishJobWith(id, st, reason, output)
+}
+
+// FinishJobWith is FinishJob with the job's last events, written before its end in the same
+// commit, or not at all when the end is refused. They are written while the disk is full too
+// (what Append refuses then), from the store's reserve: keep them few and small (a job's error,
+// a note of what could not be recorded).
+func (s *Store) FinishJobWith(id string, st Status, reason string, output json.RawMessage, last ...NewEvent) error {
 	if !st.Terminal() {
 		return invalid("FinishJob needs a terminal status, not %q", st)
 	}
@@ -291,7 +299,15 @@ func (s *Store) FinishJob(id string, st Status, reason string, output json.RawMe
 			return err
 		}
 	}
-	return s.do(&op{kind: opStatus, job: id, status: st, reason: reason, output: out})
+	o := &op{kind: opStatus, job: id, status: st, reason: reason, output: out}
+	for i, ne := range last {
+		pe, err := s.prepEvent(ne.Type, ne.Data, ne.Given)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		o.events = append(o.events, pe)
+	}
+	return s.do(o)
 }
 
 // MarkInterrupted ends every live job (queued, running or waiting for approval) as interrupted,

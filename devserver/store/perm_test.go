@@ -10,7 +10,7 @@ import (
 )
 
 // TestStateFilesArePrivate: in an existing 0755 state directory, with a umask that lets files be
-// read by all, the database, its -wal and -shm and the lock file are 0600, and a database an
+// read by all, the database, its -wal and -shm, the lock and the reserve are 0600, and a database an
 // older oz0 left 0644 (with its -wal) is made 0600 at the next open.
 func TestStateFilesArePrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
@@ -21,7 +21,7 @@ func TestStateFilesArePrivate(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		for _, name := range []string{DBFile, DBFile + "-wal", DBFile + "-shm", "oz0.lock"} {
+		for _, name := range []string{DBFile, DBFile + "-wal", DBFile + "-shm", "oz0.lock", ReserveFile} {
 			fi, err := os.Stat(filepath.Join(dir, name))
 			if err != nil {
 				t.Errorf("%s: %v", when, err)

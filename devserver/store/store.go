@@ -57,6 +57,10 @@ type Options struct {
 	// catching up from the database, and how many changes a watcher of the change feed may fall
 	// behind before it is told to read everything again (default twice MaxBatch).
 	LiveBuffer int
+	// OnDiskFull is told, from the store's goroutines, when a write finds the disk full (a
+	// *DiskFullError: from then on the store writes only what ends jobs) and when the disk has
+	// room again (nil). It must not block.
+	OnDiskFull func(full error)
 }
 
 func (o *Options) defaults() {
@@ -96,6 +100,7 @@ type Store struct {
 
 	hub    hub
 	masker atomic.Pointer[func([]byte) []byte]
+	full   atomic.Pointer[DiskFullError] // set while the disk is full (diskfull.go)
 	stats  struct{ batches, ops, events, checkpoints, lags atomic.Int64 }
 
 	// Owned by the writer goroutine.
@@ -186,7 +191,10 @@ func (s *Store) checkFile() error {
 	head := make([]byte, len(sqliteMagic))
 	n, err := io.ReadFull(f, head)
 	if n == 0 && (err == io.EOF) {
-		return nil // an empty file is an empty database
+		// What the store held is gone (a disk that filled up under a copy, a file cut short):
+		// starting on it as on a new store would say nothing of that. (A first start killed
+		// between making the file and SQLite's first write leaves one too, in a moment's window.)
+		return &stateFileError{fmt.Sprintf("the job store %s is empty (0 bytes): whatever it held is lost; %s", s.path, s.moveAway())}
 	}
 	if !bytes.Equal(head[:n], sqliteMagic) {
 		return s.notADB("it is not a SQLite database")
@@ -195,8 +203,26 @@ func (s *Store) checkFile() error {
 }
 
 func (s *Store) notADB(why string) error {
-	return fmt.Errorf("%w: %s: %s; move it away (oz0 starts a new one) or choose another --state-dir", ErrNotADatabase, s.path, why)
+	return fmt.Errorf("%w: %s: %s; %s", ErrNotADatabase, s.path, why, s.moveAway())
 }
+
+// corrupt is the error of a database SQLite finds malformed, at the open or later (a page is read
+// when a call needs it, so a damaged one may show only then).
+func (s *Store) corrupt() error {
+	return &stateFileError{fmt.Sprintf("the job store %s is corrupt (SQLite: database disk image is malformed); %s", s.path, s.moveAway())}
+}
+
+// moveAway is the mend of a database oz0 cannot use: a new one in its place. Its write-ahead log
+// goes with it: SQLite would apply it to the new one.
+func (s *Store) moveAway() string {
+	return "move it away, with the " + filepath.Base(s.path) + "-wal beside it if there is one (oz0 dev starts a new store), or choose another --state-dir"
+}
+
+// stateFileError is a database file oz0 cannot use: errors.Is matches ErrNotADatabase.
+type stateFileError struct{ msg string }
+
+func (e *stateFileError) Error() string { return e.msg }
+func (e *stateFileError) Unwrap() error { return ErrNotADatabase }
 
 type connKind int
 
@@ -237,6 +263,9 @@ func (s *Store) open() error {
 	if err := s.checkFile(); err != nil {
 		return err
 	}
+	if err := s.checkRoom(); err != nil {
+		return err
+	}
 	if err := s.private(); err != nil {
 		return err
 	}
@@ -260,6 +289,9 @@ func (s *Store) open() error {
 		return fmt.Errorf("%w: %s: cannot use WAL mode (journal_mode is %s); put the state directory on a local disk with --state-dir", ErrStateDir, s.path, mode)
 	}
 	if err := migrate(s.wdb, s.path); err != nil {
+		if e := s.dbError(err, true); e != nil {
+			return e
+		}
 		return err
 	}
 	s.rdb, err = sql.Open("sqlite", s.dsn(readerConn))
@@ -285,8 +317,10 @@ func (s *Store) openErr(err error) error {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_NOTADB:
 			return s.notADB("it is not a SQLite database")
-		case sqlite3.SQLITE_CORRUPT:
-			return s.notADB("the database is corrupt")
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+			if e := s.dbError(err, true); e != nil {
+				return e
+			}
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
 			return fmt.Errorf("%w: cannot open %s for writing: %v; fix its permissions or choose another --state-dir", ErrStateDir, s.path, err)
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:

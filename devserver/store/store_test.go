@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,14 +249,90 @@ func TestOpenRefusesNotADatabase(t *testing.T) {
 		}
 	})
 	t.Run("empty file", func(t *testing.T) {
+		// What a disk that filled up under a copy leaves, or a file cut short: what the store
+		// held is gone, which a new store in its place would not say.
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, DBFile), nil, 0o600)
-		s, err := Open(dir)
-		if err != nil {
-			t.Fatalf("an empty file is an empty database: %v", err)
+		path := filepath.Join(dir, DBFile)
+		os.WriteFile(path, nil, 0o600)
+		_, err := Open(dir)
+		if !errors.Is(err, ErrNotADatabase) {
+			t.Fatalf("got %v", err)
 		}
-		s.Close()
+		for _, want := range []string{path + " is empty (0 bytes): whatever it held is lost", "move it away", "--state-dir"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q lacks %q", err, want)
+			}
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+			t.Errorf("the file was changed: %v %v", fi, err)
+		}
 	})
+}
+
+// A database whose pages SQLite finds malformed, at the open (its schema, the migration's reads)
+// or later (the jobs' pages, read when a call needs them), is refused with an error that says so
+// and what to do, never SQLite's "database disk image is malformed (11)".
+func TestCorruptDatabaseSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 20 {
+		j := newJob(t, s)
+		s.SetStatus(j.ID, StatusRunning, "")
+		for range 20 {
+			s.Append(j.ID, EventSay, json.RawMessage(`{"text":"`+strings.Repeat("x", 200)+`"}`))
+		}
+		s.FinishJob(j.ID, StatusSucceeded, "", json.RawMessage(`"done"`))
+		ids = append(ids, j.ID)
+	}
+	s.Close()
+	good, err := os.ReadFile(filepath.Join(dir, DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	refused := 0
+	check := func(where string, err error) {
+		t.Helper()
+		if err == nil {
+			return
+		}
+		refused++
+		if !errors.Is(err, ErrNotADatabase) || !strings.Contains(err.Error(), "is corrupt") || !strings.Contains(err.Error(), "move it away") ||
+			strings.Contains(err.Error(), "(11)") {
+			t.Errorf("%s: %v", where, err)
+		}
+	}
+	for p := 1; p < len(good)/page; p++ { // page 1, the header, is TestOpenRefusesNotADatabase's
+		bad := slices.Clone(good)
+		for i := p * page; i < (p+1)*page; i++ {
+			bad[i] = 0xff
+		}
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, DBFile), bad, 0o600)
+		s, err := Open(d)
+		check(fmt.Sprintf("page %d: Open", p+1), err)
+		if err != nil {
+			continue
+		}
+		_, err = s.MarkInterrupted("stopped")
+		check(fmt.Sprintf("page %d: MarkInterrupted", p+1), err)
+		_, err = s.ListJobs(ListFilter{Limit: 1000})
+		check(fmt.Sprintf("page %d: ListJobs", p+1), err)
+		for _, id := range ids {
+			_, err := s.Events(id, 0, 1000)
+			check(fmt.Sprintf("page %d: Events", p+1), err)
+		}
+		_, err = s.CreateJob(NewJob{Agent: "a"})
+		check(fmt.Sprintf("page %d: CreateJob", p+1), err)
+		s.Close()
+	}
+	if refused == 0 {
+		t.Fatal("no corrupt page was noticed: the test corrupts nothing SQLite reads")
+	}
 }
 
 func TestOpenRefusesUnusableDir(t *testing.T) {

@@ -19,8 +19,9 @@ import (
 // and only then acknowledges each caller. While one batch commits the next one queues up, so
 // batches grow with the load and a lone caller waits for one commit only: no timer, no added
 // latency. A request that is refused (an unknown job, an illegal transition) fails alone, having
-// written nothing; an error of the database (disk full, I/O) fails its whole batch, which is
-// rolled back, and no caller of it is told that anything was written.
+// written nothing; an error of the database (I/O) fails its whole batch, which is rolled back,
+// and no caller of it is told that anything was written. A batch that finds the disk full is
+// rolled back and written again with its events and new jobs refused (diskfull.go).
 
 type opKind uint8
 
@@ -51,11 +52,11 @@ type op struct {
 }
 
 func (o *op) size() (events, bytes int) {
-	if o.kind != opAppend {
-		return 1, len(o.reason) + len(o.output)
-	}
 	for _, e := range o.events {
 		bytes += len(e.data) + len(e.exchange)
+	}
+	if o.kind != opAppend {
+		return 1 + len(o.events), bytes + len(o.reason) + len(o.output)
 	}
 	return len(o.events), bytes
 }
@@ -113,6 +114,7 @@ type writerState struct {
 	insJob, updUsage                    *sql.Stmt
 	updSession                          *sql.Stmt // prepared on first use: one a job
 	batch                               []*op
+	refuseEvents                        bool // the disk is full: this batch's events and new jobs are refused
 	lastNow                             time.Time
 	touched                             []*jobState
 	rows                                []row // events written by the batch's ops, not yet inserted
@@ -244,7 +246,7 @@ func (s *Store) writer() {
 			}
 		}
 		if prepErr != nil {
-			w.finish(fmt.Errorf("write %s: %w", s.path, prepErr))
+			w.finish(s.writeErr(prepErr))
 			continue
 		}
 		last = len(w.batch)
@@ -270,18 +272,39 @@ type refusal struct{ error }
 
 func (r refusal) Unwrap() error { return r.error }
 
+// commit writes the batch and acknowledges its callers. A batch that finds the disk full is
+// written again with its events and new jobs refused (diskfull.go): its status changes and job
+// ends are written from the reserve the store then gives back.
 func (w *writerState) commit() {
+	err := w.tryCommit()
+	if err == nil {
+		return
+	}
+	var full *DiskFullError
+	if errors.As(err, &full) && w.s.full.Load() == nil {
+		w.s.enterFull(full)
+		if err = w.tryCommit(); err == nil {
+			return
+		}
+	}
+	w.finish(err)
+}
+
+// tryCommit writes the batch in one transaction. Committed, it publishes its events and
+// acknowledges its callers; else it rolls back and returns the database's error (in a person's
+// words where writeErr has them), the batch left to be failed or tried again.
+func (w *writerState) tryCommit() error {
 	s := w.s
-	fatal := func(err error) {
+	w.refuseEvents = s.full.Load() != nil
+	fatal := func(err error) error {
 		w.rollbackStmt.Exec()           // an error may have rolled back already: then this fails, harmlessly
 		w.jobs = map[string]*jobState{} // the cache may hold what was rolled back
 		w.touched = w.touched[:0]
 		w.rows = w.rows[:0]
-		w.finish(fmt.Errorf("write %s: %w", s.path, err))
+		return s.writeErr(err)
 	}
 	if _, err := w.beginStmt.Exec(); err != nil {
-		fatal(err)
-		return
+		return fatal(err)
 	}
 	now := time.Now().UTC()
 	if now.Before(w.lastNow) {
@@ -301,28 +324,24 @@ func (w *writerState) commit() {
 			continue
 		}
 		if err != nil {
-			fatal(err)
-			return
+			return fatal(err)
 		}
 		o.err = nil
 	}
 	if err := w.flushRows(); err != nil {
-		fatal(err)
-		return
+		return fatal(err)
 	}
 	for _, js := range w.touched {
 		if js.dirty {
 			u := js.usage
 			if _, err := w.updUsage.Exec(u.calls, u.input, u.output, u.cacheRead, u.cacheCreation, u.cost, js.n); err != nil {
-				fatal(err)
-				return
+				return fatal(err)
 			}
 			js.usage, js.dirty = usageDelta{}, false
 		}
 	}
 	if _, err := w.commitStmt.Exec(); err != nil {
-		fatal(err)
-		return
+		return fatal(err)
 	}
 	for _, js := range w.touched {
 		if js.status.Terminal() {
@@ -337,6 +356,7 @@ func (w *writerState) commit() {
 		o.done <- struct{}{}
 	}
 	clear(w.batch)
+	return nil
 }
 
 // flushRows inserts the pending rows, as few statements as insertChunks allow.
@@ -433,6 +453,9 @@ func (bt *batchTx) apply(o *op) error {
 		if js.status.Terminal() {
 			return refusal{fmt.Errorf("%w: job %s is %s and takes no more events", ErrJobEnded, o.job, js.status)}
 		}
+		if w.refuseEvents {
+			return refusal{w.s.DiskFull()}
+		}
 		bt.touch(js)
 		for _, pe := range o.events {
 			bt.insert(o, js, pe.typ, pe.data, pe.exchange)
@@ -449,6 +472,9 @@ func (bt *batchTx) apply(o *op) error {
 		return nil
 
 	case opCreate:
+		if w.refuseEvents {
+			return refusal{w.s.DiskFull()}
+		}
 		j := o.create
 		j.CreatedAt = bt.now
 		res, err := w.insJob.Exec(j.ID, j.Agent, j.Plugin, string(j.Input), j.InputText, j.ModelRecord, j.ModelName,
@@ -470,6 +496,20 @@ func (bt *batchTx) apply(o *op) error {
 		js, err := bt.lookup(o.job)
 		if err != nil {
 			return err
+		}
+		if len(o.events) > 0 {
+			// A job's last events (FinishJobWith), before its end, and only with it.
+			if !CanTransition(js.status, o.status) {
+				return refusal{&TransitionError{Job: js.id, From: js.status, To: o.status}}
+			}
+			bt.touch(js)
+			for _, pe := range o.events {
+				bt.insert(o, js, pe.typ, pe.data, nil)
+				if pe.usage != nil {
+					js.usage.add(pe.usage)
+					js.dirty = true
+				}
+			}
 		}
 		return bt.setStatus(o, js, o.status, o.reason, o.output)
 
@@ -580,7 +620,8 @@ const checkpointInterval = 200 * time.Millisecond
 // the writer's commits do not stall on SQLite's automatic checkpoint (with its fsync) every 1000
 // pages. Once a checkpoint has copied everything, the next commit starts the WAL over, so the WAL
 // stays as large as the writes of a few intervals. The writer's own automatic checkpoint remains,
-// at 64 MiB, for a checkpointer that cannot keep up (a reader holding an old snapshot).
+// at 64 MiB, for a checkpointer that cannot keep up (a reader holding an old snapshot). While the
+// disk is full it looks for room instead (diskfull.go).
 func (s *Store) checkpointer() {
 	defer s.subsW.Done()
 	t := time.NewTicker(checkpointInterval)
@@ -591,6 +632,13 @@ func (s *Store) checkpointer() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+		}
+		if s.full.Load() != nil {
+			// A checkpoint would grow the database into the room the reserve gave back for
+			// jobs' ends: none until there is room again.
+			if !s.roomAgain() {
+				continue
+			}
 		}
 		n := s.stats.batches.Load()
 		if n == done {

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package devserver
+
+import "net"
+
+func unread(net.Conn) bool { return false }
