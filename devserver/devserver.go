@@ -913,7 +913,7 @@ func (s *Server) gatewayFace() http.Handler {
 
 // info describes the server for `oz0 run` and the banner.
 func (s *Server) info() apiv1.Info {
-	i := apiv1.Info{Version: s.cfg.Version, StateDir: s.StateDir, Sandbox: string(s.tier)}
+	i := apiv1.Info{Version: s.cfg.Version, StateDir: s.StateDir, Sandbox: string(s.tier), SessionsAhead: s.node.SessionsAhead()}
 	recs := s.records.Records()
 	for _, p := range s.Plugins() {
 		for _, a := range p.Agents {

@@ -387,6 +387,9 @@ type Info struct {
 	StateDir string      `json:"state_dir"`
 	Sandbox  string      `json:"sandbox"` // the tier its sessions run in (docs/sandbox.md)
 	Agents   []AgentInfo `json:"agents"`
+	// SessionsAhead is how many sessions are made ahead of their jobs and ready for one now
+	// (oz0 dev --warm N; none with --cold).
+	SessionsAhead int `json:"sessions_ahead"`
 }
 
 // AgentInfo is an agent the dev server runs, with the model record its jobs use.

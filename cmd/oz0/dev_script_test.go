@@ -30,6 +30,7 @@ func init() {
 	scriptCmds["waitjob"] = cmdWaitJob
 	scriptCmds["waitevent"] = cmdWaitEvent
 	scriptCmds["waitagent"] = cmdWaitAgent
+	scriptCmds["waitahead"] = cmdWaitAhead
 	scriptCmds["waitgrep"] = cmdWaitGrep
 	scriptCmds["procsgone"] = cmdProcsGone
 	scriptCmds["devhttp"] = cmdDevHTTP
@@ -155,6 +156,32 @@ func cmdWaitAgent(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("waitagent: after %s the dev server runs agent %s: %v", timeout, args[0], found)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdWaitAhead: waitahead N [TIMEOUT] polls the dev server of $OZ0_CONTEXT until at least N
+// sessions are made ahead and ready for a job (default timeout 60s: a framework's import).
+func cmdWaitAhead(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitahead N [TIMEOUT]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	c, _ := devClient(ts)
+	timeout := durationArg(ts, args, 1, time.Minute)
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		info, err := c.Info(ctx)
+		cancel()
+		ts.Check(err)
+		if info.SessionsAhead >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitahead: after %s the dev server has %d sessions made ahead and ready, want %d", timeout, info.SessionsAhead, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -261,6 +261,9 @@ func New(cfg Config) *Node {
 // Ahead is the node's policy of when sessions are made.
 func (n *Node) Ahead() ahead.Policy { return n.ahead.Policy() }
 
+// SessionsAhead is how many sessions are made ahead and ready for a job now.
+func (n *Node) SessionsAhead() int { return n.ahead.Ready() }
+
 // MakeAhead makes sessions ahead for the harnesses of ps as they are now, as the node's policy
 // says (nothing when it makes them cold), throwing away those made for a harness they no longer
 // have.

@@ -369,6 +369,24 @@ func (p *Pool) Close() {
 	p.wg.Wait()
 }
 
+// Ready is how many sessions made ahead are ready for a job now, in all.
+func (p *Pool) Ready() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, list := range p.made {
+		for _, e := range list {
+			if e.m.Ready() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Waiting is how many sessions are made ahead and waiting, in all.
 func (p *Pool) Waiting() int {
 	if p == nil {
