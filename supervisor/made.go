@@ -43,6 +43,11 @@ var ErrGone = errors.New("the session made ahead is gone")
 // Command the loader's (which runs the harness's once bound), without a Request, a key or a trace
 // context (they come with Bind). An error means nothing was started.
 func Make(spec Spec) (*Made, error) {
+	return makeWith(spec, launchOpts{})
+}
+
+// makeWith is Make with what only a fork server has.
+func makeWith(spec Spec, opts launchOpts) (*Made, error) {
 	if spec.Request.Job != "" || spec.Env.AnthropicAPIKey != "" || spec.Env.OpenAIAPIKey != "" || spec.Env.Traceparent != "" {
 		return nil, errors.New("supervisor: a session made ahead has nothing of a job until Bind")
 	}
@@ -50,7 +55,7 @@ func Make(spec Spec) (*Made, error) {
 		// The plugin's own modules are not importable before its job: no sitecustomize, no
 		// module of the plugin's shadowing a dependency's, runs ahead.
 		return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONPATH=") })
-	})
+	}, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -178,6 +179,8 @@ type Session struct {
 	final     harnesskit.End
 
 	pluginDir string
+	writable  []string  // more paths its sandbox shows read-write: a fork server's sessions'
+	fork      *forked   // the session forked by a harness's fork server, nil for any other
 	env       []string  // the environment the process started with
 	madeAt    time.Time // when a session made ahead started its process; zero for one started at its job
 }
@@ -210,7 +213,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not starting the session: %w", err)
 	}
-	s, p, err := launchSession(spec, func(s *Session, env []string) []string { return env })
+	s, p, err := launchSession(spec, func(s *Session, env []string) []string { return env }, launchOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +230,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 // with the environment that envFor makes of rule 6's (the whole of it for a session started at
 // its job; less for one made ahead): nothing is written to it yet. On error nothing is left
 // behind.
-func launchSession(spec Spec, envFor func(s *Session, env []string) []string) (_ *Session, _ *pipes, err error) {
+func launchSession(spec Spec, envFor func(s *Session, env []string) []string, opts launchOpts) (_ *Session, _ *pipes, err error) {
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
 		return nil, nil, errors.New("the harness has no command")
 	}
@@ -237,6 +240,7 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string) (_
 	}
 	s := newSession(spec)
 	s.pluginDir = pluginDir
+	s.writable = opts.writable
 	var p *pipes
 	defer func() {
 		if err != nil {
@@ -250,6 +254,13 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string) (_
 	dirs, err := s.makeDirs()
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(opts.writable) > 0 {
+		// A fork server's sandbox shows the directory that holds this one: its user (nobody,
+		// for a root node) must pass through it to its own.
+		if err = os.Chmod(s.root, 0o711); err != nil {
+			return nil, nil, err
+		}
 	}
 	argv, env, err := resolveCommand(spec.Command, pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
@@ -266,6 +277,12 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string) (_
 	}
 	if p, err = openPipes(); err != nil {
 		return nil, nil, err
+	}
+	if opts.stdin != nil {
+		// Its stdin is what the caller gave (a fork server's control socket), not a pipe.
+		p.inR.Close()
+		p.inW.Close()
+		p.inR, p.inW = opts.stdin, nil
 	}
 	s.cmd = s.command(argv, s.env, p)
 	if pol.Namespaces {
@@ -287,6 +304,12 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string) (_
 		close(s.exited)
 	}()
 	return s, p, nil
+}
+
+// launchOpts are what a process made ahead may have that a session's has not.
+type launchOpts struct {
+	stdin    *os.File // its stdin, instead of a pipe the node writes
+	writable []string // more paths its sandbox shows read-write
 }
 
 // abandon ends a launched session that will not begin: its process group is killed, its pipes
@@ -482,7 +505,7 @@ func (s *Session) sandbox(pol sandbox.Policy, pluginDir string) error {
 	}
 	cfg := sandbox.Config{
 		Tier: pol.Tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
-		Writable: []string{s.workdir, s.stateDir}, Hide: s.spec.Sandbox.Hide, Root: box,
+		Writable: append([]string{s.workdir, s.stateDir}, s.writable...), Hide: s.spec.Sandbox.Hide, Root: box,
 	}
 	if pol.OwnNetwork {
 		if s.spec.Sandbox.Gateway == nil {
@@ -502,8 +525,10 @@ func (s *Session) sandbox(pol sandbox.Policy, pluginDir string) error {
 }
 
 // serveGateway serves the gateway on the sockets a Strict session's network listens on.
-func (s *Session) serveGateway() {
-	lns := s.box.Listeners()
+func (s *Session) serveGateway() { s.serveOn(s.box.Listeners()) }
+
+// serveOn serves the gateway on lns, listening sockets in the session's network.
+func (s *Session) serveOn(lns []net.Listener) {
 	if len(lns) == 0 {
 		return
 	}
@@ -1006,7 +1031,13 @@ func (s *Session) readStderr() {
 // ---- the process ------------------------------------------------------------------------------
 
 // signal sends sig to the session's process group.
-func (s *Session) signal(sig syscall.Signal) { _ = syscall.Kill(-s.pid, sig) }
+func (s *Session) signal(sig syscall.Signal) {
+	if s.fork != nil {
+		s.fork.signal(sig)
+		return
+	}
+	_ = syscall.Kill(-s.pid, sig)
+}
 
 func (s *Session) supervise(ctx context.Context) {
 	killed, termed := s.await(ctx, s.exited)
@@ -1096,7 +1127,7 @@ func (s *Session) afterExit() (held time.Duration) {
 	if s.gateway != nil {
 		s.gateway.Close()
 	}
-	if s.box == nil {
+	if s.box == nil && (s.fork == nil || !s.fork.sandboxed) {
 		s.killPipeHolders()
 	}
 	s.stdout.drain(s.grace, bound)
@@ -1122,7 +1153,11 @@ type exit struct {
 func (s *Session) exitEnd() exit {
 	var x exit
 	x.tail, x.total = s.errlog.tail()
-	x.code, x.sig = exitStatus(s.cmd.ProcessState)
+	if s.fork != nil {
+		x.code, x.sig = waitStatus(s.fork.status())
+	} else {
+		x.code, x.sig = exitStatus(s.cmd.ProcessState)
+	}
 	if s.box != nil {
 		if ws, ok := s.box.HarnessStatus(); ok {
 			x.code, x.sig = waitStatus(ws)

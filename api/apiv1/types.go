@@ -67,7 +67,7 @@ type Job struct {
 
 // SessionStart says how a job's session was made: the data of its EventSession.
 type SessionStart struct {
-	Start   string          `json:"start"`   // SessionMadeAhead or SessionCold
+	Start   string          `json:"start"`   // SessionMadeAhead, SessionForked or SessionCold
 	MadeAt  time.Time       `json:"made_at"` // when its process was started
 	BoundAt time.Time       `json:"bound_at"`
 	Program string          `json:"program,omitempty"`
@@ -78,6 +78,7 @@ type SessionStart struct {
 // The starts of a SessionStart.
 const (
 	SessionMadeAhead = "made ahead"
+	SessionForked    = "forked" // from its harness's fork server, made ahead
 	SessionCold      = "cold"
 )
 

@@ -238,14 +238,19 @@ func SessionStart(s *apiv1.SessionStart) string {
 	if s == nil {
 		return ""
 	}
-	if s.Start != apiv1.SessionMadeAhead {
-		line := "cold: made at its job"
+	var line string
+	switch s.Start {
+	case apiv1.SessionMadeAhead:
+		line = fmt.Sprintf("made ahead, %s before its job", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
+	case apiv1.SessionForked:
+		line = fmt.Sprintf("forked at its job from its harness's fork server, made %s before", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
+	default:
+		line = "cold: made at its job"
 		if s.Why != "" {
 			line += " (" + s.Why + ")"
 		}
 		return line
 	}
-	line := fmt.Sprintf("made ahead, %s before its job", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
 	var loaded struct {
 		Modules int      `json:"modules"`
 		Warmed  []string `json:"warmed"`
@@ -256,6 +261,9 @@ func SessionStart(s *apiv1.SessionStart) string {
 		if len(loaded.Warmed) > 0 {
 			line += ", " + strings.Join(loaded.Warmed, " and ") + " warmed up"
 		}
+	}
+	if s.Why != "" {
+		line += " (" + s.Why + ")"
 	}
 	return line
 }

@@ -266,7 +266,7 @@ func stopDev(srv interface {
 
 // addAheadFlags adds --warm N and --cold, which oz0 dev and oz0 plugin test share.
 func addAheadFlags(cmd *cobra.Command, warm *int, cold *bool) {
-	cmd.Flags().IntVar(warm, "warm", 1, "keep N sessions of each Python harness made ahead of their jobs, its dependencies loaded (docs/sandbox.md)")
+	cmd.Flags().IntVar(warm, "warm", 1, "make sessions ahead of their jobs, a Python harness's dependencies loaded: forked at each job from the harness's fork server, or, for a harness that cannot be forked, N made ahead (docs/sandbox.md)")
 	cmd.Flags().BoolVar(cold, "cold", false, "make each session at its job, as the platform's cold start does (no session made ahead)")
 }
 
@@ -280,5 +280,5 @@ func aheadPolicy(cmd *cobra.Command, warm int, cold bool) (ahead.Policy, error) 
 	case warm < 1:
 		return ahead.Policy{}, cmdutil.Usagef("--warm must be at least 1, not %d (--cold makes none ahead)", warm)
 	}
-	return ahead.Policy{Mode: ahead.Warm, PerHarness: warm}, nil
+	return ahead.Policy{Mode: ahead.Warm, PerHarness: warm, Fork: true}, nil
 }

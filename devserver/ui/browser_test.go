@@ -174,12 +174,10 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the timeline's model and tool rows, in order: %q, want %q", order, "model tool")
 		}
 		// How the session was made, and when, as its record says.
-		label := "session made ahead"
 		if j.Session == nil {
 			t.Fatal("the job has no session start")
-		} else if j.Session.Start == apiv1.SessionCold {
-			label = "session cold"
 		}
+		label := "session " + j.Session.Start
 		br.do("the session's start on the timeline", br.waitText("#timeline .span.k-session", label))
 		br.do("expand the model call to its JSON", chromedp.Click(model+" summary"), chromedp.WaitVisible(model+" pre.json"),
 			br.waitText(model+" pre.json", fmt.Sprintf(`"input_tokens": %d`, j.Usage.InputTokens)))

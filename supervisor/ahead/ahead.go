@@ -48,12 +48,15 @@ import (
 //go:embed warmups.py
 var warmUps string
 
+//go:embed zygote.py
+var forkServer string
+
 //go:embed loader.py
 var loaderMain string
 
 // loaderScript is the program of a Python session made ahead: the import reader, the frameworks'
-// warm-ups, then the loader.
-var loaderScript = pyimports.Reader + "\n" + warmUps + "\n" + loaderMain
+// warm-ups, the fork server, then the loader (whose last line runs it).
+var loaderScript = pyimports.Reader + "\n" + warmUps + "\n" + forkServer + "\n" + loaderMain
 
 // Mode is when a policy makes sessions.
 type Mode string
@@ -68,6 +71,10 @@ const (
 // Policy says when sessions are made, and how many are kept made ahead.
 type Policy struct {
 	Mode Mode
+	// Fork forks each session of a Python harness from a fork server of the harness's, made
+	// ahead (Warm): a burst of jobs then costs one import, not one each. A harness whose loader
+	// leaves a thread running is made ahead PerHarness sessions at a time instead.
+	Fork bool
 	// PerHarness is how many sessions are kept made ahead for each harness (Warm); 0 is 1.
 	PerHarness int
 	// Max bounds the sessions made ahead in all, whatever the harnesses; 0 is PerHarness for
@@ -85,6 +92,9 @@ func (p Policy) String() string {
 	if p.Mode != Warm {
 		return "cold: each session is made at its job (--cold)"
 	}
+	if p.Fork {
+		return "warm: each session forked at its job from its Python harness's fork server, its dependencies loaded ahead (--cold makes each at its job)"
+	}
 	return fmt.Sprintf("warm: %d made ahead for each Python harness, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
 }
 
@@ -96,6 +106,7 @@ type How = apiv1.SessionStart
 // The starts of How.
 const (
 	StartMadeAhead = apiv1.SessionMadeAhead
+	StartForked    = apiv1.SessionForked
 	StartCold      = apiv1.SessionCold
 )
 
@@ -104,12 +115,14 @@ type Pool struct {
 	policy Policy
 	log    *slog.Logger
 
-	mu     sync.Mutex
-	made   map[string][]*entry // by harness key, oldest first
-	making map[string]int      // being made, by harness key
-	total  int
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	made    map[string][]*entry // by harness key, oldest first
+	making  map[string]int      // being made, by harness key
+	servers map[string]*server  // each harness's fork server, by harness key
+	noForks map[string]bool     // the harnesses whose sessions cannot be forked
+	total   int
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 type entry struct {
@@ -126,7 +139,8 @@ func New(policy Policy, logger *slog.Logger) *Pool {
 	if policy.Idle <= 0 {
 		policy.Idle = DefaultIdle
 	}
-	return &Pool{policy: policy, log: logger, made: map[string][]*entry{}, making: map[string]int{}}
+	return &Pool{policy: policy, log: logger, made: map[string][]*entry{}, making: map[string]int{},
+		servers: map[string]*server{}, noForks: map[string]bool{}}
 }
 
 // Policy is the pool's policy.
@@ -141,6 +155,11 @@ func (p *Pool) Start(ctx context.Context, spec supervisor.Spec) (*supervisor.Ses
 	key, ok := harnessKey(spec)
 	if !ok {
 		return startCold(ctx, spec, "")
+	}
+	if p.forks(key) {
+		if s, how, ok, err := p.startForked(ctx, key, spec); ok {
+			return s, how, err
+		}
 	}
 	e, ready, why := p.take(key, envStamp(spec.PluginDir))
 	defer p.Prepare(spec)
@@ -224,6 +243,10 @@ func (p *Pool) Prepare(spec supervisor.Spec) {
 	}
 	key, ok := harnessKey(spec)
 	if !ok {
+		return
+	}
+	if p.forks(key) {
+		p.prepareServer(key, spec)
 		return
 	}
 	p.mu.Lock()
@@ -337,9 +360,19 @@ func (p *Pool) Keep(dir string, specs []supervisor.Spec) {
 	for _, e := range gone {
 		close(e.gone)
 	}
+	var servers []*server
+	for key, srv := range p.servers {
+		if keyDir(key) == dir && !keys[key] {
+			servers = append(servers, srv)
+			delete(p.servers, key)
+		}
+	}
 	p.mu.Unlock()
 	for _, e := range gone {
 		e.m.Discard()
+	}
+	for _, srv := range servers {
+		srv.z.Close()
 	}
 	for _, spec := range specs {
 		p.Prepare(spec)
@@ -362,7 +395,12 @@ func (p *Pool) Close() {
 		close(e.gone)
 	}
 	p.total = 0
+	servers := p.servers
+	p.servers = map[string]*server{}
 	p.mu.Unlock()
+	for _, srv := range servers {
+		srv.z.Close()
+	}
 	for _, e := range gone {
 		e.m.Discard()
 	}
@@ -382,6 +420,11 @@ func (p *Pool) Ready() int {
 			if e.m.Ready() {
 				n++
 			}
+		}
+	}
+	for _, srv := range p.servers {
+		if srv.z.Forks() {
+			n++ // a fork server makes a session at once, whenever asked
 		}
 	}
 	return n
@@ -447,22 +490,35 @@ func aheadSpec(spec supervisor.Spec) supervisor.Spec {
 
 // makeLoader makes a session ahead with the loader as its program.
 func makeLoader(spec supervisor.Spec) (*supervisor.Made, error) {
-	dir, err := filepath.Abs(cmp.Or(spec.PluginDir, "."))
+	made, err := loaderSpec(spec, false)
 	if err != nil {
 		return nil, err
+	}
+	return supervisor.Make(made)
+}
+
+// loaderSpec is spec with the loader as its program, which runs the harness's command once bound
+// (or, with fork, forks a session running it for each job).
+func loaderSpec(spec supervisor.Spec, fork bool) (supervisor.Spec, error) {
+	dir, err := filepath.Abs(cmp.Or(spec.PluginDir, "."))
+	if err != nil {
+		return spec, err
 	}
 	path := cmp.Or(spec.Env.PATH, os.Getenv("PATH"), supervisor.DefaultPATH)
 	_, _, pythonPath, err := supervisor.PythonEnv(spec.Command[0], dir, path)
 	if err != nil {
-		return nil, err
+		return spec, err
 	}
 	entry := slices.Clone(loaderEntry(spec.Command))
 	if entry[0] != "-m" && !filepath.IsAbs(entry[0]) {
 		entry[0] = filepath.Join(dir, entry[0]) // as the node resolves a script's path
 	}
-	made := spec
-	made.Command = append([]string{spec.Command[0], "-c", loaderScript, dir, pythonPath}, entry...)
-	return supervisor.Make(made)
+	args := []string{spec.Command[0], "-c", loaderScript, dir, pythonPath}
+	if fork {
+		args = append(args, "--fork")
+	}
+	spec.Command = append(args, entry...)
+	return spec, nil
 }
 
 // envStamp says when the plugin's environment last changed: its .venv's configuration and its

@@ -2,6 +2,7 @@ package ahead
 
 import (
 	"context"
+	"log/slog"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,7 +25,9 @@ import (
 func testPlugin(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	os.Chmod(dir, 0o755) // a root node's sandboxed harness runs as nobody
+	// A root node's sandboxed harness runs as nobody, who must reach the plugin.
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
 	out, err := exec.Command("python3", "-m", "venv", "--without-pip", filepath.Join(dir, ".venv")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python3 -m venv: %v\n%s", err, out)
@@ -180,4 +183,51 @@ func waitMade(t *testing.T, pool *Pool) *entry {
 	}
 	t.Fatal("no session was made ahead within a minute")
 	return nil
+}
+
+// A session forked from its harness's fork server: its dependencies loaded before, nothing of the
+// plugin's run before its job, its job's environment; in every tier.
+func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
+	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
+		t.Run(string(tier), func(t *testing.T) {
+			dir := testPlugin(t)
+			spec := func(job string) supervisor.Spec {
+				sp := jobSpec(dir, job)
+				sp.Sandbox = supervisor.Sandbox{Tier: tier, Gateway: http.NotFoundHandler()}
+				return sp
+			}
+			pool := New(Policy{Mode: Warm, Fork: true}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			defer pool.Close()
+			for _, job := range []string{"job_one", "job_two"} {
+				s, how, err := pool.Start(context.Background(), spec(job))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if how.Start != StartForked {
+					t.Fatalf("the job's session started %q (%s); want forked", how.Start, how.Why)
+				}
+				var report struct {
+					At float64 `json:"at"`
+				}
+				if err := json.Unmarshal(how.Loaded, &report); err != nil {
+					t.Fatal(err)
+				}
+				got := result(t, s)
+				if got.DepAt >= report.At {
+					t.Error("fakedep was imported after the fork server said it was ready")
+				}
+				for _, name := range []string{"package", "agent", "sitecustomize"} {
+					if at, ok := got.Ran[name]; !ok || at <= report.At {
+						t.Errorf("the plugin's %s ran at %v (the server was ready at %v); want once the job came", name, at, report.At)
+					}
+				}
+				if got.Job != job || got.RequestJob != job || got.Key != "key-of-"+job {
+					t.Errorf("the harness saw job %q (request %q), key %q; want %s's", got.Job, got.RequestJob, got.Key, job)
+				}
+				if got.Cwd != s.Workdir() || got.Home != s.StateDir() || strings.Join(got.Argv, " ") != "an-arg" || got.Name != "__main__" {
+					t.Errorf("the harness ran in %s (HOME %s) as %s %q; want its session's %s and %s, __main__ with an-arg", got.Cwd, got.Home, got.Name, got.Argv, s.Workdir(), s.StateDir())
+				}
+			}
+		})
+	}
 }

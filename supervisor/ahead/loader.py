@@ -123,9 +123,19 @@ def _run(entry, args):
         _runpy.run_path(entry[0], run_name="__main__")
 
 
+def _threads():
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
 def _main():
     plugin_dir, pythonpath = sys.argv[1], sys.argv[2]
     rest = sys.argv[3:]
+    fork = rest[:1] == ["--fork"]
+    if fork:
+        rest = rest[1:]
     entry, args = (rest[:2], rest[2:]) if rest[0] == "-m" else (rest[:1], rest[1:])
     started = _time.monotonic()
     log, real_stderr = _capture_stderr()
@@ -135,7 +145,19 @@ def _main():
     _gc.freeze()  # what loading made stays put: a process forked from here shares it
     report = {"type": "loaded", "modules": len(loaded), "warmed": warmed, "failed": failed + cold,
               "seconds": round(_time.monotonic() - started, 3), "at": _time.time()}
+    if fork:
+        # A fork copies only the thread that forks: a library's thread (a lock it held) would be
+        # missing from every session. Such a harness is made ahead one session at a time instead.
+        threads = _threads()
+        report["fork"] = threads == 1
+        if threads != 1:
+            report["threads"] = threads
     os.write(1, (json.dumps(report) + "\n").encode())
+    if fork:
+        _replay_stderr(log, real_stderr)  # the fork server's own log
+        if report["fork"]:
+            _serve(entry, args)
+        os._exit(0)
     message = _read_bind()
     _replay_stderr(log, real_stderr)
     _bind(message, entry)

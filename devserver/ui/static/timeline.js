@@ -122,12 +122,14 @@ export function spans(events) {
         const bound = Date.parse(d.bound_at);
         const at = Number.isNaN(bound) ? t : bound;
         const parts = [];
-        if (d.start === 'made ahead') {
+        if (d.start === 'made ahead' || d.start === 'forked') {
           const made = Date.parse(d.made_at);
-          if (!Number.isNaN(made)) parts.push(`made ${fmtDuration(at - made)} before the job`);
+          if (d.start === 'forked') parts.push('forked at the job from its harness\'s fork server');
+          if (!Number.isNaN(made)) parts.push(`${d.start === 'forked' ? 'the server' : ''} made ${fmtDuration(at - made)} before the job`.trim());
           const l = d.loaded || {};
           if (l.modules) parts.push(`${fmtCount(l.modules)} modules loaded in ${fmtDuration((Number(l.seconds) || 0) * 1000)}`);
           if (l.warmed && l.warmed.length) parts.push(`${l.warmed.join(', ')} warmed up`);
+          if (d.why) parts.push(d.why);
         } else {
           parts.push('made at its job');
           if (d.why) parts.push(d.why);

@@ -1,0 +1,171 @@
+package ahead
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/harnesskit"
+	"github.com/orchestrator-zero/oz0/supervisor"
+	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
+)
+
+// siblingHarness: asked with "hold", it leaves a mark in every place a session may write (its
+// working and state directories, /tmp, /dev/shm), says where they are and what it holds (its key,
+// its trace context), and waits on a permission request until the test lets it end. Asked with a
+// sibling's marks (JSON), it looks for each of them and for the sibling's processes, and answers
+// with what it found.
+const siblingHarness = `import json, os, signal, sys
+request = json.loads(sys.stdin.readline())
+def put(m):
+    print(json.dumps(m), flush=True)
+if request["text"] == "hold":
+    places = [os.getcwd(), os.environ["HOME"], "/tmp", "/dev/shm"]
+    marks = []
+    for d in places:
+        p = os.path.join(d, "sibling-mark-" + request["job"])
+        with open(p, "w") as f:
+            f.write("secret of " + request["job"])
+        marks.append(p)
+    put({"type": "say", "text": json.dumps({"marks": marks, "key": os.environ.get("ANTHROPIC_API_KEY"),
+         "traceparent": os.environ.get("TRACEPARENT"), "pid": os.getpid(), "root": os.path.dirname(os.getcwd())})})
+    put({"type": "permission_request", "id": "p1", "tool": "wait", "arguments": {}})
+    sys.stdin.readline()
+    put({"type": "result", "output": "held"})
+else:
+    sib = json.loads(request["text"])
+    found = []
+    for p in sib["marks"] + [sib["root"]]:
+        if os.path.exists(p):
+            found.append(p)
+    parent = os.path.dirname(os.path.dirname(os.getcwd()))
+    try:
+        siblings_dirs = [n for n in os.listdir(parent) if n.startswith("oz0-") and os.path.join(parent, n) != os.path.dirname(os.getcwd())]
+    except OSError:
+        siblings_dirs = []
+    pids = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
+    signalled = []
+    for pid in pids:
+        if pid in (os.getpid(), 1):
+            continue
+        try:
+            os.kill(pid, 0)
+            signalled.append(pid)
+        except OSError:
+            pass
+    secrets = []
+    for pid in pids:
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if sib["key"] and sib["key"].encode() in env:
+            secrets.append(pid)
+    put({"type": "result", "output": {"found": found, "dirs": siblings_dirs, "pids": pids, "signalled": signalled,
+         "key_seen_in": secrets, "own_key": os.environ.get("ANTHROPIC_API_KEY"), "traceparent": os.environ.get("TRACEPARENT")}})
+`
+
+// TestSiblingsSeeNothingOfEachOther runs two sessions of one harness at once, made each way a
+// node makes them (cold, made ahead, forked), in each sandboxed tier: the second cannot see the
+// first's files (in its directories, /tmp or /dev/shm), nor its directories, processes, key or
+// trace context, nor signal it. (Tier none hides nothing, cold or not: docs/sandbox.md.)
+func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
+	dir := testPlugin(t)
+	if err := os.WriteFile(filepath.Join(dir, "src", "plug", "__main__.py"), []byte(siblingHarness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
+		for _, policy := range []Policy{{Mode: Cold}, {Mode: Warm, PerHarness: 2}, {Mode: Warm, Fork: true}} {
+			name := string(tier) + "/" + string(policy.Mode)
+			if policy.Fork {
+				name += "-fork"
+			}
+			t.Run(name, func(t *testing.T) {
+				pool := New(policy, nil)
+				defer pool.Close()
+				spec := func(job, text string) supervisor.Spec {
+					sp := jobSpec(dir, job)
+					sp.Request.Text = text
+					if job != "" {
+						sp.Env.Traceparent = "00-" + strings.Repeat(job[len(job)-1:], 32) + "-" + strings.Repeat("b", 16) + "-01"
+					} else {
+						sp.Env.AnthropicAPIKey = ""
+					}
+					sp.Sandbox = supervisor.Sandbox{Tier: tier, Gateway: http.NotFoundHandler()}
+					sp.Env.OTLPEndpoint = "http://127.0.0.1:9/otlp"
+					return sp
+				}
+				pool.Prepare(spec("", ""))
+				// The first holds its marks until the second has looked.
+				release := make(chan struct{})
+				said := make(chan string, 1)
+				first := spec("job_1", "hold")
+				first.Decider = supervisor.DeciderFunc(func(ctx context.Context, ask *supervisor.Ask) supervisor.Decision {
+					<-release
+					return supervisor.Allow(nil)
+				})
+				first.Sink = func(ev harnesskit.Event) {
+					if m, ok := ev.Message.(harnesskit.Say); ok {
+						said <- m.Text
+					}
+				}
+				a, how, err := pool.Start(context.Background(), first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("the first session: %s %s", how.Start, how.Why)
+				var marks string
+				select {
+				case marks = <-said:
+				case <-time.After(time.Minute):
+					close(release)
+					t.Fatalf("the first session said nothing: %+v", a.Wait())
+				}
+				b, how, err := pool.Start(context.Background(), spec("job_2", marks))
+				if err != nil {
+					close(release)
+					t.Fatal(err)
+				}
+				t.Logf("the second session: %s %s", how.Start, how.Why)
+				end := b.Wait()
+				close(release)
+				if end := a.Wait(); end.Status != harnesskit.Completed {
+					t.Errorf("the first session ended %s: %s\n%s", end.Status, end.Reason, end.StderrTail)
+				}
+				if end.Status != harnesskit.Completed {
+					t.Fatalf("the second session ended %s: %s\n%s", end.Status, end.Reason, end.StderrTail)
+				}
+				var got struct {
+					Found       []string `json:"found"`
+					Dirs        []string `json:"dirs"`
+					Pids        []int    `json:"pids"`
+					Signalled   []int    `json:"signalled"`
+					KeySeenIn   []int    `json:"key_seen_in"`
+					OwnKey      string   `json:"own_key"`
+					Traceparent string   `json:"traceparent"`
+				}
+				if err := json.Unmarshal(end.Output, &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Found) > 0 {
+					t.Errorf("the second session saw the first's files: %v", got.Found)
+				}
+				if len(got.Dirs) > 0 {
+					t.Errorf("the second session saw other sessions' directories beside its own: %v", got.Dirs)
+				}
+				if len(got.Signalled) > 0 || len(got.KeySeenIn) > 0 {
+					t.Errorf("the second session could signal %v and read the first's key in the environment of %v (of the processes %v)", got.Signalled, got.KeySeenIn, got.Pids)
+				}
+				if got.OwnKey != "key-of-job_2" || !strings.HasPrefix(got.Traceparent, "00-2222") {
+					t.Errorf("the second session has key %q and trace context %q: not its own", got.OwnKey, got.Traceparent)
+				}
+			})
+		}
+	}
+}
