@@ -20,9 +20,9 @@ import (
 //
 // The loader speaks two lines before the protocol's session: it writes one line on stdout when
 // it is ready ({"type":"loaded", …}, whatever it says of what it loaded), and reads one line on
-// stdin before the session request, {"type":"bind","env":{…}}: the variables of the job's
-// environment (rule 6) that its own lacks or has otherwise, which it sets before it runs the
-// harness. From then on it is the harness's session, as Start would have run it.
+// stdin before the session request, {"type":"bind","env":{…},"dir":"…"}: the variables of the
+// job's environment (rule 6) that its own lacks or has otherwise, which it sets before it runs
+// the harness, and the session's working directory. From then on it is the harness's session, as Start would have run it.
 type Made struct {
 	s      *Session
 	p      *pipes
@@ -44,6 +44,13 @@ var ErrGone = errors.New("the session made ahead is gone")
 // context (they come with Bind). An error means nothing was started.
 func Make(spec Spec) (*Made, error) {
 	return makeWith(spec, launchOpts{})
+}
+
+// MakeIn is Make with the process started in dir (the plugin's directory, say, for a loader that
+// resolves the plugin's packages from where it runs) rather than in the session's working
+// directory, which its bind line names: the loader goes there before the harness runs.
+func MakeIn(spec Spec, dir string) (*Made, error) {
+	return makeWith(spec, launchOpts{dir: dir})
 }
 
 // makeWith is Make with what only a fork server has.
@@ -158,7 +165,7 @@ func (m *Made) Bind(ctx context.Context, spec Spec) (*Session, error) {
 		m.discard()
 		return nil, err
 	}
-	bind, err := encodeLine(bindLine{Type: "bind", Env: envDelta(s.env, env)})
+	bind, err := encodeLine(bindLine{Type: "bind", Env: envDelta(s.env, env), Dir: s.workdir})
 	if err != nil {
 		m.discard()
 		return nil, err
@@ -194,6 +201,7 @@ func (m *Made) discard() {
 type bindLine struct {
 	Type string            `json:"type"`
 	Env  map[string]string `json:"env"`
+	Dir  string            `json:"dir"` // the session's working directory
 }
 
 // MessageType makes bindLine a message encodeLine writes.

@@ -285,6 +285,9 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string, op
 		p.inR, p.inW = opts.stdin, nil
 	}
 	s.cmd = s.command(argv, s.env, p)
+	if opts.dir != "" {
+		s.cmd.Dir = opts.dir
+	}
 	if pol.Namespaces {
 		if err = s.sandbox(pol, pluginDir); err != nil {
 			return nil, nil, err
@@ -310,6 +313,7 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string, op
 type launchOpts struct {
 	stdin    *os.File // its stdin, instead of a pipe the node writes
 	writable []string // more paths its sandbox shows read-write
+	dir      string   // where it starts, instead of the session's working directory
 }
 
 // abandon ends a launched session that will not begin: its process group is killed, its pipes
@@ -504,7 +508,7 @@ func (s *Session) sandbox(pol sandbox.Policy, pluginDir string) error {
 		return fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	cfg := sandbox.Config{
-		Tier: pol.Tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.workdir, PluginDir: pluginDir,
+		Tier: pol.Tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.cmd.Dir, PluginDir: pluginDir,
 		Writable: append([]string{s.workdir, s.stateDir}, s.writable...), Hide: s.spec.Sandbox.Hide, Root: box,
 	}
 	if pol.OwnNetwork {

@@ -14,9 +14,10 @@
 //   - Nothing of any job: the job, agent, key (ANTHROPIC_API_KEY, OPENAI_API_KEY, the OTLP
 //     headers) and trace context (TRACEPARENT) come with the job, set before the harness runs.
 //
-// Only a Python harness run as `python -m MODULE` or `python FILE` is made ahead (the loader,
-// loader.py, runs it as Python would); any other starts at its job, as does every session of a
-// Cold policy.
+// A Python harness run as `python -m MODULE` or `python FILE` is made ahead (the loader,
+// loader.py, runs it as Python would), its sessions forked from a fork server (fork.go) where
+// the policy says so; a Node harness run as `node FILE` is made ahead one session at a time
+// (loader.mjs); any other starts at its job, as does every session of a Cold policy.
 //
 // A session made ahead is thrown away, and its job started cold, when what it loaded may have
 // changed since: the harness's command, the plugin's environment (its .venv: a uv add, a uv
@@ -53,6 +54,11 @@ var forkServer string
 
 //go:embed loader.py
 var loaderMain string
+
+// nodeLoader is the program of a Node session made ahead.
+//
+//go:embed loader.mjs
+var nodeLoader string
 
 // loaderScript is the program of a Python session made ahead: the import reader, the frameworks'
 // warm-ups, the fork server, then the loader (whose last line runs it).
@@ -156,7 +162,7 @@ func (p *Pool) Start(ctx context.Context, spec supervisor.Spec) (*supervisor.Ses
 	if !ok {
 		return startCold(ctx, spec, "")
 	}
-	if p.forks(key) {
+	if p.forks(key, spec) {
 		if s, how, ok, err := p.startForked(ctx, key, spec); ok {
 			return s, how, err
 		}
@@ -245,7 +251,7 @@ func (p *Pool) Prepare(spec supervisor.Spec) {
 	if !ok {
 		return
 	}
-	if p.forks(key) {
+	if p.forks(key, spec) {
 		p.prepareServer(key, spec)
 		return
 	}
@@ -459,20 +465,30 @@ func harnessKey(spec supervisor.Spec) (string, bool) {
 
 func keyDir(key string) string { dir, _, _ := strings.Cut(key, "\x01"); return dir }
 
-// loaderEntry is what the loader runs of a Python harness's command (-m MODULE ARGS..., or
-// FILE ARGS...), nil when it is not one the loader can run as Python would.
+// loaderEntry is what the loader runs of a harness's command: for Python, -m MODULE ARGS... or
+// FILE ARGS... (as python runs them); for Node, FILE ARGS... (node FILE). nil when it is not one
+// a loader can run as its interpreter would.
 func loaderEntry(argv []string) []string {
-	if len(argv) < 2 || !supervisor.IsPython(argv[0]) || strings.ContainsRune(argv[0], '/') {
+	if len(argv) < 2 || strings.ContainsRune(argv[0], '/') {
 		return nil
 	}
-	if mod, at := supervisor.PythonModule(argv); mod != "" && at == 2 && argv[1] == "-m" {
-		return argv[1:]
-	}
-	if i := supervisor.ScriptArg(argv); i == 1 && strings.HasSuffix(argv[1], ".py") {
-		return argv[1:]
+	switch {
+	case supervisor.IsPython(argv[0]):
+		if mod, at := supervisor.PythonModule(argv); mod != "" && at == 2 && argv[1] == "-m" {
+			return argv[1:]
+		}
+		if i := supervisor.ScriptArg(argv); i == 1 && strings.HasSuffix(argv[1], ".py") {
+			return argv[1:]
+		}
+	case isNode(argv[0]):
+		if i := supervisor.ScriptArg(argv); i == 1 && (strings.HasSuffix(argv[1], ".mjs") || strings.HasSuffix(argv[1], ".js")) {
+			return argv[1:]
+		}
 	}
 	return nil
 }
+
+func isNode(program string) bool { return program == "node" || program == "nodejs" }
 
 // aheadSpec is the harness's part of spec, as a session made ahead is made with: no job, no key,
 // no trace context, and the loader's command.
@@ -494,6 +510,10 @@ func makeLoader(spec supervisor.Spec) (*supervisor.Made, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isNode(spec.Command[0]) {
+		// Its packages resolve from the plugin's directory, as the harness's own imports do.
+		return supervisor.MakeIn(made, made.PluginDir)
+	}
 	return supervisor.Make(made)
 }
 
@@ -504,14 +524,21 @@ func loaderSpec(spec supervisor.Spec, fork bool) (supervisor.Spec, error) {
 	if err != nil {
 		return spec, err
 	}
-	path := cmp.Or(spec.Env.PATH, os.Getenv("PATH"), supervisor.DefaultPATH)
-	_, _, pythonPath, err := supervisor.PythonEnv(spec.Command[0], dir, path)
-	if err != nil {
-		return spec, err
+	var pythonPath string
+	if supervisor.IsPython(spec.Command[0]) {
+		path := cmp.Or(spec.Env.PATH, os.Getenv("PATH"), supervisor.DefaultPATH)
+		if _, _, pythonPath, err = supervisor.PythonEnv(spec.Command[0], dir, path); err != nil {
+			return spec, err
+		}
 	}
 	entry := slices.Clone(loaderEntry(spec.Command))
 	if entry[0] != "-m" && !filepath.IsAbs(entry[0]) {
 		entry[0] = filepath.Join(dir, entry[0]) // as the node resolves a script's path
+	}
+	spec.PluginDir = dir
+	if isNode(spec.Command[0]) {
+		spec.Command = append([]string{spec.Command[0], "--input-type=module", "-e", nodeLoader, dir}, entry...)
+		return spec, nil
 	}
 	args := []string{spec.Command[0], "-c", loaderScript, dir, pythonPath}
 	if fork {

@@ -231,3 +231,82 @@ func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 		})
 	}
 }
+
+// A Node harness's session made ahead: its packages imported before its job (Node cannot fork),
+// nothing of the plugin's run before, then its file run as node runs it, in the session's working
+// directory with its job's environment; in every tier.
+func TestNodeMadeAheadLoadsPackages(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is needed: the Node templates' harnesses run on it")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	files := map[string]string{
+		"node_modules/fakepkg/package.json": `{"name": "fakepkg", "type": "module", "exports": {"import": "./index.mjs"}}`,
+		"node_modules/fakepkg/index.mjs":    "export const importedAt = Date.now() / 1000;\n",
+		"src/own.mjs":                       "globalThis.ownRanAt = Date.now() / 1000;\nexport const v = 1;\n",
+		"src/main.mjs": `import { createInterface } from "node:readline";
+import { importedAt } from "fakepkg";
+import { v } from "./own.mjs";
+const lines = createInterface({ input: process.stdin });
+for await (const line of lines) {
+  const request = JSON.parse(line);
+  const out = { dep_at: importedAt, ran: { own: globalThis.ownRanAt }, job: process.env.OZ0_JOB, key: process.env.ANTHROPIC_API_KEY,
+    request_job: request.job, argv: process.argv.slice(2), cwd: process.cwd(), home: process.env.HOME, name: "__main__", v };
+  process.stdout.write(JSON.stringify({ type: "result", output: out }) + "\n");
+  break;
+}
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
+		t.Run(string(tier), func(t *testing.T) {
+			spec := func(job string) supervisor.Spec {
+				sp := jobSpec(dir, job)
+				sp.Command = []string{"node", "src/main.mjs", "an-arg"}
+				sp.Sandbox = supervisor.Sandbox{Tier: tier, Gateway: http.NotFoundHandler()}
+				return sp
+			}
+			pool := New(Policy{Mode: Warm, PerHarness: 1, Fork: true}, nil)
+			defer pool.Close()
+			pool.Prepare(spec(""))
+			e := waitMade(t, pool)
+			var report struct {
+				Modules int     `json:"modules"`
+				At      float64 `json:"at"`
+			}
+			if err := json.Unmarshal(e.m.Report(), &report); err != nil || report.Modules != 1 {
+				t.Fatalf("the loader said %s (%v); want fakepkg loaded", e.m.Report(), err)
+			}
+			s, how, err := pool.Start(context.Background(), spec("job_one"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how.Start != StartMadeAhead {
+				t.Errorf("the job's session started %q (%s); want made ahead", how.Start, how.Why)
+			}
+			got := result(t, s)
+			if got.DepAt > report.At { // Node's clock is in milliseconds: equal is before
+				t.Error("fakepkg was imported after the loader said it was ready")
+			}
+			if at := got.Ran["own"]; at < report.At {
+				t.Errorf("the plugin's own module ran at %v, before its job (the loader was ready at %v)", at, report.At)
+			}
+			if got.Job != "job_one" || got.RequestJob != "job_one" || got.Key != "key-of-job_one" {
+				t.Errorf("the harness saw job %q (request %q), key %q; want the job's", got.Job, got.RequestJob, got.Key)
+			}
+			if got.Cwd != s.Workdir() || got.Home != s.StateDir() || strings.Join(got.Argv, " ") != "an-arg" {
+				t.Errorf("the harness ran in %s (HOME %s) with arguments %q; want its session's %s and %s, an-arg", got.Cwd, got.Home, got.Argv, s.Workdir(), s.StateDir())
+			}
+		})
+	}
+}

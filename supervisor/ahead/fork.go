@@ -151,7 +151,10 @@ func (p *Pool) noFork(key string) {
 	p.mu.Unlock()
 }
 
-func (p *Pool) forks(key string) bool {
+func (p *Pool) forks(key string, spec supervisor.Spec) bool {
+	if !supervisor.IsPython(spec.Command[0]) {
+		return false // Node cannot fork: its sessions are made ahead one at a time
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.policy.Fork && !p.noForks[key]
