@@ -399,7 +399,10 @@ func (fx *faultFixtures) startDevIn(t *testing.T, tier sandbox.Tier, dir, logNam
 	}
 	ready := filepath.Join(dir, "ctx")
 	os.Remove(ready) // a stale one, from the server before
-	args := []string{"dev", "--state-dir", d.state, "--sandbox", string(tier), "--hooks", fx.hooks, "--ready-file", ready}
+	// --cold: what each job leaves behind is what the matrix checks, and a session made ahead
+	// waiting for the next job is the node's, not the job's (dev_warm and supervisor/ahead's
+	// tests cover those).
+	args := []string{"dev", "--state-dir", d.state, "--sandbox", string(tier), "--hooks", fx.hooks, "--ready-file", ready, "--cold"}
 	for _, p := range fx.plugins {
 		args = append(args, "--plugin", p)
 	}

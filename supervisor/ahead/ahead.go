@@ -61,8 +61,11 @@ var loaderMain string
 var nodeLoader string
 
 // loaderScript is the program of a Python session made ahead: the import reader, the frameworks'
-// warm-ups, the fork server, then the loader (whose last line runs it).
-var loaderScript = pyimports.Reader + "\n" + warmUps + "\n" + forkServer + "\n" + loaderMain
+// warm-ups, the fork server, then the loader (whose last line runs it). Made on first use: not in
+// every command's start.
+var loaderScript = sync.OnceValue(func() string {
+	return pyimports.Reader + "\n" + warmUps + "\n" + forkServer + "\n" + loaderMain
+})
 
 // Mode is when a policy makes sessions.
 type Mode string
@@ -540,7 +543,7 @@ func loaderSpec(spec supervisor.Spec, fork bool) (supervisor.Spec, error) {
 		spec.Command = append([]string{spec.Command[0], "--input-type=module", "-e", nodeLoader, dir}, entry...)
 		return spec, nil
 	}
-	args := []string{spec.Command[0], "-c", loaderScript, dir, pythonPath}
+	args := []string{spec.Command[0], "-c", loaderScript(), dir, pythonPath}
 	if fork {
 		args = append(args, "--fork")
 	}

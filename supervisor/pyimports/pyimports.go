@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -58,7 +59,7 @@ var checkMain string
 
 // checkScript is a harness of the protocol that reads a harness's modules and answers with a
 // report.
-var checkScript = Reader + "\n" + checkMain
+var checkScript = sync.OnceValue(func() string { return Reader + "\n" + checkMain })
 
 // report is checkScript's result.
 type report struct {
@@ -217,7 +218,7 @@ func Check(ctx context.Context, p *plugin.Plugin, opts Options) (done []Harness,
 		}
 		// -I: neither PYTHONPATH (the script puts it on sys.path itself) nor the working
 		// directory is searched as the interpreter starts, so no sitecustomize of the plugin's runs.
-		rep, python, err := run(ctx, p.Dir, append([]string{h.Command[0], "-I", "-c", checkScript}, args...), opts)
+		rep, python, err := run(ctx, p.Dir, append([]string{h.Command[0], "-I", "-c", checkScript()}, args...), opts)
 		if err != nil {
 			return done, nil, fmt.Errorf("harness %s: cannot check its imports: %w", h.Name, err)
 		}
