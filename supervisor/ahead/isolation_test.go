@@ -169,3 +169,99 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 		}
 	}
 }
+
+// faultHarness: "stubborn" ignores SIGTERM and leaves a grandchild in a session of its own that
+// holds stdout, then hangs; "sigkill" kills itself; "exit3" exits 3 without a result.
+const faultHarness = `import json, os, signal, subprocess, sys, time
+request = json.loads(sys.stdin.readline())
+mode = request["text"]
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    print(json.dumps({"type": "say", "text": "holding"}), flush=True)
+    time.sleep(1000)
+elif mode == "sigkill":
+    os.kill(os.getpid(), signal.SIGKILL)
+else:
+    sys.exit(3)
+`
+
+// A forked session ends as a session started at its job does: a cancelled one that ignores
+// SIGTERM is killed after the grace period with everything it started, and how the harness
+// exited is said (its status, or the signal that killed it); in each sandboxed tier.
+func TestForkedSessionsEndAsColdOnesDo(t *testing.T) {
+	dir := testPlugin(t)
+	if err := os.WriteFile(filepath.Join(dir, "src", "plug", "__main__.py"), []byte(faultHarness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
+		t.Run(string(tier), func(t *testing.T) {
+			pool := New(Policy{Mode: Warm, Fork: true}, nil)
+			defer pool.Close()
+			spec := func(job, text string) supervisor.Spec {
+				sp := jobSpec(dir, job)
+				sp.Request.Text = text
+				sp.Limits.Grace = time.Second
+				sp.Sandbox = supervisor.Sandbox{Tier: tier, Gateway: http.NotFoundHandler()}
+				return sp
+			}
+			said := make(chan struct{}, 1)
+			stubborn := spec("job_stubborn", "stubborn")
+			stubborn.Sink = func(ev harnesskit.Event) {
+				if ev.Kind == harnesskit.EventSay {
+					said <- struct{}{}
+				}
+			}
+			s, how, err := pool.Start(context.Background(), stubborn)
+			if err != nil || how.Start != StartForked {
+				t.Fatalf("start: %v (%s %s)", err, how.Start, how.Why)
+			}
+			select {
+			case <-said:
+			case <-time.After(time.Minute):
+				t.Fatal("the stubborn harness never said it holds")
+			}
+			s.Cancel()
+			end := s.Wait()
+			if end.Status != harnesskit.Cancelled || !end.Killed {
+				t.Errorf("the stubborn session ended %s (killed %v): %s", end.Status, end.Killed, end.Reason)
+			}
+			if left := processesOf(t, s.Workdir()); len(left) > 0 {
+				t.Errorf("processes of the cancelled session are left: %v", left)
+			}
+			for text, want := range map[string]string{"sigkill": "killed by SIGKILL", "exit3": "exited with status 3"} {
+				s, _, err := pool.Start(context.Background(), spec("job_"+text, text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if end := s.Wait(); end.Status != harnesskit.Failed || !strings.Contains(end.Reason, want) {
+					t.Errorf("%s: the session ended %s: %s; want failed, %s", text, end.Status, end.Reason, want)
+				}
+			}
+		})
+	}
+}
+
+// processesOf lists the live processes (not zombies) whose working directory is dir.
+func processesOf(t *testing.T, dir string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+			if err != nil || cwd != dir {
+				continue
+			}
+			if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(stat), ") Z ") {
+				cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+				left = append(left, e.Name()+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

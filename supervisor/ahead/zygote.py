@@ -183,7 +183,11 @@ def _harness(request, stdio, entry, args):
 def _init_of(harness_pid):
     """G, PID 1 of the session's namespace: passes the node's signals on, reaps, and when the
     harness has exited ends whatever it left; returns the harness's wait status."""
-    forward = lambda sig, frame: os.kill(-1, sig)
+    def forward(sig, frame):
+        try:
+            os.kill(-1, sig)
+        except ProcessLookupError:
+            pass
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, forward)
     status = None
@@ -196,7 +200,10 @@ def _init_of(harness_pid):
             continue
         if pid == harness_pid and status is None:
             status = st
-            os.kill(-1, _signal.SIGKILL)
+            try:
+                os.kill(-1, _signal.SIGKILL)  # what the harness left goes with it
+            except ProcessLookupError:
+                pass  # it left nothing
     return status or 0
 
 
@@ -230,7 +237,8 @@ def _keeper(request, fds, entry, args):
                 _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
                 _harness(request, stdio, entry, args)
                 os._exit(0)
-            # G: PID 1 of the session.
+            # G: PID 1 of the session; what goes wrong with it is the session's to see.
+            os.dup2(stdio[2], 2)
             _prctl(_PR_SET_DUMPABLE, 0)
             _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
             harness = os.fork()
