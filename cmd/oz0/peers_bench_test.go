@@ -174,6 +174,9 @@ type peerFigure struct {
 	oz0, peer        float64
 }
 
+// ratio says whether the figure has a ratio: a time or a size, the peer's not 0 (counts have none).
+func (f peerFigure) ratio() bool { return (f.unit == "ms" || f.unit == "MB") && f.peer != 0 }
+
 func benchPair(b *testing.B, p peerPair, bin string, uv peerUV, fmURL string) {
 	venvBin := peerEnv(b, p.env)
 	plugin := peerPlugin(b, p, bin, uv)
@@ -181,6 +184,7 @@ func benchPair(b *testing.B, p peerPair, bin string, uv peerUV, fmURL string) {
 	peerEnviron := append(os.Environ(), "ANTHROPIC_BASE_URL="+fmURL, "ANTHROPIC_API_KEY="+peerKey,
 		"LANGGRAPH_CLI_NO_ANALYTICS=1") // langgraph dev reports its use to LangChain by default
 	devFlags := strings.Fields(os.Getenv("OZ0_BENCH_DEV_FLAGS"))
+	loadBefore := loadAverage()
 
 	oz0 := startPeerOz0(b, bin, plugin, devFlags, fmURL)
 	peer := startPeer(b, p, venvBin, project, peerEnviron)
@@ -188,10 +192,11 @@ func benchPair(b *testing.B, p peerPair, bin string, uv peerUV, fmURL string) {
 	var figures []peerFigure
 	report := func(b *testing.B, f peerFigure) {
 		figures = append(figures, f)
-		b.ReportMetric(f.oz0, "oz0-"+f.unit)
-		b.ReportMetric(f.peer, "peer-"+f.unit)
-		if f.peer != 0 {
-			b.ReportMetric(f.oz0/f.peer, "oz0/peer")
+		// A sub-benchmark reports several figures: each its own units.
+		b.ReportMetric(f.oz0, f.name+"-oz0-"+f.unit)
+		b.ReportMetric(f.peer, f.name+"-peer-"+f.unit)
+		if f.ratio() {
+			b.ReportMetric(f.oz0/f.peer, f.name+"-oz0/peer")
 		}
 	}
 	failed := func(b *testing.B, from []int) {
@@ -291,7 +296,9 @@ func benchPair(b *testing.B, p peerPair, bin string, uv peerUV, fmURL string) {
 		}
 	}
 	// On stdout: a benchmark's log is shown only when it has no sub-benchmarks.
-	fmt.Printf("\n%s: %s against %s\n\n%s\n", b.Name(), strings.Join(append([]string{bin, "dev"}, devFlags...), " "), peer.name, peerTable(p, peer.name, figures))
+	fmt.Printf("\n%s: %s against %s, %s, load average %s before, %s after\n\n%s\n", b.Name(),
+		strings.Join(append([]string{bin, "dev"}, devFlags...), " "), peer.name, time.Now().UTC().Format(time.DateOnly),
+		loadBefore, loadAverage(), peerTable(p, peer.name, figures))
 }
 
 // peerTable is a pair's figures as a Markdown table, each ratio against its goal.
@@ -302,7 +309,7 @@ func peerTable(p peerPair, peerName string, figures []peerFigure) string {
 		goal := "—"
 		if g, ok := p.goals[f.name]; ok {
 			met := "met"
-			if f.peer == 0 || f.oz0/f.peer > g {
+			if !f.ratio() || f.oz0/f.peer > g {
 				met = "**not met**"
 			}
 			goal = fmt.Sprintf("≤ %gx: %s", g, met)
@@ -313,7 +320,7 @@ func peerTable(p peerPair, peerName string, figures []peerFigure) string {
 			}
 		}
 		ratio := "—"
-		if f.peer != 0 {
+		if f.ratio() {
 			ratio = fmt.Sprintf("%.2fx", f.oz0/f.peer)
 		}
 		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s |\n", f.what, peerValue(f.oz0, f.unit), peerValue(f.peer, f.unit), ratio, goal)
@@ -814,6 +821,15 @@ func treePSS(root int) (int64, int) {
 		}
 	}
 	return total, n
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes, as /proc/loadavg has it.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
 func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
