@@ -10,7 +10,7 @@
 # The cache: ${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test/peers/PEER-KEY (cmd/oz0 computes the same KEY).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=scripts/uv-env.sh
+# shellcheck disable=SC1091 # scripts/uv-env.sh: uv on PATH, its cache
 . scripts/uv-env.sh
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/oz0-test/peers
 peers=("$@")
