@@ -96,8 +96,8 @@ const (
 type peerPair struct {
 	name     string
 	template string
-	agentPy  string // testdata/peers/ file that replaces the plugin's agent.py; "": the template's
-	add      []string
+	agentPy  string   // testdata/peers/ file that replaces the plugin's agent.py; "": the template's
+	add      []string // what the plugin's author adds with uv add: the framework, at the peer's pins
 	// the peer: its environment (scripts/peers/ENV), the project its author writes
 	// (testdata/peers/FILES), where in it the agent's instructions go (the plugin's, copied) and
 	// the file that holds notify_team.
@@ -204,7 +204,8 @@ func benchPair(b *testing.B, p peerPair, bin string, uv peerUV, fmURL string) {
 		b.ReportMetric(float64(peer.failures-from[1]), "peer-failures")
 	}
 	counts := func() []int { return []int{oz0.failures, peer.failures} }
-	// One run each first: ADK loads an agent at its first run, a session its interpreter's files.
+	// One run each first, not a figure: adk web loads the agent at its first run, and the first
+	// session reads the interpreter's and the framework's files from disk.
 	for _, s := range sides {
 		s.do(notifyAnswer)
 	}
