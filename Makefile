@@ -11,7 +11,7 @@ export CGO_ENABLED := 0
 # screenshot of each page to $(OZ0_TEST_ARTIFACTS)/ui/.
 export OZ0_TEST_ARTIFACTS ?= $(CURDIR)/test-output
 
-.PHONY: build test test-deps cross race fuzz demo bench lint lint-templates lint-workflows check-release release-snapshot clean test-frameworks-latest
+.PHONY: build test test-deps cross race fuzz demo bench bench-peers lint lint-templates lint-workflows check-release release-snapshot clean test-frameworks-latest
 
 # Tools the checks run, pinned; `go run` builds each once and keeps it in the Go build cache.
 GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
@@ -95,12 +95,26 @@ release-snapshot:
 demo: build
 	@scripts/e2e-kit.sh $(BIN)
 
+# oz0 dev against the peers its templates' frameworks ship, adk web and langgraph dev, on the same
+# agent and fake model, alternated in one run (cmd/oz0/peers_bench_test.go; the figures in
+# docs/performance.md): the peers installed once (scripts/peers-env.sh, pinned, into the tests'
+# cache), then the benchmark, its tables on stdout and in bench-peers.out. Not part of make test.
+# PEERS=adk or PEERS=langgraph narrows it; OZ0_BENCH_BIN=/path/to/oz0 times that binary and
+# OZ0_BENCH_DEV_FLAGS='...' adds flags to each oz0 dev, for a before and after.
+PEERS ?= .
+bench-peers: SHELL := /bin/bash
+bench-peers: .SHELLFLAGS := -o pipefail -c
+bench-peers: test-deps
+	@scripts/peers-env.sh
+	cd cmd/oz0 && $(GO) test -run '^$$' -bench '^BenchmarkPeers$$/$(PEERS)' -benchtime 1x -timeout 90m . | tee ../../bench-peers.out
+
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
 # Benchmarks, COUNT runs each, summarised by benchstat (medians with their spread); the figures
-# in docs/performance.md come from this command. The raw runs stay in bench.out.
+# in docs/performance.md come from this command. The raw runs stay in bench.out. BenchmarkPeers
+# (a quarter of an hour a run, on frameworks installed apart) is bench-peers' alone.
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./... | tee bench.out
+	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '^BenchmarkPeers$$' -benchmem -count $(COUNT) ./... | tee bench.out
 	$(GO) run $(BENCHSTAT) bench.out
 
 # Fuzzing, each target for FUZZTIME: the protocol decoder, the manifest and agent loaders, the fake

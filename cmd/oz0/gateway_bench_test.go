@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,31 +44,54 @@ func startReady(b *testing.B, env []string, ready string, name string, args ...s
 // the file its output goes to.
 func startReadyProc(b *testing.B, env []string, ready string, name string, args ...string) (line string, cmd *exec.Cmd, logPath string) {
 	b.Helper()
-	logPath = filepath.Join(b.TempDir(), filepath.Base(name)+".log")
+	cmd = exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	logPath = startLogged(b, cmd)
+	return waitReady(b, ready, cmd), cmd, logPath
+}
+
+// startLogged starts cmd with its output going to a file, as a terminal would take it, and stops
+// it (stopProc) when the benchmark ends; it returns the file's path.
+func startLogged(b *testing.B, cmd *exec.Cmd) string {
+	b.Helper()
+	logPath := filepath.Join(b.TempDir(), filepath.Base(cmd.Path)+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd = exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		stopProc(cmd)
 		logFile.Close()
 	})
+	return logPath
+}
+
+// waitReady waits for the process cmd to write its URL (or OZ0_CONTEXT) to ready, and returns it.
+func waitReady(b *testing.B, ready string, cmd *exec.Cmd) string {
+	b.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if data, err := os.ReadFile(ready); err == nil && len(data) > 0 {
-			return strings.TrimSpace(string(data)), cmd, logPath
+			return strings.TrimSpace(string(data))
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%s %v: not ready in 30 s", name, args)
+			b.Fatalf("%s %v: not ready in 30 s", cmd.Path, cmd.Args[1:])
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stopProc stops a started process with SIGINT and waits for it; when it led a session of its
+// own (Setsid), what it left in that session's process group is killed too.
+func stopProc(cmd *exec.Cmd) {
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Setsid {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 

@@ -122,7 +122,14 @@ func setupUV(env *testscript.Env, p uvPaths, binDir string) {
 			env.Setenv(k, v)
 		}
 	}
-	env.Setenv("UV_CACHE_DIR", p.cache)
-	env.Setenv("UV_PYTHON_DOWNLOADS", "never")
-	env.Setenv("UV_EXCLUDE_NEWER", p.excludeNewer)
+	for _, kv := range p.environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env.Setenv(k, v)
+	}
+}
+
+// environ is what scripts/uv-env.sh exports besides PATH: the shared download cache, never a
+// downloaded Python (the machine's python3), and the fixed resolution date.
+func (p uvPaths) environ() []string {
+	return []string{"UV_CACHE_DIR=" + p.cache, "UV_PYTHON_DOWNLOADS=never", "UV_EXCLUDE_NEWER=" + p.excludeNewer}
 }
