@@ -37,6 +37,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/membudget"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
@@ -1010,7 +1011,7 @@ func planRequest(body []byte, face Format, models map[string]string) ([]edit, re
 	err := topLevel(body, func(m member) bool {
 		switch {
 		case m.keyIs("model"):
-			if s, ok := jsonString(body[m.start:m.end]); ok {
+			if s, ok := jsonutil.String(body[m.start:m.end]); ok {
 				info.model = s
 				if up, ok := models[s]; ok && up != s {
 					info.upstreamModel = up

@@ -156,21 +156,6 @@ func skipValue(data []byte, i int) (int, bool) {
 	}
 }
 
-// jsonString decodes a JSON string value; ok is false when v is not a string.
-func jsonString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
 // edit replaces body[start:end] with text.
 type edit struct {
 	start, end int

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"io"
+
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // maxPending is the most bytes of an unfinished event held back; past it they are passed on as
@@ -152,7 +154,7 @@ func (p *sseParser) keep(ev []byte) bool {
 			return true
 		}
 		_, data := eventFields(ev)
-		typ, _ := jsonString(memberValue(data, "type"))
+		typ, _ := jsonutil.String(memberValue(data, "type"))
 		switch typ {
 		case "message_start":
 			p.usage = Usage{}
@@ -168,7 +170,7 @@ func (p *sseParser) keep(ev []byte) bool {
 		case "message_stop":
 			p.done = true
 		case "error":
-			p.streamErr, _ = jsonString(memberValue(memberValue(data, "error"), "type"))
+			p.streamErr, _ = jsonutil.String(memberValue(memberValue(data, "error"), "type"))
 		}
 		return true
 	}
@@ -183,8 +185,8 @@ func (p *sseParser) keep(ev []byte) bool {
 		}
 		if bytes.HasPrefix(data, []byte(`{"error"`)) {
 			e := memberValue(data, "error")
-			if p.streamErr, _ = jsonString(memberValue(e, "type")); p.streamErr == "" {
-				p.streamErr, _ = jsonString(memberValue(e, "code"))
+			if p.streamErr, _ = jsonutil.String(memberValue(e, "type")); p.streamErr == "" {
+				p.streamErr, _ = jsonutil.String(memberValue(e, "code"))
 			}
 		}
 		return true

@@ -90,7 +90,7 @@ func duplicateKey(b []byte, maxDepth int) (key, at string, found bool) {
 			}
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
 				f := &stack[n-1]
-				k, ok := decodeKey(b[i:end])
+				k, ok := String(b[i:end])
 				if !ok {
 					return "", "", false
 				}
@@ -196,16 +196,20 @@ func skipContainer(b []byte, i int) int {
 	return -1
 }
 
-// decodeKey is a key's text, its quotes included, decoded.
-func decodeKey(q []byte) (string, bool) {
-	if bytes.IndexByte(q, '\\') < 0 {
-		return string(q[1 : len(q)-1]), true
-	}
-	var k string
-	if json.Unmarshal(q, &k) != nil {
+// String decodes a JSON string, its quotes included; ok is false when v is not one. A string
+// without escapes is taken as it is, without the decoder.
+func String(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 		return "", false
 	}
-	return k, true
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // foldKey is k with each rune the smallest of its case-folding orbit: two keys are equal under
