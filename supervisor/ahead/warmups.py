@@ -2,8 +2,8 @@
 # has imported the harness's dependencies, each framework among them runs one agent of oz0's own
 # (never the plugin's) against a model answered in this process, so that what a framework does
 # on its first run (its lazy imports, its clients' and schemas' set-up) is done before the job
-# comes. Nothing leaves the process: the model clients' HTTP goes to an httpx.MockTransport, the
-# frameworks' telemetry is off while they run. A warm-up that fails or takes too long is given up,
+# comes. Nothing leaves the process: the model clients' HTTP goes to a model this process serves on
+# a loopback socket, or to an httpx.MockTransport; the frameworks' telemetry is off while they run. A warm-up that fails or takes too long is given up,
 # said in the loader's line, and the session runs as it would have without it.
 
 import asyncio as _asyncio
@@ -92,24 +92,60 @@ def echo(text: str) -> str:
     return text
 
 
-async def _warm_anthropic():
-    import anthropic
+async def _serve_model(reader, writer):
+    """The in-process model over a loopback socket: a model client's real HTTP path (its
+    connection pool, its TLS set-up, its HTTP/1.1 parser) runs once too."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        path = lines[0].split(" ")[1]
+        size = 0
+        for line in lines[1:]:
+            if line.lower().startswith("content-length:"):
+                size = int(line.split(":", 1)[1])
+        body = json.loads(await reader.readexactly(size) if size else b"{}")
+        said = json.dumps(body.get("messages", []))
+        done = '"tool_result"' in said or '"role": "tool"' in said
+        make = _anthropic if path.endswith("/messages") else _openai
+        answer = make(done, bool(body.get("stream")))
+        content = answer["content"] if "content" in answer else json.dumps(answer["json"]).encode()
+        kind = answer.get("headers", {}).get("content-type", "application/json")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (kind.encode(), len(content)) + content)
+        await writer.drain()
+    finally:
+        writer.close()
 
-    client = anthropic.AsyncAnthropic(base_url="http://warm-up.invalid", api_key="warm-up", http_client=_http("anthropic"), max_retries=0)
-    await client.messages.create(model="warm-up", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
-    stream = await client.messages.create(model="warm-up", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True)
-    async for _ in stream:
-        pass
+
+async def _warm_sdk(sdk):
+    """One call of each kind (streamed and not) through the SDK sdk (anthropic, openai) over its
+    own HTTP client to a model on a loopback socket of this process's, then through a mock
+    transport."""
+    module = importlib.import_module(sdk)
+    server = await _asyncio.start_server(_serve_model, "127.0.0.1", 0)
+    try:
+        url = "http://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
+        for http in (None, _http(sdk)):
+            if sdk == "anthropic":
+                client = module.AsyncAnthropic(base_url=url, api_key="warm-up", max_retries=0, **({"http_client": http} if http else {}))
+                call = lambda **kw: client.messages.create(model="warm-up", max_tokens=8, messages=[{"role": "user", "content": "hi"}], **kw)
+            else:
+                client = module.AsyncOpenAI(base_url=url + "/v1", api_key="warm-up", max_retries=0, **({"http_client": http} if http else {}))
+                call = lambda **kw: client.chat.completions.create(model="warm-up", messages=[{"role": "user", "content": "hi"}], **kw)
+            await call()
+            async for _ in await call(stream=True):
+                pass
+            await client.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def _warm_anthropic():
+    await _warm_sdk("anthropic")
 
 
 async def _warm_openai():
-    import openai
-
-    client = openai.AsyncOpenAI(base_url="http://warm-up.invalid/v1", api_key="warm-up", http_client=_http("openai"), max_retries=0)
-    await client.chat.completions.create(model="warm-up", messages=[{"role": "user", "content": "hi"}])
-    stream = await client.chat.completions.create(model="warm-up", messages=[{"role": "user", "content": "hi"}], stream=True)
-    async for _ in stream:
-        pass
+    await _warm_sdk("openai")
 
 
 async def _warm_adk():
