@@ -26,6 +26,7 @@ import (
 	"github.com/orchestrator-zero/oz0/lint"
 	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/supervisor/ahead"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
@@ -51,11 +52,14 @@ type evalOptions struct {
 	Baseline string
 	Dev      bool
 	Sandbox  sandbox.Tier
+	Ahead    ahead.Policy // --warm N (the default), --cold: when its node makes sessions
 }
 
 func newCmdEval(f *cmdutil.Factory, runF func(*evalOptions) error) *cobra.Command {
 	opts := &evalOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv, Client: f.Client}
 	var sandboxFlag string
+	var warm int
+	var cold bool
 	cmd := &cobra.Command{
 		Use:   "eval [FILE|DIR]",
 		Short: "Run a plugin's eval cases and check what its agents do",
@@ -119,6 +123,12 @@ interrupted (Ctrl-C).`,
 				return cmdutil.Usagef("--sandbox sets oz0 eval's own node; with --dev, oz0 dev's --sandbox is the tier")
 			}
 			opts.Sandbox = tier
+			if opts.Ahead, err = aheadPolicy(cmd, warm, cold); err != nil {
+				return err
+			}
+			if opts.Dev && (cmd.Flags().Changed("warm") || cold) {
+				return cmdutil.Usagef("--warm and --cold set oz0 eval's own node; with --dev, oz0 dev's are the node's")
+			}
 			if err := checkOutputFile("--junit", opts.JUnit); err != nil {
 				return err
 			}
@@ -138,6 +148,7 @@ interrupted (Ctrl-C).`,
 	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare with an earlier oz0 eval --json (FILE)")
 	cmd.Flags().BoolVar(&opts.Dev, "dev", false, "run the cases on the running oz0 dev, so they show in its UI")
 	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
+	addAheadFlags(cmd, &warm, &cold)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{evalFormatTable, evalFormatGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("junit", "xml")
@@ -358,7 +369,7 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 	srv, err := devserver.Start(devserver.Config{
 		PluginDirs: dirs, Ephemeral: true, Version: opts.Version, Poll: -1,
 		Out: io.Discard, Log: io.Discard, Getenv: opts.Getenv, Sandbox: opts.Sandbox,
-		MaxSessions: opts.Jobs,
+		MaxSessions: opts.Jobs, Ahead: opts.Ahead,
 	})
 	if err != nil {
 		cleanup()
