@@ -211,8 +211,33 @@ def _warm_langgraph():
     create_react_agent(model, [tool(echo)], prompt="Warm up.").invoke({"messages": [("user", "hi")]})
 
 
+def _warm_opentelemetry():
+    """The OpenTelemetry SDK as a session's export_spans() sets it up, on a provider of its own
+    (never the global one): a span made, ended and encoded for OTLP/HTTP, its exporter made (it
+    sends nothing; no batch processor, whose thread a fork would not copy)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with provider.get_tracer("oz0.warm-up").start_as_current_span("warm-up") as span:
+        span.set_attribute("warm", True)
+    provider.shutdown()
+    try:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        return
+    encode_spans(memory.get_finished_spans()).SerializePartialToString()
+    OTLPSpanExporter(endpoint="http://127.0.0.1:9/v1/traces").shutdown()
+
+
 # (the warm-up, the modules it needs loaded): run in this order, each only when its modules are.
 _WARMUPS = [
+    (_warm_opentelemetry, ("opentelemetry.sdk.trace",)),
     (_warm_anthropic, ("anthropic",)),
     (_warm_openai, ("openai",)),
     (_warm_adk, ("google.adk", "anthropic")),
