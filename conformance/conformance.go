@@ -547,12 +547,13 @@ func (s *session) missingModule() string {
 // missingModule is supervisor.MissingModule.
 func missingModule(text string) string { return supervisor.MissingModule(text) }
 
-// missingHint says how to install a plugin's dependencies, for the language of the error.
+// missingHint says how to have the module the error says is missing (supervisor.MissingMend, as
+// oz0 doctor and a job of oz0 dev say it).
 func missingHint(missing, dir string) string {
-	if strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError") {
-		return "a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(dir, true) + ", then test again"
+	if supervisor.IsPythonMissing(missing) {
+		return "a module the harness imports is not installed in the plugin's environment: " + supervisor.MissingMend(dir, missing) + ", then test again"
 	}
-	return "a package the harness imports is not installed: " + supervisor.InstallMend(dir, false) + ", then test again"
+	return "a package the harness imports is not installed: " + supervisor.MissingMend(dir, missing) + ", then test again"
 }
 
 // spendStep makes a call through the gateway with key, so that it counts as a step.

@@ -25,7 +25,7 @@ import (
 	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
+	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
@@ -414,7 +414,7 @@ func checkVenv(ctx context.Context, env Env) Result {
 	}
 	py := filepath.Join(env.PluginDir, ".venv", "bin", "python")
 	_, err := os.Stat(py)
-	if err != nil && len(pyimports.Dependencies(env.PluginDir)) == 0 {
+	if err != nil && len(supervisor.PyprojectDependencies(env.PluginDir)) == 0 {
 		r.Level, r.Detail = OK, "no .venv, and none needed: the plugin has no dependencies (sessions run with python3 and its src/ on PYTHONPATH)"
 		return r
 	}

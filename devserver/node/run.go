@@ -289,15 +289,15 @@ func (n *Node) endOf(job *Job, end harnesskit.End, add func(typ string, data any
 		reason = end.Message
 	}
 	if end.Status == harnesskit.Failed {
-		// A module the harness imports is not installed: the failure says how to install
-		// it, as oz0 plugin test and oz0 doctor do.
+		// A module the harness imports is not installed: the failure says how to have it, as
+		// oz0 plugin test and oz0 doctor do (supervisor.MissingMend, the one place that decides).
 		lines := strings.Split(strings.TrimSpace(end.StderrTail), "\n")
 		missing := cmp.Or(supervisor.MissingModule(end.Message), supervisor.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
 		if missing != "" {
 			if !strings.Contains(reason, missing) {
 				reason += ": " + missing
 			}
-			reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(job.Plugin.Dir, supervisor.IsPythonMissing(missing))
+			reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.MissingMend(job.Plugin.Dir, missing)
 		}
 	}
 	add(store.EventError, map[string]any{"message": reason})
