@@ -91,12 +91,42 @@ func (p *Prices) Cost(u Usage) float64 {
 		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6
 }
 
+// FakeRecordName is the name of the fake model's record.
+const FakeRecordName = "fake"
+
+// Provider is a model provider whose record a tenant of oz0 dev has once its key is set as a
+// secret.
+type Provider struct {
+	Record string
+	Secret string
+	Env    string // the variable of oz0 dev's environment that overrides the upstream by default
+	Format Format
+	Model  string // the model a session is told to use when its agent names none
+}
+
+// Providers, in the tenant's order: `model: {use: default}` picks the first that takes a format
+// the harness speaks, and the fake record comes after them, so a set key wins over the fake.
+var Providers = []Provider{
+	{Record: "anthropic", Secret: "ANTHROPIC_API_KEY", Env: "OZ0_ANTHROPIC_BASE_URL", Format: AnthropicMessages, Model: "claude-sonnet-4-5"},
+	{Record: "openai", Secret: "OPENAI_API_KEY", Env: "OZ0_OPENAI_BASE_URL", Format: OpenAIChat, Model: "gpt-4.1-mini"},
+}
+
+// KnownUses are the names an agent's model.use may give: the alias default and the records a
+// tenant may have (a provider's once its key is set, and the fake).
+func KnownUses() []string {
+	uses := []string{DefaultUse}
+	for _, p := range Providers {
+		uses = append(uses, p.Record)
+	}
+	return append(uses, FakeRecordName)
+}
+
 // FakeRecord is the dev record of the fake model API served at baseURL (as its doc says:
 // ANTHROPIC_BASE_URL=baseURL, OPENAI_BASE_URL=baseURL/v1): both formats, no key, model fake-model.
 func FakeRecord(baseURL string) Record {
 	baseURL = strings.TrimRight(baseURL, "/")
 	return Record{
-		Name:     "fake",
+		Name:     FakeRecordName,
 		Formats:  []Format{AnthropicMessages, OpenAIChat},
 		BaseURLs: map[Format]string{AnthropicMessages: baseURL, OpenAIChat: baseURL + "/v1"},
 		Model:    "fake-model",

@@ -391,12 +391,21 @@ type Info struct {
 
 // AgentInfo is an agent the dev server runs, with the model record its jobs use.
 type AgentInfo struct {
-	Name    string `json:"name"`
-	Plugin  string `json:"plugin"`
-	Harness string `json:"harness"`
-	Record  string `json:"record"` // the model record, or "none: <why>"
-	Model   string `json:"model"`
-	Input   string `json:"input"` // text or json
+	Name    string   `json:"name"`
+	Plugin  string   `json:"plugin"`
+	Harness string   `json:"harness"`
+	Record  string   `json:"record"` // the model record, or "none: <why>"
+	Model   string   `json:"model"`
+	Input   string   `json:"input"`             // text or json
+	Formats []string `json:"formats,omitempty"` // the model API formats its harness speaks
+	Note    string   `json:"note,omitempty"`    // how it came to its record, and how to move it
+}
+
+// SecretChange is the answer of PUT and DELETE /api/v1/secrets/{name}: what the change did to the
+// agents' model records, as oz0 dev says it on its output (an agent moved to another record; for
+// a provider key, an agent it leaves on the fake model, and why).
+type SecretChange struct {
+	Notes []string `json:"notes"`
 }
 
 // UsageRow sums the model calls of one agent (and of one job, when asked by job) under one model

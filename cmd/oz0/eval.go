@@ -366,7 +366,7 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 	}
 	c := client.New(srv.Context())
 	for _, k := range keys {
-		if err := c.SetSecret(context.Background(), k, opts.Getenv(k), ""); err != nil {
+		if _, err := c.SetSecret(context.Background(), k, opts.Getenv(k), ""); err != nil {
 			srv.Close()
 			cleanup()
 			return nil, nil, err

@@ -89,11 +89,12 @@ type Answerer interface {
 	Deny(id, reason string) (store.Approval, error)
 }
 
-// SecretStore is the tenant's secrets, as the API changes them.
+// SecretStore is the tenant's secrets, as the API changes them. Set and Remove say what the change
+// did to the agents' model records (apiv1.SecretChange).
 type SecretStore interface {
-	Set(name, value, baseURL string) error
+	Set(name, value, baseURL string) ([]string, error)
 	List() ([]apiv1.SecretMeta, error)
-	Remove(name string) error
+	Remove(name string) ([]string, error)
 }
 
 // The most each call that takes a body takes (decodeBody).
@@ -545,7 +546,8 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, maxSecretBody, &body, "a JSON secret", false) {
 		return
 	}
-	if err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL); err != nil {
+	notes, err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL)
+	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, secrets.ErrInvalid) {
 			status = http.StatusBadRequest
@@ -553,11 +555,12 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, apiv1.CodeBadSecret, err.Error())
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, apiv1.SecretChange{Notes: notes})
 }
 
 func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
-	if err := b.Secrets.Remove(r.PathValue("name")); err != nil {
+	notes, err := b.Secrets.Remove(r.PathValue("name"))
+	if err != nil {
 		status, msg := http.StatusInternalServerError, err.Error()
 		if errors.Is(err, secrets.ErrNotFound) {
 			status, msg = http.StatusNotFound, msg+"; `oz0 secret list` shows the secrets"
@@ -565,5 +568,5 @@ func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, apiv1.CodeBadSecret, msg)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, apiv1.SecretChange{Notes: notes})
 }

@@ -212,7 +212,7 @@ func TestBrowser(t *testing.T) {
 		br.t = t
 		// A secret in the input: masked in every view, as in the store.
 		const secret = "hunter2-oz0-ui-secret"
-		if err := d.client.SetSecret(ctx, "ACME_DB_PASSWORD", secret, ""); err != nil {
+		if _, err := d.client.SetSecret(ctx, "ACME_DB_PASSWORD", secret, ""); err != nil {
 			t.Fatal(err)
 		}
 		br.do("open Jobs", chromedp.Click(`nav a[data-nav="jobs"]`), chromedp.WaitVisible(`#jobs tr[data-job="`+first+`"]`))
