@@ -40,6 +40,7 @@ const (
 	FormatMismatch
 	ResponsesAPI
 	UnknownHarness
+	UnknownModel
 	DuplicateAgent
 	AgentFilename
 	InstructionsMissing
@@ -288,6 +289,13 @@ var catalogue = [numRules]Rule{
 		Help:    "runtime: harness:NAME must name one of the harnesses of oz0-plugin.yaml. The closest name is suggested.",
 		Example: "runtime names harness `acme-triag`, which oz0-plugin.yaml does not declare; did you mean `acme-triage`?",
 		Fix:     "Correct the name, or add the harness to the manifest.",
+	},
+	UnknownModel: {
+		name: "unknown-model", Severity: Error,
+		Short:   "An agent's model.use is a near miss of the alias or a model record.",
+		Help:    "model: {use: NAME} names the alias default (the first record that takes a format the harness speaks) or a model record: anthropic and openai (a tenant's once its key is set) and fake, the fake model. A name that is none of them but a near miss of one (defualt, antropic) is a typo: no job of the agent could start (oz0 run refuses it, exit 2). A name far from all of them is left to the tenant, whose records may have other names.",
+		Example: "model.use is `defualt`, which is neither the alias default nor a model record (anthropic, openai, fake); did you mean `default`?",
+		Fix:     "Correct the name; `default` takes whichever record speaks the harness's formats.",
 	},
 	DuplicateAgent: {
 		name: "duplicate-agent", Severity: Error,

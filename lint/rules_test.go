@@ -217,6 +217,15 @@ func TestRules(t *testing.T) {
 		{"unknown-harness, nothing close", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "runtime: harness:acme-triage", "runtime: harness:zzz")}, []expect{
 			{"agents/acme-triage.yaml:4:10 unknown-harness", "its harnesses are acme-triage"},
 		}},
+		{"unknown-model", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: defualt")}, []expect{
+			{"agents/acme-triage.yaml:6:8 unknown-model", "model.use is `defualt`, which is neither the alias default nor a model record (anthropic, openai, fake); did you mean `default`?"},
+		}},
+		{"unknown-model, a record's near miss", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: antropic")}, []expect{
+			{"agents/acme-triage.yaml:6:8 unknown-model", "did you mean `anthropic`?"},
+		}},
+		// A record's own name, and a name near none (a tenant's record may have it), are not.
+		{"model.use a record", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: fake")}, nil},
+		{"model.use near none", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: bedrock-eu")}, nil},
 		{"instructions-missing", map[string]string{"prompts/acme-triage.md": del}, []expect{
 			{"agents/acme-triage.yaml:7:15 instructions-missing", "instructions file prompts/acme-triage.md does not exist"},
 		}},

@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
@@ -48,7 +49,7 @@ type Backend struct {
 // JobRunner starts and cancels jobs: the dev server's node.
 type JobRunner interface {
 	// Submit makes a job of agent with the input as the user gave it, and starts it. Its errors
-	// are a *node.InputError, node.ErrUnknownAgent or node.ErrClosed.
+	// are a *node.InputError, node.ErrUnknownAgent, gateway.ErrNoModel or node.ErrClosed.
 	Submit(agent, input string) (store.Job, error)
 	// Cancel cancels a running job; false when the node does not run it.
 	Cancel(id string) bool
@@ -295,6 +296,8 @@ func (b *Backend) submitted(w http.ResponseWriter, j store.Job, err error) {
 		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeBadInput, err.Error())
 	case errors.Is(err, node.ErrUnknownAgent):
 		writeError(w, http.StatusNotFound, apiv1.CodeUnknownAgent, err.Error())
+	case errors.Is(err, gateway.ErrNoModel):
+		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeNoModel, err.Error())
 	case errors.Is(err, node.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, apiv1.CodeShuttingDown, err.Error())
 	case err != nil:
