@@ -39,6 +39,7 @@ const (
 	ProgramNotFound
 	FormatMismatch
 	ResponsesAPI
+	ToolNotInCode
 	UnknownHarness
 	UnknownModel
 	DuplicateAgent
@@ -282,6 +283,13 @@ var catalogue = [numRules]Rule{
 		Help:    "The gateway's OpenAI face serves Chat Completions (POST /chat/completions). Clients of OpenAI's Responses API are refused: in Python, Strands' OpenAIResponsesModel, ADK's OpenAIResponsesLlm, Agent Framework's OpenAIChatClient (its Chat Completions client is OpenAIChatCompletionClient) and the SDK's client.responses.create(); in JavaScript and TypeScript, Strands' OpenAIModel built without api: \"chat\" (its default is the Responses API; options passed as a variable are not judged) and the SDK's client.responses.create().",
 		Example: "harness `shop` uses `OpenAIChatClient`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use the framework's Chat Completions client",
 		Fix:     "Use the framework's Chat Completions client: OpenAIModel (Strands in Python; in TypeScript, OpenAIModel with api: \"chat\"), OpenAILlm (ADK), OpenAIChatCompletionClient (Agent Framework), client.chat.completions.create (the SDKs).",
+	},
+	ToolNotInCode: {
+		name: "tool-not-in-code", Severity: Warning,
+		Short:   "A harness lists tools its code names none of.",
+		Help:    "The tools of a harness in oz0-plugin.yaml are what its sessions may call (when the agent lists no harness.tools); a call of any other is denied. Lint reads the code a harness runs, as for format-mismatch (a Python harness's package, a JavaScript or TypeScript harness's script directory, node_modules left out), for each listed tool's name as a whole word: a function (def notify_team), a string (\"notify_team\", name: 'notify_team'). When the code names none of them, most often a tool was renamed in the code and not in the manifest, and every call of it is denied. A harness whose code cannot be read, or names one of its tools, is not reported.",
+		Example: "harness `acme-triage` lists the tools notify_team, but its code (src/acme_triage) names none of them: a session may call only the tools listed, and a call of another is denied; list the tools its code calls",
+		Fix:     "List the tools the code calls under the harness's tools (and the agents' harness.tools, requires_approval).",
 	},
 	UnknownHarness: {
 		name: "unknown-harness", Severity: Error,

@@ -167,6 +167,23 @@ func TestRules(t *testing.T) {
 		}, []expect{
 			{"oz0-plugin.yaml:15:35 format-mismatch", "harness `web` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/main.mjs, which speaks anthropic-messages)"},
 		}},
+		{"tool-not-in-code", map[string]string{
+			"src/acme_triage/tools.py": "def alert_team(team, summary):\n    return team  # was notify_teams\n",
+		}, []expect{
+			{"oz0-plugin.yaml:11:12 tool-not-in-code", "harness `acme-triage` lists the tools notify_team, but its code (src/acme_triage) names none of them"},
+		}},
+		{"tool-not-in-code: one of the tools named, in a string", map[string]string{
+			"oz0-plugin.yaml":          replace(templateManifest, "tools: [notify_team]", "tools: [notify_team, refund]"),
+			"src/acme_triage/tools.py": "TOOLS = {'refund': None}\n",
+		}, nil},
+		{"tool-not-in-code in JavaScript", map[string]string{
+			"oz0-plugin.yaml":             replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    tools: [lookup_order]\n    formats: [anthropic-messages]\n  - name: named\n    command: [node, lib/main.mjs]\n    tools: [lookup_order]\n    formats: [anthropic-messages]\nagents: [agents/]"),
+			"src/main.mjs":                "export const t = tool({ name: 'find_order' });\n",
+			"src/node_modules/x/index.js": "export const lookup_order = 1;\n",
+			"lib/main.mjs":                "export const t = tool({ name: 'lookup_order' });\n",
+		}, []expect{
+			{"oz0-plugin.yaml:15:12 tool-not-in-code", "harness `web` lists the tools lookup_order, but its code (src) names none of them"},
+		}},
 		{"responses-api in JavaScript", map[string]string{
 			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    formats: [openai-chat]\nagents: [agents/]"),
 			"src/main.mjs": "import { OpenAIModel } from \"@strands-agents/sdk/models/openai\";\n" +
