@@ -63,6 +63,9 @@ type Job struct {
 	Limits      Limits          `json:"limits"`
 	Usage       Usage           `json:"usage"`
 	Session     *SessionStart   `json:"session,omitempty"` // how its session was made, once it was
+	// Traceback is the traceback its harness failed with, as it printed it on stderr (Python's,
+	// Node's stack; paths in the plugin relative to it), bounded; its error event carries it too.
+	Traceback []string `json:"traceback,omitempty"`
 }
 
 // SessionStart says how a job's session was made: the data of its EventSession.
