@@ -19,8 +19,8 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
-	"github.com/orchestrator-zero/oz0/internal/traceback"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
+	"github.com/orchestrator-zero/oz0/internal/traceback"
 )
 
 // Stream renders events for one agent's job. It is not safe for concurrent use.
