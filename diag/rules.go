@@ -471,7 +471,7 @@ var catalogue = [numRules]Rule{
 	EvalCase: {
 		name: "eval-case", Severity: Error,
 		Short:   "An eval file's case cannot run as written.",
-		Help:    "oz0 eval runs the cases of evals/*.yaml (schemas/eval.schema.json) through the agent the file names. The agent must be one of the plugin's, case names must be unique in the file (each names its recording), a script: or a .yaml recording: (oz0 job script's) must name a file that is there (a .json recording may be absent: oz0 eval --record makes it), and each assertion must be one oz0 can check: a regular expression that compiles, a path it can read, a JSON Schema that compiles, a duration.",
+		Help:    "oz0 eval runs the cases of evals/*.yaml (schemas/eval.schema.json) through the agent the file names. The agent must be one of the plugin's, case names must be unique in the file (each names its recording), a script: or a .yaml recording: (oz0 job script's) must name a file that is there (a .json recording may be absent: oz0 eval --record makes it), and each assertion must be one oz0 can check: a regular expression that compiles, a path it can read, a JSON Schema that compiles, a duration; a timeout (the file's, a case's) is a duration longer than 0.",
 		Example: "case name `billing` is used twice (first on line 6); names must be unique",
 		Fix:     "Correct the case as the message says; oz0 eval --help and docs/eval.md describe the format.",
 	},

@@ -305,12 +305,21 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 	report, err := eval.Run(ctx, srv, files, eval.Options{Mode: mode, Inbox: opts.Dev, Note: note})
 	var interrupted *eval.InterruptedError
 	if errors.As(err, &interrupted) {
+		// What ran is reported (the table, --json, --junit), the cases stopped one line each.
+		if werr := writeEvalReport(opts, report, baseline); werr != nil && !isFindings(werr) {
+			return werr
+		}
 		return &cmdutil.InterruptedError{Msg: interrupted.Error()}
 	}
 	if err != nil {
 		return err
 	}
 	return writeEvalReport(opts, report, baseline)
+}
+
+func isFindings(err error) bool {
+	var f *cmdutil.FindingsError
+	return errors.As(err, &f)
 }
 
 // evalServer is the dev server the cases run on: the running oz0 dev (--dev), or one of oz0
