@@ -934,6 +934,7 @@ func (s *Server) info() apiv1.Info {
 				ai.Record = "none: " + err.Error()
 			}
 			ai.Note = s.recordNote(ai, recs)
+			ai.Stale = s.staleNote(p.Dir)
 			i.Agents = append(i.Agents, ai)
 		}
 	}

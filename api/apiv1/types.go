@@ -63,6 +63,10 @@ type Job struct {
 	Limits      Limits          `json:"limits"`
 	Usage       Usage           `json:"usage"`
 	Session     *SessionStart   `json:"session,omitempty"` // how its session was made, once it was
+	// Warnings are what the dev server warns of as it makes the job (the answer to its creation
+	// only, not its record): its plugin's files have lint errors, and it runs the version that
+	// loaded before them.
+	Warnings []string `json:"warnings,omitempty"`
 	// Traceback is the traceback its harness failed with, as it printed it on stderr (Python's,
 	// Node's stack; paths in the plugin relative to it), bounded; its error event carries it too.
 	Traceback []string `json:"traceback,omitempty"`
@@ -402,6 +406,9 @@ type AgentInfo struct {
 	Input   string   `json:"input"`             // text or json
 	Formats []string `json:"formats,omitempty"` // the model API formats its harness speaks
 	Note    string   `json:"note,omitempty"`    // how it came to its record, and how to move it
+	// Stale says why its jobs run an earlier version of its plugin: the plugin's files have lint
+	// errors (or do not load) since that version loaded; "" when they run the files as they are.
+	Stale string `json:"stale,omitempty"`
 }
 
 // SecretChange is the answer of PUT and DELETE /api/v1/secrets/{name}: what the change did to the

@@ -160,6 +160,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	}
 	if !opts.JSON {
 		startedNote(opts.IO.ErrOut, c, job, "")
+	} else {
+		warnings(opts.IO.ErrOut, job)
 	}
 	return follow(ctx, opts, c, job, sigs)
 }
@@ -171,8 +173,17 @@ func runRun(ctx context.Context, opts *runOptions) error {
 func startedNote(w io.Writer, c *client.Client, job apiv1.Job, what string) {
 	fmt.Fprintf(w, "oz0: job %s: %s%s on model record %s (%s)\n", job.ID, what, job.Agent, job.ModelRecord, job.ModelName)
 	fmt.Fprintf(w, "oz0: its page: %s (oz0 ui logs a browser in)\n", c.JobPage(job.ID))
+	warnings(w, job)
 	if job.Status == apiv1.StatusQueued && job.Reason != "" {
 		fmt.Fprintf(w, "oz0: queued: %s\n", termtext.OneLine(job.Reason))
+	}
+}
+
+// warnings says what the dev server warned of as it made the job: its plugin's files that do not
+// load, so that it runs an earlier version (said on oz0 dev's output alone, it ran quietly).
+func warnings(w io.Writer, job apiv1.Job) {
+	for _, warn := range job.Warnings {
+		fmt.Fprintf(w, "oz0: warning: %s\n", termtext.OneLine(warn))
 	}
 }
 

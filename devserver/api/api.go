@@ -303,7 +303,17 @@ func (b *Backend) submitted(w http.ResponseWriter, j store.Job, err error) {
 	case err != nil:
 		b.storeError(w, err)
 	default:
-		writeJSON(w, http.StatusCreated, b.wireJob(j))
+		wj := b.wireJob(j)
+		// The node looked at the plugin's files as it made the job: files that do not load leave
+		// it on the version that did, which the answer says.
+		if b.Info != nil {
+			for _, a := range b.Info().Agents {
+				if a.Name == j.Agent && a.Stale != "" {
+					wj.Warnings = append(wj.Warnings, a.Stale)
+				}
+			}
+		}
+		writeJSON(w, http.StatusCreated, wj)
 	}
 }
 
