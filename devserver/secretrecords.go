@@ -139,6 +139,10 @@ func (r *records) List() ([]apiv1.SecretMeta, error) {
 	out := make([]apiv1.SecretMeta, len(list))
 	for i, m := range list {
 		out[i] = apiv1.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.baseURL(m.Name)}
+		if p, ok := providerOf(m.Name); ok {
+			rec := gateway.Record{BaseURLs: map[gateway.Format]string{p.Format: out[i].BaseURL}}
+			out[i].Upstream = rec.BaseURL(p.Format)
+		}
 	}
 	return out, nil
 }

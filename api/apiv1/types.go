@@ -365,6 +365,9 @@ type SecretMeta struct {
 	Name    string    `json:"name"`
 	SetAt   time.Time `json:"set_at"`
 	BaseURL string    `json:"base_url,omitempty"` // a provider key's upstream, when not the provider's own
+	// Upstream is where a provider key's record sends its calls: BaseURL, else the provider's own
+	// API; "" for a secret that is no provider key.
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // SecretList is the answer of GET /api/v1/secrets.

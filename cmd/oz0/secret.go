@@ -160,7 +160,12 @@ func secretListRun(ctx context.Context, opts *secretListOptions) error {
 	}
 	t := newTable(opts.IO, "NAME", "SET", "UPSTREAM")
 	for _, s := range list {
-		t.row(s.Name, t.time(s.SetAt), s.BaseURL)
+		// A provider key's upstream, the provider's own said so; none for another secret.
+		upstream := s.Upstream
+		if upstream != "" && s.BaseURL == "" {
+			upstream += " (the provider's own)"
+		}
+		t.row(s.Name, t.time(s.SetAt), upstream)
 	}
 	return t.Render()
 }
