@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 	"text/template"
 
 	"github.com/orchestrator-zero/oz0/api/discovery"
@@ -249,6 +250,11 @@ func templateFuncs(ref string) template.FuncMap {
 		"quote": func(s string) (string, error) {
 			b, err := jsonutil.Marshal(s)
 			return string(b), err
+		},
+		// pad is s, then spaces to width (at least two): a README's tree comment in its column
+		// whatever the name's length (a name longer than the column leaves its row wider).
+		"pad": func(width int, s string) string {
+			return s + strings.Repeat(" ", max(2, width-utf8.RuneCountInString(s)))
 		},
 		// schema is the URL of an embedded schema file at ref, for a yaml-language-server line;
 		// a name that is not one is an error, so a template cannot point at nothing.
