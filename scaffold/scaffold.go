@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
