@@ -96,6 +96,10 @@ func (l *linter) lintAgent(file string) {
 	}
 
 	l.checkModel(file, root, asMap(m["model"]))
+	if h != nil {
+		own, _ := stringItems(asMap(m["harness"])["tools"])
+		h.agentTools = append(h.agentTools, own...)
+	}
 	la.instructions = l.checkInstructions(file, root, m)
 	la.input = l.checkIO(file, root, m, "input")
 	la.output = l.checkIO(file, root, m, "output")

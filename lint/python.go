@@ -45,13 +45,21 @@ type client struct {
 // A client of OpenAI's Responses API is refused (the gateway serves Chat Completions), and a
 // format the harness lists that its code builds no client for is reported, where that can be
 // told (the code names clients of other formats, and does not call session.complete()).
-func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, label string) {
+func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, label string, h *harness) {
 	argv, ok := commandStrings(hm)
 	if !ok {
 		return
 	}
 	var tn toolsNamed
-	tn.tools, _ = stringItems(hm["tools"])
+	manifestTools, _ := stringItems(hm["tools"])
+	tn.tools = manifestTools
+	if h != nil {
+		for _, t := range h.agentTools {
+			if !slices.Contains(tn.tools, t) {
+				tn.tools = append(tn.tools, t)
+			}
+		}
+	}
 	var clients []client
 	var usesComplete bool
 	dir := l.pythonPackageDir(argv)
@@ -62,7 +70,7 @@ func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, l
 	} else {
 		return
 	}
-	l.checkToolsNamed(root, hp, label, dir, &tn)
+	l.checkToolsNamed(root, hp, label, dir, &tn, manifestTools)
 	for _, c := range clients {
 		if c.responses {
 			l.add(c.file, c.line, c.col, diag.ResponsesAPI, "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: %s", composed(label), c.name, c.fix)
@@ -115,15 +123,17 @@ type toolsNamed struct {
 	named map[string]bool
 }
 
-// checkToolsNamed warns of a harness whose code names none of its tools: a tool renamed in the
-// code and not in the manifest, whose calls are then denied. No code read says nothing.
-func (l *linter) checkToolsNamed(root *yaml.Node, hp []string, label, dir string, tn *toolsNamed) {
-	if len(tn.tools) == 0 || !tn.read || len(tn.named) > 0 {
+// checkToolsNamed warns of a harness whose code names none of the tools its sessions may call
+// (the manifest's and its agents' harness.tools): a tool renamed in the code and not in the
+// manifest, whose calls are then denied. One of them named (an agent's own tool, as the guide's
+// LangGraph example has), or no code read, says nothing.
+func (l *linter) checkToolsNamed(root *yaml.Node, hp []string, label, dir string, tn *toolsNamed, manifestTools []string) {
+	if len(manifestTools) == 0 || !tn.read || len(tn.named) > 0 {
 		return
 	}
 	_, n := schemas.Locate(root, append(hp, "tools")...)
 	l.addAt(ManifestFile, n, 0, diag.ToolNotInCode, "%s lists the tools %s, but its code (%s) names none of them: a session may call only the tools listed, and a call of another is denied; list the tools its code calls",
-		label, strings.Join(tn.tools, ", "), dir)
+		label, strings.Join(manifestTools, ", "), dir)
 }
 
 // see marks each of the tools that src names as a whole word (an identifier, or a string's whole

@@ -172,6 +172,12 @@ func TestRules(t *testing.T) {
 		}, []expect{
 			{"oz0-plugin.yaml:11:12 tool-not-in-code", "harness `acme-triage` lists the tools notify_team, but its code (src/acme_triage) names none of them"},
 		}},
+		// The guide's LangGraph example: its agent lists a tool of its own code, which the
+		// sessions of its harness may call; the manifest's tool is not named there.
+		{"tool-not-in-code: an agent's own tool named", map[string]string{
+			"agents/acme-triage.yaml":  replace(templateAgent, "tools: [notify_team]", "tools: [lookup_order]"),
+			"src/acme_triage/tools.py": "def lookup_order(order_id: str) -> str:\n    return order_id\n",
+		}, nil},
 		{"tool-not-in-code: one of the tools named, in a string", map[string]string{
 			"oz0-plugin.yaml":          replace(templateManifest, "tools: [notify_team]", "tools: [notify_team, refund]"),
 			"src/acme_triage/tools.py": "TOOLS = {'refund': None}\n",
