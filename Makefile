@@ -27,9 +27,11 @@ build:
 # in headless Chromium, then the race detector. The release configuration is checked twice: by
 # goreleaser itself (check-release; building goreleaser takes a few minutes on a fresh machine)
 # and, in go test, against goreleaser's schema (cmd/oz0/release_test.go), for a quick answer.
+# The tests run the Node the Node templates support (scripts/node.env): the machine's, or where it
+# is older the one test-deps installed (scripts/node-path.sh puts it first on PATH).
 test: test-deps lint cross check-release lint-workflows lint-templates
 	@echo "test: go test ./... (units, the scripts with the templates on their real frameworks, the browser tests: several minutes)"
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	PATH="$$(scripts/node-path.sh)$$PATH" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory race
 
 # The packages whose goroutines share state, under the race detector. On linux -race needs cgo,
@@ -37,7 +39,7 @@ test: test-deps lint cross check-release lint-workflows lint-templates
 # and every other test stay CGO_ENABLED=0.
 RACE_PKGS := ./devserver/... ./gateway/... ./fakemodel/... ./harnesskit/... ./supervisor/... ./conformance/... ./api/client/... ./telemetry/... ./eval/...
 race: test-deps
-	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
+	PATH="$$(scripts/node-path.sh)$$PATH" CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 
 # oz0 builds for linux and darwin on amd64 and arm64; lint and test build the native one (linux/amd64
 # on CI), this builds the other system, and vet on darwin compiles its test files too. One
@@ -72,7 +74,7 @@ lint-templates: build test-deps
 # .github/workflows/frameworks-latest.yml runs it weekly.
 test-frameworks-latest: build test-deps
 	@mkdir -p $(OZ0_TEST_ARTIFACTS)
-	@scripts/frameworks-latest.sh $(BIN)
+	@PATH="$$(scripts/node-path.sh)$$PATH" scripts/frameworks-latest.sh $(BIN)
 
 # actionlint over the repository's workflows (and action.yml, which plugin-action.yml uses) and
 # every template's rendered CI workflow.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,9 @@ type Check struct {
 	// Output is what the harness printed on stderr as it failed to load, as it printed it (a
 	// Python traceback, Node's report): LoadCheck's only.
 	Output string `json:"output,omitempty"`
+	// Diff is how the harness's request differs from the script's nearest rule, a line each, as
+	// oz0 eval and oz0 job replay print it: ScriptCheck's only.
+	Diff string `json:"diff,omitempty"`
 	// Sandbox is the tier the check's sessions ran in.
 	Sandbox sandbox.Tier  `json:"sandbox"`
 	Elapsed time.Duration `json:"-"`
@@ -122,6 +126,11 @@ func (r *Report) NotRun() int {
 // LoadCheck is the ID of the check that fails, ahead of the scenarios' (then not run), for a
 // harness that could not load its code: a syntax error, a module not installed.
 const LoadCheck = "loads"
+
+// ScriptCheck is the ID of the check that fails, ahead of the first scenario that showed it, for
+// a fake model script that answers none of a harness's requests (the prompt changed since it was
+// recorded, another --input): said once, with the request's diff, rather than by each scenario.
+const ScriptCheck = "script"
 
 // DefaultInput is the guide's ticket.
 const DefaultInput = "I was charged twice for my order"
@@ -206,6 +215,9 @@ type target struct {
 	// load is why the harness could not load its code, from the first session that showed it;
 	// nil while none did.
 	load *loadFailure
+	// script is the first request of its sessions that the fake model's script did not answer;
+	// nil while none was.
+	script *fakemodel.NoMatch
 }
 
 // loadFailure is a harness's failure to load its code.
@@ -226,6 +238,19 @@ type env struct {
 	gw       *gateway.Gateway
 	jobs     atomic.Int64
 	ahead    *ahead.Pool
+
+	mu      sync.Mutex
+	noMatch []fakemodel.NoMatch // the requests the fake model's script did not answer, in order
+}
+
+// misses is how many requests the script has not answered so far, and the last.
+func (e *env) misses() (int, fakemodel.NoMatch) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.noMatch) == 0 {
+		return 0, fakemodel.NoMatch{}
+	}
+	return len(e.noMatch), e.noMatch[len(e.noMatch)-1]
 }
 
 // Run runs every scenario for every harness of p (or those Options.Harnesses names). Options.Input
@@ -252,7 +277,15 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 	}
 	sandbox.WarmUp(tier)
 	e := &env{opts: opts, keys: gateway.NewMemResolver(), meter: &gateway.MemMeter{}}
-	e.upstream = httptest.NewServer(fakemodel.New(opts.Script))
+	fm := fakemodel.New(opts.Script)
+	fm.OnNoMatch = func(nm fakemodel.NoMatch) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.noMatch) < 100 { // the count and the first ones are what is said
+			e.noMatch = append(e.noMatch, nm)
+		}
+	}
+	e.upstream = httptest.NewServer(fm)
 	defer e.upstream.Close()
 	gw, err := gateway.New(gateway.Config{Resolver: e.keys, Meter: e.meter})
 	if err != nil {
@@ -302,7 +335,19 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 				c.Pass, c.NotApplicable, c.Got = true, true, "not applicable"
 				c.Note = "the harness declares no tools it asks for (permissions: false or no tools)"
 			default:
+				before, _ := e.misses()
 				o := sc.run(e, ctx, t)
+				after, nm := e.misses()
+				missed := t.load == nil && after > before && !o.pass
+				if missed {
+					// A request the script does not answer: said once, with how it differs,
+					// ahead of the first scenario it failed; the scenarios say only that.
+					if t.script == nil {
+						t.script = &nm
+						add(scriptCheck(t.harness.Name, opts.Input, nm, tier, time.Since(start)))
+					}
+					o.got = "failed: the fake model's script answers none of its requests (the script check above says why)"
+				}
 				if t.load != nil {
 					// The harness never ran its code: it passes nothing (not even what a dead
 					// harness passes by default), and one failure says why, ahead of the rest.
@@ -314,7 +359,7 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 					break
 				}
 				c.Got, c.Note, c.Pass = o.got, o.note, o.pass
-				if !o.pass {
+				if !o.pass && !missed { // the script check says what to do
 					c.Hint = cmp.Or(o.hint, sc.hint)
 				}
 			}
@@ -327,6 +372,25 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// scriptCheck is the failed ScriptCheck of a request the script did not answer.
+func scriptCheck(harness, input string, nm fakemodel.NoMatch, tier sandbox.Tier, took time.Duration) Check {
+	c := Check{Harness: harness, ID: ScriptCheck, Title: "the fake model's script answers the harness's requests",
+		Expected: "each model call the harness makes is one a rule of the --script answers", Sandbox: tier, Elapsed: took, ElapsedMS: took.Milliseconds()}
+	switch {
+	case nm.Input != "":
+		c.Got = fmt.Sprintf("the harness's request does not hold the script's input %s: it ran on %s", strconv.Quote(textclip.ClipN(nm.Input, 200)), strconv.Quote(textclip.ClipN(input, 200)))
+		c.Hint = "run with that input (oz0 plugin test --script without --input sends it), or add a rule to the script that matches the request"
+	case nm.Rule != "":
+		c.Got = fmt.Sprintf("the request differs from %s, the nearest:", nm.Rule)
+		c.Diff = strings.Join(nm.Diff, "\n")
+		c.Hint = "the harness asks something else than the script was made from (its prompt, tools or code changed): if the change is meant, make the script again from a job of it (oz0 job script JOB -o FILE); else undo it"
+	default:
+		c.Got = textclip.Squash(nm.Message, 600)
+		c.Hint = "add a rule to the script that matches the request, or a rule without match at its end as a catch-all (docs/fake-model.md)"
+	}
+	return c
 }
 
 // newTarget builds the job of harness h's sessions as the node would, on input. The kit's records
@@ -547,12 +611,13 @@ func (s *session) missingModule() string {
 // missingModule is supervisor.MissingModule.
 func missingModule(text string) string { return supervisor.MissingModule(text) }
 
-// missingHint says how to install a plugin's dependencies, for the language of the error.
+// missingHint says how to have the module the error says is missing (supervisor.MissingMend, as
+// oz0 doctor and a job of oz0 dev say it).
 func missingHint(missing, dir string) string {
-	if strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError") {
-		return "a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(dir, true) + ", then test again"
+	if supervisor.IsPythonMissing(missing) {
+		return "a module the harness imports is not installed in the plugin's environment: " + supervisor.MissingMend(dir, missing) + ", then test again"
 	}
-	return "a package the harness imports is not installed: " + supervisor.InstallMend(dir, false) + ", then test again"
+	return "a package the harness imports is not installed: " + supervisor.MissingMend(dir, missing) + ", then test again"
 }
 
 // spendStep makes a call through the gateway with key, so that it counts as a step.

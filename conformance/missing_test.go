@@ -24,6 +24,10 @@ func TestHarnessMissingAModuleIsToldToInstallIt(t *testing.T) {
 		"agents/py.yaml": "name: py\nruntime: harness:py\ninstructions: prompts/p.md\n",
 		"agents/js.yaml": "name: js\nruntime: harness:js\ninstructions: prompts/p.md\n",
 		"prompts/p.md":   "Sort the support ticket.\n",
+		// Both list what their harness imports: installing it is the mend (one that no
+		// dependency provides is added instead: supervisor's TestMissingMend).
+		"pyproject.toml": "[project]\nname = \"deps\"\ndependencies = [\"oz0-framework-not-installed==1.0\"]\n",
+		"package.json":   `{"name": "deps", "dependencies": {"@oz0-test/not-installed": "1.0.0"}}`,
 		// As the Python templates' harness does: the agent's import fails once the request is
 		// read, and the session ends with an error line naming it.
 		"harness.py": `import json, sys, traceback

@@ -922,6 +922,7 @@ func (s *Server) info() apiv1.Info {
 			if h := p.Harness(a.HarnessName()); h != nil {
 				for _, f := range h.Formats {
 					formats = append(formats, gateway.Format(f))
+					ai.Formats = append(ai.Formats, f)
 				}
 			}
 			if rec, _, err := gateway.ResolveModel(recs, a.Model.Use, formats); err == nil {
@@ -932,6 +933,8 @@ func (s *Server) info() apiv1.Info {
 			} else {
 				ai.Record = "none: " + err.Error()
 			}
+			ai.Note = s.recordNote(ai, recs)
+			ai.Stale = s.staleNote(p.Dir)
 			i.Agents = append(i.Agents, ai)
 		}
 	}
@@ -965,7 +968,7 @@ func (s *Server) banner() {
 		s.say("  calls   not kept (--no-record): a job's model calls show their tokens, not what was sent")
 	}
 	for _, a := range s.info().Agents {
-		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, s.recordNote(a.Record))
+		s.say("  agent   %s → model record %s (%s)%s", a.Name, a.Record, a.Model, a.Note)
 	}
 	if note := s.otlpNote(); note != "" {
 		s.say("  otlp    %s", note)

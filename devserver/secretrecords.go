@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
@@ -16,20 +18,10 @@ import (
 )
 
 // provider is a model provider whose record exists once its key is set as a secret.
-type provider struct {
-	Record string
-	Secret string
-	Env    string // the variable of oz0 dev's environment that overrides the upstream by default
-	Format gateway.Format
-	Model  string // the model a session is told to use when its agent names none
-}
+type provider = gateway.Provider
 
-// providers, in the tenant's order: `model: {use: default}` picks the first that takes a format
-// the harness speaks, and the fake record comes last, so a set key wins over the fake.
-var providers = []provider{
-	{Record: "anthropic", Secret: "ANTHROPIC_API_KEY", Env: "OZ0_ANTHROPIC_BASE_URL", Format: gateway.AnthropicMessages, Model: "claude-sonnet-4-5"},
-	{Record: "openai", Secret: "OPENAI_API_KEY", Env: "OZ0_OPENAI_BASE_URL", Format: gateway.OpenAIChat, Model: "gpt-4.1-mini"},
-}
+// providers, in the tenant's order (gateway.Providers).
+var providers = gateway.Providers
 
 // fakeSecret is the name under which the gateway finds the fake model's key; not a valid user
 // secret name, so it cannot be shadowed.
@@ -147,6 +139,10 @@ func (r *records) List() ([]apiv1.SecretMeta, error) {
 	out := make([]apiv1.SecretMeta, len(list))
 	for i, m := range list {
 		out[i] = apiv1.SecretMeta{Name: m.Name, SetAt: m.SetAt, BaseURL: r.baseURL(m.Name)}
+		if p, ok := providerOf(m.Name); ok {
+			rec := gateway.Record{BaseURLs: map[gateway.Format]string{p.Format: out[i].BaseURL}}
+			out[i].Upstream = rec.BaseURL(p.Format)
+		}
 	}
 	return out, nil
 }
@@ -179,48 +175,96 @@ func (r *records) saveLocked() error {
 
 // noticedSecrets are the tenant's secrets as the API changes them: a change that moves an agent
 // to another model record is said on the dev server's output when it happens, as the banner said
-// which record each agent started on.
+// which record each agent started on, and answered to the client that made it (oz0 secret set
+// prints it); so is a provider key that leaves an agent on the fake model, with why.
 type noticedSecrets struct{ s *Server }
 
-func (n noticedSecrets) Set(name, value, baseURL string) error {
-	return n.changed(func() error { return n.s.records.Set(name, value, baseURL) })
+func (n noticedSecrets) Set(name, value, baseURL string) ([]string, error) {
+	return n.changed(name, func() error { return n.s.records.Set(name, value, baseURL) })
 }
 
-func (n noticedSecrets) Remove(name string) error {
-	return n.changed(func() error { return n.s.records.Remove(name) })
+func (n noticedSecrets) Remove(name string) ([]string, error) {
+	return n.changed(name, func() error { return n.s.records.Remove(name) })
 }
 
 func (n noticedSecrets) List() ([]apiv1.SecretMeta, error) { return n.s.records.List() }
 
-func (n noticedSecrets) changed(change func() error) error {
+func (n noticedSecrets) changed(name string, change func() error) ([]string, error) {
 	before := map[string]string{}
 	for _, a := range n.s.info().Agents {
 		before[a.Name] = a.Record
 	}
 	if err := change(); err != nil {
-		return err
+		return nil, err
 	}
+	_, isKey := providerOf(name)
+	notes := []string{}
 	for _, a := range n.s.info().Agents {
-		if before[a.Name] != a.Record {
-			n.s.say("agent   %s → model record %s (%s), was %s%s", a.Name, a.Record, a.Model, before[a.Name], n.s.recordNote(a.Record))
+		var note string
+		switch {
+		case before[a.Name] != a.Record:
+			note = fmt.Sprintf("agent %s → model record %s (%s), was %s%s", a.Name, a.Record, a.Model, before[a.Name], a.Note)
+		case isKey && a.Record == gateway.FakeRecordName:
+			note = fmt.Sprintf("agent %s stays on model record %s (%s)%s", a.Name, a.Record, a.Model, a.Note)
+		default:
+			continue
 		}
+		n.s.say("%s", strings.Replace(note, "agent ", "agent   ", 1))
+		notes = append(notes, note)
 	}
-	return nil
+	return notes, nil
 }
 
-// recordNote says how an agent came to its record, and how to move it.
-func (s *Server) recordNote(record string) string {
-	if record == "fake" {
-		scripted := ""
-		if s.cfg.FakeScriptFile != "" {
-			scripted = ", scripted by " + s.cfg.FakeScriptFile
+// providerOf is the provider whose key is the secret name.
+func providerOf(name string) (provider, bool) {
+	for _, p := range providers {
+		if p.Secret == name {
+			return p, true
 		}
-		return ": the fake model" + scripted + ", as no provider key is set (oz0 secret set ANTHROPIC_API_KEY)"
 	}
+	return provider{}, false
+}
+
+// recordNote says how an agent came to its record, and how to move it: for the fake model, the
+// key of a provider of a format its harness speaks (and, when another provider's key is set,
+// why that one does not serve it).
+func (s *Server) recordNote(a apiv1.AgentInfo, recs []gateway.Record) string {
+	if p, ok := providerByRecord(a.Record); ok {
+		return fmt.Sprintf(": the tenant's key (oz0 secret rm %s goes back to the fake model)", p.Secret)
+	}
+	if a.Record != gateway.FakeRecordName {
+		return ""
+	}
+	scripted := ""
+	if s.cfg.FakeScriptFile != "" {
+		scripted = ", scripted by " + s.cfg.FakeScriptFile
+	}
+	var want, set []string
+	for _, p := range providers {
+		if slices.Contains(a.Formats, string(p.Format)) {
+			want = append(want, p.Secret)
+		}
+		if slices.ContainsFunc(recs, func(r gateway.Record) bool { return r.Name == p.Record }) {
+			set = append(set, fmt.Sprintf("%s's record takes %s", p.Secret, p.Format))
+		}
+	}
+	if len(want) == 0 {
+		return ": the fake model" + scripted
+	}
+	mend := "oz0 secret set " + strings.Join(want, " or ")
+	if len(set) == 0 {
+		return ": the fake model" + scripted + ", as no provider key is set (" + mend + ")"
+	}
+	return fmt.Sprintf(": the fake model%s, as no key is set for a format its harness speaks (%s); %s (%s)",
+		scripted, strings.Join(a.Formats, ", "), strings.Join(set, ", "), mend)
+}
+
+// providerByRecord is the provider whose record is named record.
+func providerByRecord(record string) (provider, bool) {
 	for _, p := range providers {
 		if p.Record == record {
-			return fmt.Sprintf(": the tenant's key (oz0 secret rm %s goes back to the fake model)", p.Secret)
+			return p, true
 		}
 	}
-	return ""
+	return provider{}, false
 }

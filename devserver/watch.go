@@ -129,11 +129,35 @@ func (s *Server) watch() {
 	}
 }
 
-// pluginPrints are the plugins' fingerprints as last loaded, in the order of their directories.
+// pluginPrints are the plugins' fingerprints as last loaded, in the order of their directories,
+// and, for a plugin whose files did not load since, why its jobs run the version loaded last.
 type pluginPrints struct {
 	mu     sync.Mutex
 	dirs   []string
 	prints [][32]byte
+	stale  map[string]string // plugin directory → the note
+}
+
+// staleNote is what is said of the jobs of the plugin in dir while its files do not load (oz0
+// run says it as it makes one); "" when they do.
+func (s *Server) staleNote(dir string) string {
+	s.prints.mu.Lock()
+	defer s.prints.mu.Unlock()
+	return s.prints.stale[dir]
+}
+
+// setStale keeps (or, with what and how both "", clears) why the plugin in dir runs its version
+// loaded last: what is wrong with its files since now, and how to see it. s.prints.mu is held.
+func (s *Server) setStale(dir, name, what, how string) {
+	if what == "" {
+		delete(s.prints.stale, dir)
+		return
+	}
+	if s.prints.stale == nil {
+		s.prints.stale = map[string]string{}
+	}
+	s.prints.stale[dir] = fmt.Sprintf("%s's files %s since %s (%s): its jobs run the version that loaded before",
+		name, what, time.Now().Format("15:04:05"), how)
 }
 
 // notePlugins takes the plugins' fingerprints as they are when the server loads them.
@@ -179,21 +203,25 @@ func (s *Server) reload(i int, dir string) {
 	var re *diag.ReportError
 	switch {
 	case errors.As(err, &re):
+		s.setStale(dir, name, "have "+diag.Summary(rep), "oz0 plugin lint shows "+them(rep))
 		s.outMu.Lock()
 		fmt.Fprintf(s.out, "reload: kept the last good version of %s: it has %s\n", name, problemsToFix(rep))
 		_ = diag.Write(s.out, rep, diag.FormatText, diag.Tool{Version: s.cfg.Version})
 		s.outMu.Unlock()
 		return
 	case err != nil:
+		s.setStale(dir, name, "do not load", termtext.OneLine(err.Error()))
 		s.say("reload: kept the last good version of %s: %v", name, err)
 		return
 	}
 	next := append([]*plugin.Plugin(nil), s.Plugins()...)
 	next[i] = p
 	if err := checkAgentNames(next); err != nil {
+		s.setStale(dir, name, "do not load", termtext.OneLine(err.Error()))
 		s.say("reload: kept the last good version of %s: %v", name, err)
 		return
 	}
+	s.setStale(dir, name, "", "")
 	s.plugins.Store(&next)
 	s.askAhead([]*plugin.Plugin{p})
 	s.say("reload: %s reloaded (%s: %s); new jobs take it", p.Manifest.Name, count(len(p.Agents), "agent", "agents"), strings.Join(p.AgentNames(), ", "))
@@ -210,9 +238,13 @@ func count(n int, one, many string) string {
 // problemsToFix says what a report found and to fix it: "1 error; fix it and save again", "2
 // errors; fix them and save again".
 func problemsToFix(rep *diag.Report) string {
-	them := "them"
+	return diag.Summary(rep) + "; fix " + them(rep) + " and save again"
+}
+
+// them is the pronoun of a report's findings: it, or them.
+func them(rep *diag.Report) string {
 	if e, w := rep.Counts(); e+w == 1 {
-		them = "it"
+		return "it"
 	}
-	return diag.Summary(rep) + "; fix " + them + " and save again"
+	return "them"
 }

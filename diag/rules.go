@@ -39,7 +39,9 @@ const (
 	ProgramNotFound
 	FormatMismatch
 	ResponsesAPI
+	ToolNotInCode
 	UnknownHarness
+	UnknownModel
 	DuplicateAgent
 	AgentFilename
 	InstructionsMissing
@@ -282,12 +284,26 @@ var catalogue = [numRules]Rule{
 		Example: "harness `shop` uses `OpenAIChatClient`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: use the framework's Chat Completions client",
 		Fix:     "Use the framework's Chat Completions client: OpenAIModel (Strands in Python; in TypeScript, OpenAIModel with api: \"chat\"), OpenAILlm (ADK), OpenAIChatCompletionClient (Agent Framework), client.chat.completions.create (the SDKs).",
 	},
+	ToolNotInCode: {
+		name: "tool-not-in-code", Severity: Warning,
+		Short:   "A harness lists tools its code names none of.",
+		Help:    "The tools a harness's sessions may call are those of the harness in oz0-plugin.yaml and those its agents list under harness.tools; a call of any other is denied. Lint reads the code a harness runs, as for format-mismatch (a Python harness's package, a JavaScript or TypeScript harness's script directory, node_modules left out), for each of those tools' names as a whole word: a function (def notify_team), a string (\"notify_team\", name: 'notify_team'). When the code names none of them, most often a tool was renamed in the code and not in the manifest, and every call of it is denied. A harness whose code cannot be read, or names one of those tools (an agent's own, as the guide's LangGraph example lists), is not reported.",
+		Example: "harness `acme-triage` lists the tools notify_team, but its code (src/acme_triage) names none of them: a session may call only the tools listed, and a call of another is denied; list the tools its code calls",
+		Fix:     "List the tools the code calls under the harness's tools (and the agents' harness.tools, requires_approval).",
+	},
 	UnknownHarness: {
 		name: "unknown-harness", Severity: Error,
 		Short:   "An agent's runtime names a harness the manifest does not declare.",
 		Help:    "runtime: harness:NAME must name one of the harnesses of oz0-plugin.yaml. The closest name is suggested.",
 		Example: "runtime names harness `acme-triag`, which oz0-plugin.yaml does not declare; did you mean `acme-triage`?",
 		Fix:     "Correct the name, or add the harness to the manifest.",
+	},
+	UnknownModel: {
+		name: "unknown-model", Severity: Error,
+		Short:   "An agent's model.use is a near miss of the alias or a model record.",
+		Help:    "model: {use: NAME} names the alias default (the first record that takes a format the harness speaks) or a model record: anthropic and openai (a tenant's once its key is set) and fake, the fake model. A name that is none of them but a near miss of one (defualt, antropic) is a typo: no job of the agent could start (oz0 run refuses it, exit 2). A name far from all of them is left to the tenant, whose records may have other names.",
+		Example: "model.use is `defualt`, which is neither the alias default nor a model record (anthropic, openai, fake); did you mean `default`?",
+		Fix:     "Correct the name; `default` takes whichever record speaks the harness's formats.",
 	},
 	DuplicateAgent: {
 		name: "duplicate-agent", Severity: Error,
@@ -455,7 +471,7 @@ var catalogue = [numRules]Rule{
 	EvalCase: {
 		name: "eval-case", Severity: Error,
 		Short:   "An eval file's case cannot run as written.",
-		Help:    "oz0 eval runs the cases of evals/*.yaml (schemas/eval.schema.json) through the agent the file names. The agent must be one of the plugin's, case names must be unique in the file (each names its recording), a script: or a .yaml recording: (oz0 job script's) must name a file that is there (a .json recording may be absent: oz0 eval --record makes it), and each assertion must be one oz0 can check: a regular expression that compiles, a path it can read, a JSON Schema that compiles, a duration.",
+		Help:    "oz0 eval runs the cases of evals/*.yaml (schemas/eval.schema.json) through the agent the file names. The agent must be one of the plugin's, case names must be unique in the file (each names its recording), a script: or a .yaml recording: (oz0 job script's) must name a file that is there (a .json recording may be absent: oz0 eval --record makes it), and each assertion must be one oz0 can check: a regular expression that compiles, a path it can read, a JSON Schema that compiles, a duration; a timeout (the file's, a case's) is a duration longer than 0.",
 		Example: "case name `billing` is used twice (first on line 6); names must be unique",
 		Fix:     "Correct the case as the message says; oz0 eval --help and docs/eval.md describe the format.",
 	},

@@ -25,7 +25,7 @@ import (
 	"github.com/orchestrator-zero/oz0/diag"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/lint"
-	"github.com/orchestrator-zero/oz0/supervisor/pyimports"
+	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
 
@@ -59,8 +59,10 @@ type Env struct {
 // MinPython is the oldest Python the templates run on.
 var MinPython = [2]int{3, 10}
 
-// MinNode is the oldest Node the Node kit and its templates run on.
-const MinNode = 20
+// MinNode is the oldest Node the Node kit and its templates support: what @strands-agents/sdk
+// declares, what the templates' engines.node and scripts/node.env say and what the tests run on
+// (TestOneNode keeps them one); Node 20 reached its end of life on 2026-04-30.
+const MinNode = 22
 
 // Run runs every check, in order: Node's for a Node plugin (a package.json and no
 // pyproject.toml), Python's for any other (and where there is no plugin: the guide's is Python).
@@ -414,7 +416,7 @@ func checkVenv(ctx context.Context, env Env) Result {
 	}
 	py := filepath.Join(env.PluginDir, ".venv", "bin", "python")
 	_, err := os.Stat(py)
-	if err != nil && len(pyimports.Dependencies(env.PluginDir)) == 0 {
+	if err != nil && len(supervisor.PyprojectDependencies(env.PluginDir)) == 0 {
 		r.Level, r.Detail = OK, "no .venv, and none needed: the plugin has no dependencies (sessions run with python3 and its src/ on PYTHONPATH)"
 		return r
 	}

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -174,10 +175,11 @@ func TestNodeVersion(t *testing.T) {
 		says             string
 	}{
 		{"no engines, a recent node", "", "v22.11.0", OK, "node v22.11.0"},
-		{"no engines, an old node", "", "v18.19.1", Fail, "the Node kit needs Node 20 or newer"},
-		{"engines met", ">=20", "v20.20.2", OK, "node v20.20.2"},
-		{"engines not met", ">=22", "v20.20.2", Fail, "the plugin's package.json (engines.node) needs Node 22 or newer"},
-		{"a constraint it does not read", "^22 || ^24", "v20.20.2", OK, "node v20.20.2"}, // a constraint it does not read: the kit's floor only
+		{"no engines, an old node", "", "v20.20.2", Fail, "the Node kit needs Node 22 or newer"},
+		{"engines met", ">=22", "v22.23.5", OK, "node v22.23.5"},
+		{"engines not met", ">=24", "v22.23.5", Fail, "the plugin's package.json (engines.node) needs Node 24 or newer"},
+		{"engines below the kit's floor", ">=20", "v20.20.2", Fail, "the Node kit needs Node 22 or newer"},
+		{"a constraint it does not read", "^24 || ^26", "v22.23.5", OK, "node v22.23.5"}, // a constraint it does not read: the kit's floor only
 		{"not a version", "", "not a version", Fail, "does not say a version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,4 +281,38 @@ func checkPluginIn(dir string) Result {
 		err = nil
 	}
 	return checkPlugin(Env{PluginDir: dir}, rep, err)
+}
+
+// One Node everywhere: the Node templates' engines.node, scripts/node.env (the Node the tests run
+// on, installed by make test-deps where the machine's is older), the README and oz0 doctor's floor
+// are one major, which @strands-agents/sdk declares (engines.node >=22).
+func TestOneNode(t *testing.T) {
+	env, err := os.ReadFile("../scripts/node.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\nOZ0_NODE_MAJOR=%d\n", MinNode); !strings.Contains(string(env), want) {
+		t.Errorf("scripts/node.env has no %q", strings.TrimSpace(want))
+	}
+	pkgs, _ := filepath.Glob("../scaffold/templates/*/package.json")
+	if len(pkgs) == 0 {
+		t.Fatal("no Node template")
+	}
+	for _, p := range pkgs {
+		// A template (its name and description are Go template actions, so not JSON yet).
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`"node": ">=%d"`, MinNode); !strings.Contains(string(data), want) {
+			t.Errorf("%s: its engines.node is not %s, oz0 doctor's floor", p, want)
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("Node %d or later", MinNode); !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), want) {
+		t.Errorf("README.md does not say %q", want)
+	}
 }

@@ -78,9 +78,10 @@ type File struct {
 
 // Case statuses.
 const (
-	Passed  = "passed"
-	Failed  = "failed"
-	Skipped = "skipped"
+	Passed      = "passed"
+	Failed      = "failed"
+	Skipped     = "skipped"
+	Interrupted = "interrupted" // stopped before it ended: the run was interrupted (Ctrl-C)
 )
 
 // Failure is one assertion that did not hold, at its place in the eval file.
@@ -117,7 +118,8 @@ type Report struct {
 	Results []Result `json:"cases"`
 }
 
-// Counts counts the cases by status.
+// Counts counts the cases by status; an interrupted case counts as skipped (Interrupteds counts
+// them alone).
 func (r *Report) Counts() (passed, failed, skipped int) {
 	for _, c := range r.Results {
 		switch c.Status {
@@ -132,6 +134,17 @@ func (r *Report) Counts() (passed, failed, skipped int) {
 	return passed, failed, skipped
 }
 
+// Interrupteds counts the cases an interruption stopped.
+func (r *Report) Interrupteds() int {
+	n := 0
+	for _, c := range r.Results {
+		if c.Status == Interrupted {
+			n++
+		}
+	}
+	return n
+}
+
 // EnvError is an error of the environment a case needs (a recording that cannot be read or
 // written, a server that fails): the run stops.
 type EnvError struct{ Err error }
@@ -141,6 +154,8 @@ func (e *EnvError) Unwrap() error { return e.Err }
 
 // Run runs every case of files on srv and checks them. Cases are submitted at once and run as the
 // server's session limit lets. An error is the environment's; a case that fails is a Result.
+// Interrupted (ctx ends), it returns the report of what ran, the cases it stopped marked
+// Interrupted, with an *InterruptedError.
 func Run(ctx context.Context, srv Server, files []*File, opts Options) (*Report, error) {
 	type slot struct {
 		f *File
@@ -169,14 +184,18 @@ func Run(ctx context.Context, srv Server, files []*File, opts Options) (*Report,
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		// Each case cut short says so with its job: one line says it of them all.
+		// The cases that ended are reported as they went; those cut short, one line each, as
+		// stopped: one line of the command says how many.
 		ended := 0
-		for i := range slots {
+		for i, s := range slots {
 			if errs[i] == nil && results[i].Status != "" {
 				ended++
+				continue
 			}
+			results[i] = Result{File: s.f.Name, Case: s.c.Name, Line: s.c.Line, Col: s.c.Col, Source: string(s.c.Source),
+				Job: results[i].Job, Status: Interrupted, Notes: []string{"stopped: oz0 eval was interrupted before the case ended"}}
 		}
-		return nil, &InterruptedError{Ended: ended, Cases: len(slots)}
+		return &Report{Results: results}, &InterruptedError{Ended: ended, Cases: len(slots)}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -193,7 +212,7 @@ func (e *InterruptedError) Error() string {
 	if e.Cases == 1 {
 		cases = "case"
 	}
-	return fmt.Sprintf("interrupted: %d of %d %s had ended; the others were stopped, and no report was written", e.Ended, e.Cases, cases)
+	return fmt.Sprintf("interrupted: %d of %d %s had ended; the others were stopped (the report says which)", e.Ended, e.Cases, cases)
 }
 
 // plan is how a case runs: its request's answers, whether it runs live, and the recording it
@@ -290,6 +309,14 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 		keep := true
 		req.Record = &keep
 	}
+	// The case's timeout bounds it from here: its job's wait for a session, its run, a person's
+	// answer (--dev).
+	caseCtx := ctx
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		caseCtx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
 	job, err := srv.CreateJob(ctx, req)
 	if err != nil {
 		return r, fmt.Errorf("case %s of %s: %w", c.Name, f.Name, err)
@@ -297,13 +324,29 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 	r.Job = job.ID
 	var events []apiv1.Event
 	var unanswered *Failure // an approval nobody could answer, which ended the job
-	if err := srv.Events(ctx, job.ID, 0, func(ev apiv1.Event) error {
-		events = append(events, ev)
-		if waitsForApproval(ev) && unanswered == nil {
-			unanswered = answerApprovals(ctx, srv, job.ID, f, c, opts)
+	var timedOut *Failure   // the case's timeout, which ended the job
+	follow := func(ctx context.Context, answer bool) error {
+		var after int64
+		if len(events) > 0 {
+			after = events[len(events)-1].Seq
 		}
-		return nil
-	}, nil); err != nil {
+		return srv.Events(ctx, job.ID, after, func(ev apiv1.Event) error {
+			events = append(events, ev)
+			if answer && waitsForApproval(ev) && unanswered == nil {
+				unanswered = answerApprovals(ctx, srv, job.ID, f, c, opts)
+			}
+			return nil
+		}, nil)
+	}
+	err = follow(caseCtx, true)
+	if err != nil && ctx.Err() == nil && caseCtx.Err() != nil {
+		// Past its timeout: its job is cancelled, and followed to its end.
+		cancelJob(ctx, srv, job.ID)
+		timedOut = &Failure{Kind: "timeout", Line: c.TimeoutLine, Col: c.TimeoutCol,
+			Message: fmt.Sprintf("the case did not end within its timeout of %s: its job was cancelled", c.Timeout)}
+		err = follow(ctx, false)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			cancelJob(ctx, srv, job.ID)
 		}
@@ -371,6 +414,9 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 		}
 	}
 	switch {
+	case timedOut != nil:
+		// The timeout ended the job: it comes first, and says why.
+		r.Failures = append([]Failure{*timedOut}, r.Failures...)
 	case unanswered != nil:
 		// The approval nobody could answer ended the job: it comes first, and says why.
 		r.Failures = append([]Failure{*unanswered}, r.Failures...)
@@ -422,7 +468,7 @@ func waitsForApproval(ev apiv1.Event) bool {
 }
 
 // answerApprovals answers the approvals that job waits for as the case says (approvals:
-// approve, or deny). A case that says nothing waits for a person where one may answer
+// approve, deny, or by tool). A call the case does not answer waits for a person where one may answer
 // (opts.Inbox), and is told so in a note; elsewhere nobody can: the job is cancelled, and the
 // returned failure says what it asked and how the case can answer it.
 func answerApprovals(ctx context.Context, srv Server, job string, f *File, c *evalfile.Case, opts Options) *Failure {
@@ -453,22 +499,27 @@ func answerPending(ctx context.Context, srv Server, job string, f *File, c *eval
 			continue
 		}
 		call := fmt.Sprintf("%s %s", a.Target(), textclip.ClipN(string(a.Arguments), 200))
-		switch c.Approvals {
+		answer := c.Approvals.For(a.Tool)
+		switch answer {
 		case evalfile.ApproveAll:
 			_, _, err = srv.Approve(ctx, a.ID, apiv1.ScopeOnce)
 		case evalfile.DenyAll:
-			_, err = srv.Deny(ctx, a.ID, "denied by oz0 eval: the case says approvals: deny")
+			_, err = srv.Deny(ctx, a.ID, "denied by oz0 eval: the case says approvals: "+c.Approvals.String())
 		default:
 			if opts.Inbox {
 				if opts.Note != nil && !noted[a.ID] {
 					noted[a.ID] = true
-					opts.Note(fmt.Sprintf("case %s of %s: job %s waits for a person to approve %s (oz0 approval list); approvals: approve or deny in the case answers it", c.Name, f.Name, job, call))
+					opts.Note(fmt.Sprintf("case %s of %s: job %s waits for a person to approve %s (oz0 approval list); approvals: {%s: approve} (or deny) in the case answers it", c.Name, f.Name, job, call, a.Tool))
 				}
 				continue
 			}
 			cancelJob(ctx, srv, job)
-			return false, &Failure{Kind: "approvals", Line: c.Line, Col: c.Col, Message: fmt.Sprintf(
-				"its job asked a person to approve %s (%s), and oz0 eval has nobody to ask: say how the case answers (approvals: approve, or approvals: deny), or run it with --dev and answer in oz0 dev's inbox", call, a.Why)}
+			line, col, says := c.Line, c.Col, ""
+			if c.Approvals.Line > 0 {
+				line, col, says = c.Approvals.Line, c.Approvals.Col, fmt.Sprintf(", which approvals: %s does not answer", c.Approvals)
+			}
+			return false, &Failure{Kind: "approvals", Line: line, Col: col, Message: fmt.Sprintf(
+				"its job asked a person to approve %s (%s)%s, and oz0 eval has nobody to ask: say how the case answers (approvals: approve, approvals: deny, or by tool: approvals: {%s: approve}), or run it with --dev and answer in oz0 dev's inbox", call, a.Why, says, a.Tool)}
 		}
 		var apiErr *client.APIError
 		if errors.As(err, &apiErr) && apiErr.Code == apiv1.CodeDecided {
@@ -479,7 +530,7 @@ func answerPending(ctx context.Context, srv Server, job string, f *File, c *eval
 				return false, nil // interrupted: the run says so
 			}
 			cancelJob(ctx, srv, job) // else it would wait for the answer that failed
-			return false, &Failure{Kind: "approvals", Line: c.Line, Col: c.Col, Message: fmt.Sprintf("cannot answer %s (approvals: %s): %v", call, c.Approvals, err)}
+			return false, &Failure{Kind: "approvals", Line: c.Line, Col: c.Col, Message: fmt.Sprintf("cannot answer %s (approvals: %s): %v", call, answer, err)}
 		}
 		answered = true
 	}

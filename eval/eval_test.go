@@ -210,11 +210,15 @@ func TestInterruptCancelsJobs(t *testing.T) {
 		cancel()
 	}()
 	// One line says it, not each case's error joined (`case one of e.yaml: job job_one: context
-	// canceled` and so on), and what had ended.
-	_, err := Run(ctx, srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live})
+	// canceled` and so on), and what had ended; the report has a line a case, those stopped
+	// marked so, with their jobs.
+	rep, err := Run(ctx, srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live})
 	var interrupted *InterruptedError
-	if !errors.As(err, &interrupted) || err.Error() != "interrupted: 0 of 2 cases had ended; the others were stopped, and no report was written" {
+	if !errors.As(err, &interrupted) || err.Error() != "interrupted: 0 of 2 cases had ended; the others were stopped (the report says which)" {
 		t.Fatalf("err %v", err)
+	}
+	if rep == nil || len(rep.Results) != 2 || rep.Results[0].Status != Interrupted || rep.Results[1].Job != "job_two" || rep.Summary() != "0 passed, 0 failed, 2 interrupted" {
+		t.Fatalf("report %+v", rep)
 	}
 	slices.Sort(srv.cancelled)
 	if strings.Join(srv.cancelled, ",") != "job_one,job_two" {
@@ -305,5 +309,105 @@ func TestApprovalsAskedTogetherAreAllAnswered(t *testing.T) {
 	}
 	if passed, failed, _ := rep.Counts(); passed != 1 || failed != 0 || strings.Join(srv.answered, ",") != "apr_1,apr_2" {
 		t.Errorf("passed %d failed %d, answered %v: %+v", passed, failed, srv.answered, rep)
+	}
+}
+
+// cancellingServer runs one job that never ends by itself: it asks a person to approve a call of
+// notify_team when ask is set, and ends cancelled once Cancel is called.
+type cancellingServer struct {
+	ask       bool
+	once      sync.Once
+	cancelled chan struct{}
+}
+
+func (s *cancellingServer) CreateJob(context.Context, apiv1.JobRequest) (apiv1.Job, error) {
+	return apiv1.Job{ID: "job_c", Status: apiv1.StatusRunning}, nil
+}
+func (s *cancellingServer) Job(context.Context, string) (apiv1.Job, error) {
+	select {
+	case <-s.cancelled:
+		return apiv1.Job{ID: "job_c", Status: apiv1.StatusCancelled, Reason: "stopped on request"}, nil
+	default:
+		return apiv1.Job{ID: "job_c", Status: apiv1.StatusRunning}, nil
+	}
+}
+func (s *cancellingServer) Calls(context.Context, string) (apiv1.Calls, error) {
+	return apiv1.Calls{}, nil
+}
+func (s *cancellingServer) Cancel(context.Context, string) (apiv1.Job, error) {
+	s.once.Do(func() { close(s.cancelled) })
+	return apiv1.Job{ID: "job_c", Status: apiv1.StatusCancelled}, nil
+}
+func (s *cancellingServer) Events(ctx context.Context, _ string, after int64, fn func(apiv1.Event) error, _ func(error)) error {
+	status := func(seq int64, st apiv1.Status) apiv1.Event {
+		data, _ := json.Marshal(apiv1.StatusData{Status: st})
+		return apiv1.Event{Seq: seq, Type: apiv1.EventStatus, Data: data}
+	}
+	if s.ask && after < 1 {
+		if err := fn(status(1, apiv1.StatusWaitingForApproval)); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-s.cancelled:
+		return fn(status(2, apiv1.StatusCancelled))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (s *cancellingServer) Approvals(context.Context, bool) ([]apiv1.Approval, error) {
+	return []apiv1.Approval{{ID: "apr_1", Job: "job_c", Harness: "h", Tool: "notify_team", Arguments: json.RawMessage(`{"team":"billing"}`), Why: "requires_approval lists notify_team"}}, nil
+}
+func (s *cancellingServer) Approve(context.Context, string, string) (apiv1.Approval, *apiv1.Rule, error) {
+	return apiv1.Approval{}, nil, errors.New("not approved here")
+}
+func (s *cancellingServer) Deny(context.Context, string, string) (apiv1.Approval, error) {
+	return apiv1.Approval{}, errors.New("not denied here")
+}
+
+func runOne(t *testing.T, srv Server, file string) Result {
+	t.Helper()
+	dir := t.TempDir()
+	ef, ds := evalfile.Parse("e.yaml", []byte(file))
+	if len(ds) > 0 {
+		t.Fatal(ds)
+	}
+	rep, err := Run(context.Background(), srv, []*File{{File: ef, Path: filepath.Join(dir, "e.yaml"), Dir: dir}}, Options{Mode: Live})
+	if err != nil || len(rep.Results) != 1 {
+		t.Fatal(rep, err)
+	}
+	return rep.Results[0]
+}
+
+// A case past its timeout (the file's, for its cases) has its job cancelled and fails, saying so
+// at the timeout's line.
+func TestCaseTimeout(t *testing.T) {
+	srv := &cancellingServer{cancelled: make(chan struct{})}
+	r := runOne(t, srv, "agent: a\ntimeout: 50ms\ncases:\n  - {name: hangs, input: x, live: true}\n")
+	if r.Status != Failed || r.JobStatus != string(apiv1.StatusCancelled) || len(r.Failures) != 1 {
+		t.Fatalf("result %+v", r)
+	}
+	if f := r.Failures[0]; f.Kind != "timeout" || f.Line != 2 || f.Col != 1 || f.Message != "the case did not end within its timeout of 50ms: its job was cancelled" {
+		t.Errorf("failure %+v", f)
+	}
+}
+
+// Approvals by tool: a call of a tool the mapping does not answer fails the case at once, at the
+// mapping's line, naming the tool and how to answer it.
+func TestApprovalsByToolUnanswered(t *testing.T) {
+	srv := &cancellingServer{ask: true, cancelled: make(chan struct{})}
+	r := runOne(t, srv, "agent: a\ncases:\n  - name: asks\n    input: x\n    live: true\n    approvals: {refund: approve}\n")
+	if r.Status != Failed || len(r.Failures) == 0 {
+		t.Fatalf("result %+v", r)
+	}
+	f := r.Failures[0]
+	want := "its job asked a person to approve h.notify_team {\"team\":\"billing\"} (requires_approval lists notify_team), which approvals: {refund: approve} does not answer, and oz0 eval has nobody to ask: say how the case answers (approvals: approve, approvals: deny, or by tool: approvals: {notify_team: approve})"
+	if f.Kind != "approvals" || f.Line != 6 || f.Col != 5 || !strings.HasPrefix(f.Message, want) {
+		t.Errorf("failure %+v", f)
+	}
+	select {
+	case <-srv.cancelled:
+	default:
+		t.Error("the job was not cancelled")
 	}
 }

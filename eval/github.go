@@ -49,7 +49,7 @@ func Summary(w io.Writer, r *Report, cmp *Comparison) error {
 			first, _, _ := strings.Cut(c.Failures[0].Message, "\n")
 			failed = fmt.Sprintf("%s (line %d): %s", c.Failures[0].Kind, c.Failures[0].Line, clip(first, 120))
 		}
-		mark := map[string]string{Passed: "✅ passed", Failed: "❌ failed", Skipped: "⏭ skipped"}[c.Status]
+		mark := map[string]string{Passed: "✅ passed", Failed: "❌ failed", Skipped: "⏭ skipped", Interrupted: "⏹ interrupted"}[c.Status]
 		fmt.Fprintf(w, "| %s %s | %s | %s | %d | $%s | %s |\n", mdCell(c.File), mdCell(c.Case), mark, mdCell(failed), c.Tokens, money(c.CostUSD), seconds(c.Elapsed()))
 	}
 	if cmp != nil {

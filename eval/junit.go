@@ -14,7 +14,8 @@ import (
 // JUnit XML as CI systems read it (Jenkins, GitLab, GitHub's test reporters), within what Ant's
 // format as Jenkins documents it allows (testdata/junit/junit.xsd): one testsuite an eval file
 // (its classname), one testcase a case, a failure for each failed case (its message the first failure,
-// its text every failure at its place in the eval file), skipped for a skipped one.
+// its text every failure at its place in the eval file), skipped for a skipped one, an error for
+// one an interruption stopped.
 
 // The report's elements. It is written by hand, not with encoding/xml, whose package init would
 // cost every oz0 command (cmd/oz0's inittrace test); the tests read it back with encoding/xml.
@@ -44,6 +45,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Skipped   *junitSkipped `xml:"skipped"`
 	Failure   *junitFailure `xml:"failure"`
+	Error     *junitFailure `xml:"error"`
 	SystemOut string        `xml:"system-out"`
 }
 
@@ -72,7 +74,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		s := &out.Suites[i]
 		secs := c.Elapsed().Seconds()
 		jc := junitCase{Name: c.Case, Classname: c.File, Time: timeAttr(secs),
-			SystemOut: xmlText(fmt.Sprintf("job %s (%s): %d model calls, %d tokens, $%s", dash(c.Job), c.Source, c.ModelCalls, c.Tokens, money(c.CostUSD)))}
+			SystemOut: xmlText(fmt.Sprintf("job %s (%s): %s, %d tokens, $%s", dash(c.Job), c.Source, plural(c.ModelCalls, "model call"), c.Tokens, money(c.CostUSD)))}
 		if len(c.Notes) > 0 {
 			jc.SystemOut += "\n" + xmlText(strings.Join(c.Notes, "\n"))
 		}
@@ -86,6 +88,10 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			jc.Failure = &junitFailure{Message: xmlText(termtext.Visible(first)), Type: c.Failures[0].Kind, Text: xmlText(strings.Join(text, "\n"))}
 			s.Failures++
 			out.Failures++
+		case Interrupted:
+			jc.Error = &junitFailure{Message: xmlText(c.Notes[0]), Type: Interrupted}
+			s.Errors++
+			out.Errors++
 		case Skipped:
 			msg := ""
 			if len(c.Notes) > 0 {
@@ -117,6 +123,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			if c.Failure != nil {
 				fmt.Fprintf(b, "      <failure message=%s type=%s>%s</failure>\n", attr(c.Failure.Message), attr(c.Failure.Type), text(c.Failure.Text))
 			}
+			if c.Error != nil {
+				fmt.Fprintf(b, "      <error message=%s type=%s></error>\n", attr(c.Error.Message), attr(c.Error.Type))
+			}
 			fmt.Fprintf(b, "      <system-out>%s</system-out>\n", text(c.SystemOut))
 			b.WriteString("    </testcase>\n")
 		}
@@ -147,6 +156,14 @@ func WriteJUnitFile(path string, r *Report) error {
 		return fmt.Errorf("cannot write --junit %s: %w", path, err)
 	}
 	return nil
+}
+
+// plural is n and what, in the plural unless n is 1: "1 model call", "3 model calls".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.FormatInt(n, 10) + " " + what + "s"
 }
 
 func timeAttr(secs float64) string { return strconv.FormatFloat(secs, 'f', 3, 64) }

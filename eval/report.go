@@ -25,7 +25,7 @@ func WriteTable(w io.Writer, r *Report) error {
 				failed += fmt.Sprintf(" (+%d more)", len(c.Failures)-1)
 			}
 		}
-		if c.Status == Skipped && len(c.Notes) > 0 {
+		if (c.Status == Skipped || c.Status == Interrupted) && len(c.Notes) > 0 {
 			failed = clip(c.Notes[0], 60)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", c.File+" "+c.Case, c.Status, failed, c.Tokens, money(c.CostUSD), seconds(c.Elapsed()))
@@ -42,7 +42,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 		}
 		for _, n := range c.Notes {
-			if c.Status != Skipped {
+			if c.Status != Skipped && c.Status != Interrupted {
 				fmt.Fprintf(w, "%s:%d:%d: %s: note: %s\n", c.File, c.Line, c.Col, c.Case, termtext.Visible(n))
 			}
 		}
@@ -54,12 +54,16 @@ func WriteTable(w io.Writer, r *Report) error {
 	return err
 }
 
-// Summary is the counts on one line: "3 passed, 1 failed, 1 skipped".
+// Summary is the counts on one line: "3 passed, 1 failed, 1 skipped" (and "2 interrupted").
 func (r *Report) Summary() string {
 	passed, failed, skipped := r.Counts()
+	interrupted := r.Interrupteds()
 	s := fmt.Sprintf("%d passed, %d failed", passed, failed)
-	if skipped > 0 {
+	if skipped -= interrupted; skipped > 0 {
 		s += fmt.Sprintf(", %d skipped", skipped)
+	}
+	if interrupted > 0 {
+		s += fmt.Sprintf(", %d interrupted", interrupted)
 	}
 	return s
 }

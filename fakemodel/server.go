@@ -40,6 +40,9 @@ type Server struct {
 	// KeepRequests is how many of the latest requests Requests returns; 0: DefaultKeepRequests,
 	// negative: none are kept.
 	KeepRequests int
+	// OnNoMatch, when set, is told of each request no rule of the script answers, as the 400 it
+	// gets says it (oz0 plugin test says it once, ahead of the scenarios it failed).
+	OnNoMatch func(NoMatch)
 
 	script *Script
 
@@ -502,8 +505,30 @@ func (m *Match) matches(c *convo) bool {
 	return true
 }
 
+// NoMatch is a request that no rule of the script answered.
+type NoMatch struct {
+	// Message is the 400's message: what the request was, why no rule answers it, the diff.
+	Message string
+	// Input is the script's input when the request's user message does not hold it (it was run on
+	// another input); "" else.
+	Input string
+	// Rule is the rule nearest the request, when it differs from it in what it asks (the input
+	// aside); Diff the lines of that difference, as oz0 job replay prints them.
+	Rule string
+	Diff []string
+}
+
 // noMatch is the error for a request no rule answers: it says why, for the test's author.
 func (x *exchange) noMatch(c *convo, exhausted []string) *apiError {
+	e, nm := x.noMatchError(c, exhausted)
+	if x.s.OnNoMatch != nil {
+		x.s.OnNoMatch(nm)
+	}
+	return e
+}
+
+func (x *exchange) noMatchError(c *convo, exhausted []string) (*apiError, NoMatch) {
+	var nm NoMatch
 	var b strings.Builder
 	fmt.Fprintf(&b, "oz0 fake model: no rule of script %s matches this request", x.s.script.Name)
 	if c.hasUser {
@@ -534,19 +559,22 @@ func (x *exchange) noMatch(c *convo, exhausted []string) *apiError {
 	// sends unless --input gives another. The agent's user message holds the input, as it is or
 	// wrapped in its prompt's words: one that holds it got the input, and something else changed.
 	if in := x.s.script.Input; in != "" && c.hasUser && !strings.Contains(c.user, in) {
+		nm.Input = in
 		fmt.Fprintf(&b, ". The script answers the input %s: run with that input (oz0 plugin test --script without --input sends it)", quoteShort(in, 200))
 		b.WriteString(", or add a rule that matches this one")
 	} else if len(diff) > 0 {
+		nm.Rule, nm.Diff = rule, diff
 		b.WriteString(". Add a rule that matches it, or record the job again (oz0 job script) if the change is meant")
 	} else {
 		b.WriteString(". Add a rule that matches it, or a rule without match at the end of the script as a catch-all")
 	}
 	if len(diff) > 0 {
 		fmt.Fprintf(&b, "; the request differs from %s, the nearest:\n%s", rule, strings.Join(diff, "\n"))
-		return invalid("%s", b.String())
+	} else {
+		b.WriteString(".")
 	}
-	b.WriteString(".")
-	return invalid("%s", b.String())
+	nm.Message = b.String()
+	return invalid("%s", nm.Message), nm
 }
 
 func quoteShort(s string, n int) string {

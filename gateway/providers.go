@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/plugin"
@@ -91,12 +92,42 @@ func (p *Prices) Cost(u Usage) float64 {
 		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6
 }
 
+// FakeRecordName is the name of the fake model's record.
+const FakeRecordName = "fake"
+
+// Provider is a model provider whose record a tenant of oz0 dev has once its key is set as a
+// secret.
+type Provider struct {
+	Record string
+	Secret string
+	Env    string // the variable of oz0 dev's environment that overrides the upstream by default
+	Format Format
+	Model  string // the model a session is told to use when its agent names none
+}
+
+// Providers, in the tenant's order: `model: {use: default}` picks the first that takes a format
+// the harness speaks, and the fake record comes after them, so a set key wins over the fake.
+var Providers = []Provider{
+	{Record: "anthropic", Secret: "ANTHROPIC_API_KEY", Env: "OZ0_ANTHROPIC_BASE_URL", Format: AnthropicMessages, Model: "claude-sonnet-4-5"},
+	{Record: "openai", Secret: "OPENAI_API_KEY", Env: "OZ0_OPENAI_BASE_URL", Format: OpenAIChat, Model: "gpt-4.1-mini"},
+}
+
+// KnownUses are the names an agent's model.use may give: the alias default and the records a
+// tenant may have (a provider's once its key is set, and the fake).
+func KnownUses() []string {
+	uses := []string{DefaultUse}
+	for _, p := range Providers {
+		uses = append(uses, p.Record)
+	}
+	return append(uses, FakeRecordName)
+}
+
 // FakeRecord is the dev record of the fake model API served at baseURL (as its doc says:
 // ANTHROPIC_BASE_URL=baseURL, OPENAI_BASE_URL=baseURL/v1): both formats, no key, model fake-model.
 func FakeRecord(baseURL string) Record {
 	baseURL = strings.TrimRight(baseURL, "/")
 	return Record{
-		Name:     "fake",
+		Name:     FakeRecordName,
 		Formats:  []Format{AnthropicMessages, OpenAIChat},
 		BaseURLs: map[Format]string{AnthropicMessages: baseURL, OpenAIChat: baseURL + "/v1"},
 		Model:    "fake-model",
@@ -111,9 +142,11 @@ const DefaultUse = "default"
 // "default" picks the first record that takes one of the formats; any other use names a record,
 // which must take one of them. It returns the record and the format the session speaks to it:
 // the harness's first format that the record takes.
+//
+// Its errors wrap ErrNoModel: the agent, as written, has no record on this tenant.
 func ResolveModel(records []Record, use string, formats []Format) (*Record, Format, error) {
 	if len(formats) == 0 {
-		return nil, "", errors.New("the harness lists no formats; it needs anthropic-messages or openai-chat")
+		return nil, "", noModel("the harness lists no formats; it needs anthropic-messages or openai-chat")
 	}
 	pick := func(r *Record) (Format, bool) {
 		for _, f := range formats {
@@ -129,7 +162,7 @@ func ResolveModel(records []Record, use string, formats []Format) (*Record, Form
 				return &records[i], f, nil
 			}
 		}
-		return nil, "", fmt.Errorf("model: {use: default}: no provider record takes %s (records: %s)", formatList(formats), recordList(records))
+		return nil, "", noModel("model: {use: default}: no provider record takes %s (records: %s)", formatList(formats), recordList(records))
 	}
 	for i := range records {
 		if records[i].Name != use {
@@ -138,11 +171,41 @@ func ResolveModel(records []Record, use string, formats []Format) (*Record, Form
 		if f, ok := pick(&records[i]); ok {
 			return &records[i], f, nil
 		}
-		return nil, "", fmt.Errorf("model: {use: %s}: the record %s takes %s, and the harness speaks %s",
+		return nil, "", noModel("model: {use: %s}: the record %s takes %s, and the harness speaks %s",
 			use, use, formatList(records[i].Formats), formatList(formats))
 	}
-	return nil, "", fmt.Errorf("model: {use: %s}: there is no provider record %s (records: %s)", use, use, recordList(records))
+	for _, p := range Providers {
+		if p.Record == use {
+			return nil, "", noModel("model: {use: %s}: the record %s is the tenant's once its key is set (oz0 secret set %s); its records now: %s",
+				use, use, p.Secret, recordList(records))
+		}
+	}
+	return nil, "", noModel("model: {use: %s}: there is no model record or alias %s (the alias: %s; the records: %s)",
+		use, use, DefaultUse, strings.Join(Uses(records)[1:], ", "))
 }
+
+// Uses are the names an agent's model.use may give on a tenant with records: KnownUses, and any
+// record of the tenant's besides.
+func Uses(records []Record) []string {
+	uses := KnownUses()
+	for _, r := range records {
+		if !slices.Contains(uses, r.Name) {
+			uses = append(uses, r.Name)
+		}
+	}
+	return uses
+}
+
+// ErrNoModel is why a job of an agent is not made: its model resolves to no record of the tenant.
+// ResolveModel's errors are it (errors.Is), each saying why.
+var ErrNoModel = errors.New("the agent's model resolves to no record")
+
+type modelError struct{ msg string }
+
+func (e *modelError) Error() string        { return e.msg }
+func (e *modelError) Is(target error) bool { return target == ErrNoModel }
+
+func noModel(format string, args ...any) error { return &modelError{fmt.Sprintf(format, args...)} }
 
 func formatList(fs []Format) string {
 	if len(fs) == 0 {

@@ -135,7 +135,7 @@ func TestResolveModel(t *testing.T) {
 		{"default with either format", "default", []Format{OpenAIChat, AnthropicMessages}, "anthropic", AnthropicMessages, ""},
 		{"named record", "fake", []Format{OpenAIChat, AnthropicMessages}, "fake", OpenAIChat, ""},
 		{"record of another format", "openai", []Format{AnthropicMessages}, "", "", "the record openai takes openai-chat, and the harness speaks anthropic-messages"},
-		{"unknown record", "nope", []Format{AnthropicMessages}, "", "", "there is no provider record nope (records: anthropic, openai, fake)"},
+		{"unknown record", "nope", []Format{AnthropicMessages}, "", "", "there is no model record or alias nope (the alias: default; the records: anthropic, openai, fake)"},
 		{"no formats", "default", nil, "", "", "lists no formats"},
 		{"unknown format", "default", []Format{"gemini"}, "", "", "no provider record takes gemini"},
 	} {

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
@@ -94,6 +95,11 @@ func (l *linter) lintAgent(file string) {
 		}
 	}
 
+	l.checkModel(file, root, asMap(m["model"]))
+	if h != nil {
+		own, _ := stringItems(asMap(m["harness"])["tools"])
+		h.agentTools = append(h.agentTools, own...)
+	}
 	la.instructions = l.checkInstructions(file, root, m)
 	la.input = l.checkIO(file, root, m, "input")
 	la.output = l.checkIO(file, root, m, "output")
@@ -103,6 +109,24 @@ func (l *linter) lintAgent(file string) {
 }
 
 var agentHarnessRef = lazyre.New(`^[a-z][a-z0-9-]*$`)
+
+// checkModel reports a model.use that is a near miss of a name it may give (the alias default, the
+// records a tenant may have): a typo that no job of the agent could start with. A name near none
+// is left alone, as a tenant's records may have other names.
+func (l *linter) checkModel(file string, root *yaml.Node, mm map[string]any) {
+	use, ok := asString(mm["use"])
+	known := gateway.KnownUses()
+	if !ok || use == "" || slices.Contains(known, use) {
+		return
+	}
+	near, ok := schemas.Closest(use, known)
+	if !ok {
+		return
+	}
+	_, n := schemas.Locate(root, "model", "use")
+	l.addAt(file, n, 0, diag.UnknownModel, "model.use is `%s`, which is neither the alias %s nor a model record (%s); did you mean `%s`?",
+		textclip.Clip(use), gateway.DefaultUse, strings.Join(known[1:], ", "), near)
+}
 
 // checkInstructions checks the agent's prompt file and returns its text.
 func (l *linter) checkInstructions(file string, root *yaml.Node, m map[string]any) string {

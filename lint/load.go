@@ -45,6 +45,10 @@ type linter struct {
 
 	agents map[string]string // agent name → the file that defines it
 
+	// afterAgents are the manifest's checks that need the agents read first (a harness's code,
+	// checked against the tools its agents list too).
+	afterAgents []func()
+
 	// What was read, for build.
 	typedManifest plugin.Manifest
 	loaded        []*loadedAgent
@@ -62,6 +66,9 @@ type harness struct {
 	name     string
 	tools    []string
 	hasTools bool
+	// agentTools are the tools its agents list under harness.tools, which its sessions may call
+	// besides the manifest's.
+	agentTools []string
 }
 
 func (l *linter) add(file string, line, col int, rule diag.RuleID, format string, args ...any) {

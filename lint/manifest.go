@@ -48,6 +48,9 @@ func (l *linter) run() error {
 			return l.fatal
 		}
 	}
+	for _, f := range l.afterAgents {
+		f()
+	}
 	for _, d := range skillDirs {
 		l.lintSkillDir(d)
 		if l.fatal != nil {
@@ -115,7 +118,12 @@ func (l *linter) lintManifest(data []byte) (agentDirs, skillDirs []dirEntry) {
 		l.checkFormats(root, hp, hm, label)
 		l.checkModule(root, hp, hm, label)
 		l.checkCommand(root, hp, hm, label)
-		l.checkClients(root, hp, hm, label)
+		var h *harness
+		if ok {
+			h = l.harnesses[name]
+		}
+		// Once the agents are read: the tools its sessions may call are theirs too.
+		l.afterAgents = append(l.afterAgents, func() { l.checkClients(root, hp, hm, label, h) })
 	}
 
 	agentDirs = l.manifestDirs(root, m, "agents")

@@ -59,7 +59,7 @@ func (l *linter) scriptDir(argv []string) string {
 // jsClients lists the model clients the JavaScript and TypeScript files under dir name (not in
 // node_modules or hidden directories), and whether they call session.complete(). Files too large
 // to be hand-written code (a bundle) are not read.
-func (l *linter) jsClients(dir string) (clients []client, usesComplete bool) {
+func (l *linter) jsClients(dir string, tn *toolsNamed) (clients []client, usesComplete bool) {
 	files := 0
 	_ = fs.WalkDir(l.fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -85,6 +85,7 @@ func (l *linter) jsClients(dir string) (clients []client, usesComplete bool) {
 			return nil
 		}
 		src := string(data)
+		tn.see(src)
 		code := jsCode(src)
 		usesComplete = usesComplete || completeCall().MatchString(code)
 		for _, c := range findClients(p, code, jsPatterns) {

@@ -45,20 +45,32 @@ type client struct {
 // A client of OpenAI's Responses API is refused (the gateway serves Chat Completions), and a
 // format the harness lists that its code builds no client for is reported, where that can be
 // told (the code names clients of other formats, and does not call session.complete()).
-func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, label string) {
+func (l *linter) checkClients(root *yaml.Node, hp []string, hm map[string]any, label string, h *harness) {
 	argv, ok := commandStrings(hm)
 	if !ok {
 		return
 	}
+	var tn toolsNamed
+	manifestTools, _ := stringItems(hm["tools"])
+	tn.tools = manifestTools
+	if h != nil {
+		for _, t := range h.agentTools {
+			if !slices.Contains(tn.tools, t) {
+				tn.tools = append(tn.tools, t)
+			}
+		}
+	}
 	var clients []client
 	var usesComplete bool
-	if dir := l.pythonPackageDir(argv); dir != "" {
-		clients, usesComplete = l.pythonClients(dir)
-	} else if dir := l.scriptDir(argv); dir != "" {
-		clients, usesComplete = l.jsClients(dir)
+	dir := l.pythonPackageDir(argv)
+	if dir != "" {
+		clients, usesComplete = l.pythonClients(dir, &tn)
+	} else if dir = l.scriptDir(argv); dir != "" {
+		clients, usesComplete = l.jsClients(dir, &tn)
 	} else {
 		return
 	}
+	l.checkToolsNamed(root, hp, label, dir, &tn, manifestTools)
 	for _, c := range clients {
 		if c.responses {
 			l.add(c.file, c.line, c.col, diag.ResponsesAPI, "%s uses `%s`, which speaks OpenAI's Responses API; the gateway serves Chat Completions: %s", composed(label), c.name, c.fix)
@@ -103,9 +115,60 @@ func (l *linter) pythonPackageDir(argv []string) string {
 	return ""
 }
 
+// toolsNamed is what a harness's code says of the tools its manifest lists: whether any file of
+// its code was read, and which of the tools a file names.
+type toolsNamed struct {
+	tools []string
+	read  bool
+	named map[string]bool
+}
+
+// checkToolsNamed warns of a harness whose code names none of the tools its sessions may call
+// (the manifest's and its agents' harness.tools): a tool renamed in the code and not in the
+// manifest, whose calls are then denied. One of them named (an agent's own tool, as the guide's
+// LangGraph example has), or no code read, says nothing.
+func (l *linter) checkToolsNamed(root *yaml.Node, hp []string, label, dir string, tn *toolsNamed, manifestTools []string) {
+	if len(manifestTools) == 0 || !tn.read || len(tn.named) > 0 {
+		return
+	}
+	_, n := schemas.Locate(root, append(hp, "tools")...)
+	l.addAt(ManifestFile, n, 0, diag.ToolNotInCode, "%s lists the tools %s, but its code (%s) names none of them: a session may call only the tools listed, and a call of another is denied; list the tools its code calls",
+		label, strings.Join(manifestTools, ", "), dir)
+}
+
+// see marks each of the tools that src names as a whole word (an identifier, or a string's whole
+// content: def notify_team, "notify_team", name: 'notify_team'), and that a file was read.
+func (tn *toolsNamed) see(src string) {
+	tn.read = true
+	for _, t := range tn.tools {
+		if t == "" || tn.named[t] {
+			continue
+		}
+		for i := 0; ; {
+			k := strings.Index(src[i:], t)
+			if k < 0 {
+				break
+			}
+			at, end := i+k, i+k+len(t)
+			if (at == 0 || !isWordByte(src[at-1])) && (end == len(src) || !isWordByte(src[end])) {
+				if tn.named == nil {
+					tn.named = map[string]bool{}
+				}
+				tn.named[t] = true
+				break
+			}
+			i = end
+		}
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
 // pythonClients lists the model clients the Python files under dir name, and whether they call
-// session.complete().
-func (l *linter) pythonClients(dir string) (clients []client, usesComplete bool) {
+// session.complete(); tn sees each file.
+func (l *linter) pythonClients(dir string, tn *toolsNamed) (clients []client, usesComplete bool) {
 	files := 0
 	_ = fs.WalkDir(l.fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".py") {
@@ -118,6 +181,7 @@ func (l *linter) pythonClients(dir string) (clients []client, usesComplete bool)
 		if st != fileOK {
 			return nil
 		}
+		tn.see(string(data))
 		code := pythonCode(string(data))
 		usesComplete = usesComplete || strings.Contains(code, "session.complete(") && completeCall().MatchString(code)
 		clients = append(clients, findClients(p, code, pythonPatterns)...)

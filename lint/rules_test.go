@@ -167,6 +167,29 @@ func TestRules(t *testing.T) {
 		}, []expect{
 			{"oz0-plugin.yaml:15:35 format-mismatch", "harness `web` lists openai-chat, but its code builds no model client that speaks it (it builds `AnthropicModel` in src/main.mjs, which speaks anthropic-messages)"},
 		}},
+		{"tool-not-in-code", map[string]string{
+			"src/acme_triage/tools.py": "def alert_team(team, summary):\n    return team  # was notify_teams\n",
+		}, []expect{
+			{"oz0-plugin.yaml:11:12 tool-not-in-code", "harness `acme-triage` lists the tools notify_team, but its code (src/acme_triage) names none of them"},
+		}},
+		// The guide's LangGraph example: its agent lists a tool of its own code, which the
+		// sessions of its harness may call; the manifest's tool is not named there.
+		{"tool-not-in-code: an agent's own tool named", map[string]string{
+			"agents/acme-triage.yaml":  replace(templateAgent, "tools: [notify_team]", "tools: [lookup_order]"),
+			"src/acme_triage/tools.py": "def lookup_order(order_id: str) -> str:\n    return order_id\n",
+		}, nil},
+		{"tool-not-in-code: one of the tools named, in a string", map[string]string{
+			"oz0-plugin.yaml":          replace(templateManifest, "tools: [notify_team]", "tools: [notify_team, refund]"),
+			"src/acme_triage/tools.py": "TOOLS = {'refund': None}\n",
+		}, nil},
+		{"tool-not-in-code in JavaScript", map[string]string{
+			"oz0-plugin.yaml":             replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    tools: [lookup_order]\n    formats: [anthropic-messages]\n  - name: named\n    command: [node, lib/main.mjs]\n    tools: [lookup_order]\n    formats: [anthropic-messages]\nagents: [agents/]"),
+			"src/main.mjs":                "export const t = tool({ name: 'find_order' });\n",
+			"src/node_modules/x/index.js": "export const lookup_order = 1;\n",
+			"lib/main.mjs":                "export const t = tool({ name: 'lookup_order' });\n",
+		}, []expect{
+			{"oz0-plugin.yaml:15:12 tool-not-in-code", "harness `web` lists the tools lookup_order, but its code (src) names none of them"},
+		}},
 		{"responses-api in JavaScript", map[string]string{
 			"oz0-plugin.yaml": replace(templateManifest, "agents: [agents/]", "  - name: web\n    command: [node, src/main.mjs]\n    formats: [openai-chat]\nagents: [agents/]"),
 			"src/main.mjs": "import { OpenAIModel } from \"@strands-agents/sdk/models/openai\";\n" +
@@ -217,6 +240,15 @@ func TestRules(t *testing.T) {
 		{"unknown-harness, nothing close", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "runtime: harness:acme-triage", "runtime: harness:zzz")}, []expect{
 			{"agents/acme-triage.yaml:4:10 unknown-harness", "its harnesses are acme-triage"},
 		}},
+		{"unknown-model", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: defualt")}, []expect{
+			{"agents/acme-triage.yaml:6:8 unknown-model", "model.use is `defualt`, which is neither the alias default nor a model record (anthropic, openai, fake); did you mean `default`?"},
+		}},
+		{"unknown-model, a record's near miss", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: antropic")}, []expect{
+			{"agents/acme-triage.yaml:6:8 unknown-model", "did you mean `anthropic`?"},
+		}},
+		// A record's own name, and a name near none (a tenant's record may have it), are not.
+		{"model.use a record", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: fake")}, nil},
+		{"model.use near none", map[string]string{"agents/acme-triage.yaml": replace(templateAgent, "use: default", "use: bedrock-eu")}, nil},
 		{"instructions-missing", map[string]string{"prompts/acme-triage.md": del}, []expect{
 			{"agents/acme-triage.yaml:7:15 instructions-missing", "instructions file prompts/acme-triage.md does not exist"},
 		}},

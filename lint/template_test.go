@@ -76,6 +76,7 @@ func templateFiles() map[string]string {
 		"src/acme_triage/harness.py":         "def main():\n    pass\n",
 		"src/acme_triage/agent.py":           "def run(session):\n    return 'ok'\n",
 		"src/acme_triage/legacy.py":          "def triage(text, complete):\n    return {}\n",
+		"src/acme_triage/tools.py":           "def notify_team(team, summary):\n    return team\n",
 		"src/acme_triage/adapters.py":        "",
 		"tests/test_harness.py":              "def test_nothing():\n    pass\n",
 		"pyproject.toml":                     templatePyproject,

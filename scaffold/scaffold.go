@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
@@ -63,17 +64,20 @@ var (
 const pythonStdlibTests = "python3 -m unittest discover -s tests -v"
 
 // catalogue lists the templates in the order `oz0 plugin templates` shows them. Each has a
-// directory of the same name under templates/, its last layer.
+// directory of the same name under templates/, its last layer. A description starts with what
+// tells it apart (language, framework, model API) and fits a terminal of 80 columns beside its
+// name (cmd/oz0's TestPluginTemplatesFit); what every template does (its model on the gateway,
+// its tool calls asked first) is said once, in docs/templates.md.
 var catalogue = []Template{
-	{Name: "byo-agent", Description: "Bring your own agent: a Python harness around your existing agent loop, LangGraph graph or CrewAI crew",
+	{Name: "byo-agent", Description: "Python: your own agent loop, LangGraph graph or CrewAI crew",
 		NextSteps: pythonSteps, NeedsTool: "uv", WithoutTool: pythonStdlibTests, layers: []string{agentLayer, pythonLayer, "byo-agent"}},
-	{Name: "agent-framework", Description: "A Microsoft Agent Framework agent, its chat client on the gateway (OpenAI Chat Completions) and its tool calls asked first",
+	{Name: "agent-framework", Description: "Python: Microsoft Agent Framework, on OpenAI Chat Completions",
 		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, mcpLayer, "agent-framework"}},
-	{Name: "adk", Description: "A Google ADK agent, its AnthropicLlm on the gateway and its tool calls asked first",
+	{Name: "adk", Description: "Python: Google ADK, on Anthropic Messages (AnthropicLlm)",
 		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, "adk"}},
-	{Name: "strands", Description: "An AWS Strands Agents agent, its model on the gateway (Anthropic or OpenAI) and its tool calls asked first",
+	{Name: "strands", Description: "Python: AWS Strands Agents, on Anthropic or OpenAI Chat",
 		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, mcpLayer, "strands"}},
-	{Name: "strands-ts", Description: "An AWS Strands Agents TypeScript agent on Node, its model on the gateway (Anthropic or OpenAI Chat Completions) and its tool calls asked first",
+	{Name: "strands-ts", Description: "Node (TypeScript): AWS Strands Agents, on Anthropic or OpenAI",
 		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "strands-ts"}},
 }
 
@@ -246,6 +250,11 @@ func templateFuncs(ref string) template.FuncMap {
 		"quote": func(s string) (string, error) {
 			b, err := jsonutil.Marshal(s)
 			return string(b), err
+		},
+		// pad is s, then spaces to width (at least two): a README's tree comment in its column
+		// whatever the name's length (a name longer than the column leaves its row wider).
+		"pad": func(width int, s string) string {
+			return s + strings.Repeat(" ", max(2, width-utf8.RuneCountInString(s)))
 		},
 		// schema is the URL of an embedded schema file at ref, for a yaml-language-server line;
 		// a name that is not one is an error, so a template cannot point at nothing.

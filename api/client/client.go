@@ -451,9 +451,10 @@ func (e *readErrs) Read(p []byte) (int, error) {
 }
 
 // SetSecret sets a secret; baseURL, for a provider key, overrides the provider's upstream.
-func (c *Client) SetSecret(ctx context.Context, name, value, baseURL string) error {
+func (c *Client) SetSecret(ctx context.Context, name, value, baseURL string) (apiv1.SecretChange, error) {
 	body := apiv1.SetSecretRequest{Value: value, BaseURL: baseURL}
-	return c.do(ctx, http.MethodPut, "/api/v1/secrets/"+url.PathEscape(name), body, nil)
+	var out apiv1.SecretChange
+	return out, c.do(ctx, http.MethodPut, "/api/v1/secrets/"+url.PathEscape(name), body, &out)
 }
 
 // Secrets lists the secrets' names.
@@ -463,8 +464,9 @@ func (c *Client) Secrets(ctx context.Context) ([]apiv1.SecretMeta, error) {
 }
 
 // RemoveSecret removes a secret.
-func (c *Client) RemoveSecret(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodDelete, "/api/v1/secrets/"+url.PathEscape(name), nil, nil)
+func (c *Client) RemoveSecret(ctx context.Context, name string) (apiv1.SecretChange, error) {
+	var out apiv1.SecretChange
+	return out, c.do(ctx, http.MethodDelete, "/api/v1/secrets/"+url.PathEscape(name), nil, &out)
 }
 
 // RawEvent is one event of a live stream as the server sent it: its seq and type (the stream's id

@@ -148,7 +148,7 @@ func TestEmptyIDIsRefused(t *testing.T) {
 		"Trace":      func() error { return c.Trace(ctx, "", nil) },
 		"Approve":    func() error { _, _, err := c.Approve(ctx, "", "once"); return err },
 		"RevokeRule": func() error { _, err := c.RevokeRule(ctx, ""); return err },
-		"SetSecret":  func() error { return c.SetSecret(ctx, "", "v", "") },
+		"SetSecret":  func() error { _, err := c.SetSecret(ctx, "", "v", ""); return err },
 	} {
 		if err := call(); err == nil || !strings.Contains(err.Error(), "an empty ID") {
 			t.Errorf("%s(\"\"): %v", what, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/termtext"
+	"github.com/orchestrator-zero/oz0/internal/traceback"
 )
 
 // Stream renders events for one agent's job. It is not safe for concurrent use.
@@ -266,4 +267,22 @@ func SessionStart(s *apiv1.SessionStart) string {
 		line += " (" + s.Why + ")"
 	}
 	return line
+}
+
+// TracebackFrames are the last n frames of a traceback a job failed with, innermost last, each on
+// a line as oz0 run and oz0 job show print them ("src/acme/agent.py:15, in notify_team: return
+// x[team]"); a traceback whose frames cannot be read gives its last n lines.
+func TracebackFrames(tb []string, n int) []string {
+	frames := traceback.Frames(tb)
+	var out []string
+	if len(frames) == 0 {
+		for _, l := range tb[max(0, len(tb)-n):] {
+			out = append(out, strings.TrimSpace(l))
+		}
+		return out
+	}
+	for _, f := range frames[max(0, len(frames)-n):] {
+		out = append(out, f.String())
+	}
+	return out
 }

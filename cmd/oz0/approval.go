@@ -42,7 +42,7 @@ func newCmdApprovalList(f *cmdutil.Factory, runF func(*approvalListOptions) erro
 	opts := &approvalListOptions{clientOptions: newClientOptions(f)}
 	cmd := &cobra.Command{
 		Use:     "list",
-		Short:   "List the approvals waiting for a person",
+		Short:   "List the approvals waiting for a person, newest first",
 		Example: "  oz0 approval list\n  oz0 approval list --all --json\n  oz0 approval list --jq '.[].id'",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -316,12 +316,21 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 	report, err := eval.Run(ctx, srv, files, eval.Options{Mode: mode, Inbox: opts.Dev, Note: note})
 	var interrupted *eval.InterruptedError
 	if errors.As(err, &interrupted) {
+		// What ran is reported (the table, --json, --junit), the cases stopped one line each.
+		if werr := writeEvalReport(opts, report, baseline); werr != nil && !isFindings(werr) {
+			return werr
+		}
 		return &cmdutil.InterruptedError{Msg: interrupted.Error()}
 	}
 	if err != nil {
 		return err
 	}
 	return writeEvalReport(opts, report, baseline)
+}
+
+func isFindings(err error) bool {
+	var f *cmdutil.FindingsError
+	return errors.As(err, &f)
 }
 
 // evalServer is the dev server the cases run on: the running oz0 dev (--dev), or one of oz0
@@ -377,7 +386,7 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 	}
 	c := client.New(srv.Context())
 	for _, k := range keys {
-		if err := c.SetSecret(context.Background(), k, opts.Getenv(k), ""); err != nil {
+		if _, err := c.SetSecret(context.Background(), k, opts.Getenv(k), ""); err != nil {
 			srv.Close()
 			cleanup()
 			return nil, nil, err

@@ -175,7 +175,7 @@ func (g *gwBench) run(b *testing.B, h gwHarness, stream bool) {
 	ctx := context.Background()
 	up := g.upstreams[h.upstream]
 	// The session's record goes to the harness's upstream from its next job on.
-	if err := g.c.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-ant-bench-0123456789", up[0]); err != nil {
+	if _, err := g.c.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-ant-bench-0123456789", up[0]); err != nil {
 		b.Fatal(err)
 	}
 	in := map[string]any{"direct": up[0], "proxy": up[1], "rounds": rounds, "stream": stream,

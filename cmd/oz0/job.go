@@ -220,6 +220,10 @@ func jobRecord(opts *jobShowOptions, j apiv1.Job) error {
 	row("agent", j.Agent)
 	row("status", string(j.Status))
 	row("reason", j.Reason)
+	if len(j.Traceback) > 0 {
+		row("raised at", strings.Join(render.TracebackFrames(j.Traceback, tracebackFrames), "\n"))
+		row("traceback", "oz0 job trace "+j.ID+" (its error event), or the job's page")
+	}
 	row("model", fmt.Sprintf("%s (record %s)", j.ModelName, j.ModelRecord))
 	row("input", clipLine(j.InputText, 200))
 	if len(j.Output) > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/cli/go-gh/v2/pkg/text"
 
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/scaffold"
 )
 
 // Tables are gh's: on a terminal a header and columns fitted to its width; piped, tab-separated
@@ -79,5 +80,21 @@ func TestTableKeepsIDsWhole(t *testing.T) {
 	tb.Render()
 	if got := out.String(); got != "KEY\t2026-11-30T12:00:00Z\n" {
 		t.Errorf("piped, a trailing empty cell is left out: %q", got)
+	}
+}
+
+// `oz0 plugin templates` on a terminal of 80 columns shows each description whole: what tells the
+// templates apart is not cut off.
+func TestPluginTemplatesFit(t *testing.T) {
+	ios, _, out, _ := iostreams.Test()
+	ios.SetTTY(false, true)
+	ios.SetTerminalWidth(80)
+	if err := pluginTemplatesRun(&pluginTemplatesOptions{IO: ios}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range scaffold.Templates() {
+		if !strings.Contains(out.String(), tp.Description) {
+			t.Errorf("at 80 columns, %s's description is cut: %q\n%s", tp.Name, tp.Description, out.String())
+		}
 	}
 }

@@ -36,12 +36,13 @@ func newCmdPluginNew(f *cmdutil.Factory, runF func(*pluginNewOptions) error) *co
 	cmd := &cobra.Command{
 		Use:   "new NAME --template T --description D",
 		Short: "Scaffold a new plugin from a template",
-		Long: `Write a new plugin into NAME/ from a template embedded in oz0.
+		Long: `Write a new plugin into NAME/ from a template embedded in oz0: NAME/ in the current directory, or
+D/NAME/ with --dir D.
 
 NAME is lowercase letters, digits and hyphens, starting with a letter, at most 63 characters.
 The target must not exist or be empty. On a terminal, whatever is missing is asked for.`,
 		Example: `  oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets"
-  oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets" --dir ~/src
+  oz0 plugin new acme-triage --template byo-agent --description "Sorts support tickets" --dir ~/src   # writes ~/src/acme-triage/
   oz0 plugin new            # on a terminal: asks for the name, template and description`,
 		Args: argsBetween(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,7 +72,7 @@ The target must not exist or be empty. On a terminal, whatever is missing is ask
 	// No -t: elsewhere -t is --template's Go template (as in gh), a different thing.
 	cmd.Flags().StringVar(&opts.Template, "template", "", "the template: "+strings.Join(scaffold.TemplateNames(), ", "))
 	cmd.Flags().StringVarP(&opts.Description, "description", "d", "", "one line saying what the agent does")
-	cmd.Flags().StringVar(&opts.Dir, "dir", "", "the parent directory of the new plugin (default: the current directory)")
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "the directory the plugin's directory NAME/ is made in: --dir D writes D/NAME/ (default: the current directory)")
 	_ = cmd.RegisterFlagCompletionFunc("template", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var out []string
 		for _, t := range scaffold.Templates() {

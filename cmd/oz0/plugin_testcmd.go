@@ -156,6 +156,12 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			if !c.Pass {
 				fmt.Fprintf(out, "       expected: %s\n       got:      %s\n", termtext.Visible(c.Expected), termtext.Visible(c.Got))
 			}
+			if c.Diff != "" {
+				// The request against the script's nearest rule, a line each, under what came.
+				for _, l := range strings.Split(termtext.Visible(c.Diff), "\n") {
+					fmt.Fprintf(out, "               %s\n", l)
+				}
+			}
 			if c.Output != "" {
 				// As the harness printed it: a traceback is read as Python wrote it.
 				fmt.Fprintf(out, "       it printed:\n\n%s\n\n", c.Output)

@@ -89,6 +89,11 @@ func execute(f *cmdutil.Factory, args []string) int {
 			line = summary
 		}
 		fmt.Fprintf(f.IOStreams.ErrOut, "oz0: %s\n", line)
+		if findings != nil {
+			for _, d := range findings.Detail {
+				fmt.Fprintln(f.IOStreams.ErrOut, termtext.OneLine(d))
+			}
+		}
 	}
 	return cmdutil.ExitCode(err)
 }

@@ -160,6 +160,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	}
 	if !opts.JSON {
 		startedNote(opts.IO.ErrOut, c, job, "")
+	} else {
+		warnings(opts.IO.ErrOut, job)
 	}
 	return follow(ctx, opts, c, job, sigs)
 }
@@ -171,8 +173,17 @@ func runRun(ctx context.Context, opts *runOptions) error {
 func startedNote(w io.Writer, c *client.Client, job apiv1.Job, what string) {
 	fmt.Fprintf(w, "oz0: job %s: %s%s on model record %s (%s)\n", job.ID, what, job.Agent, job.ModelRecord, job.ModelName)
 	fmt.Fprintf(w, "oz0: its page: %s (oz0 ui logs a browser in)\n", c.JobPage(job.ID))
+	warnings(w, job)
 	if job.Status == apiv1.StatusQueued && job.Reason != "" {
 		fmt.Fprintf(w, "oz0: queued: %s\n", termtext.OneLine(job.Reason))
+	}
+}
+
+// warnings says what the dev server warned of as it made the job: its plugin's files that do not
+// load, so that it runs an earlier version (said on oz0 dev's output alone, it ran quietly).
+func warnings(w io.Writer, job apiv1.Job) {
+	for _, warn := range job.Warnings {
+		fmt.Fprintf(w, "oz0: warning: %s\n", termtext.OneLine(warn))
 	}
 }
 
@@ -227,7 +238,8 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	// The job's outcome is its terminal status event: the dev server may be gone by the time the
 	// stream ends (it stops after its jobs have ended), so there is no asking it afterwards.
 	var outcome apiv1.StatusData
-	broke := "" // the last break said, so that a dead server is one line, not one per retry
+	var tb []string // the traceback its harness failed with, of its error event
+	broke := ""     // the last break said, so that a dead server is one line, not one per retry
 	err := c.EventsRaw(ctx, job.ID, 0, func(raw client.RawEvent) error {
 		broke = ""
 		if asJSON {
@@ -248,6 +260,14 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		}
 		if ev.Terminal() {
 			_ = json.Unmarshal(ev.Data, &outcome)
+		}
+		if ev.Type == apiv1.EventError {
+			var e struct {
+				Traceback []string `json:"traceback"`
+			}
+			if json.Unmarshal(ev.Data, &e) == nil && len(e.Traceback) > 0 {
+				tb = e.Traceback
+			}
 		}
 		if ev.Type == apiv1.EventStatus {
 			var st apiv1.StatusData
@@ -293,7 +313,7 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 		if err != nil {
 			return err
 		}
-		outcome.Status, outcome.Reason = final.Status, final.Reason
+		outcome.Status, outcome.Reason, tb = final.Status, final.Reason, final.Traceback
 	}
 	if outcome.Status == apiv1.StatusSucceeded {
 		return nil
@@ -302,7 +322,24 @@ func follow(ctx context.Context, opts *runOptions, c *client.Client, job apiv1.J
 	if reason == "" {
 		reason = string(outcome.Status)
 	}
-	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", job.ID, strings.ReplaceAll(string(outcome.Status), "_", " "), reason)}
+	return &cmdutil.FindingsError{Msg: fmt.Sprintf("job %s %s: %s", job.ID, strings.ReplaceAll(string(outcome.Status), "_", " "), reason),
+		Detail: tracebackDetail(job.ID, tb)}
+}
+
+// tracebackFrames is how many of a failed job's last frames oz0 run and oz0 job show print.
+const tracebackFrames = 3
+
+// tracebackDetail is what oz0 run says under a failed job's reason: the last frames of the
+// traceback its harness failed with (where it raised), and where the whole traceback is.
+func tracebackDetail(job string, tb []string) []string {
+	if len(tb) == 0 {
+		return nil
+	}
+	var out []string
+	for _, f := range render.TracebackFrames(tb, tracebackFrames) {
+		out = append(out, "  "+f)
+	}
+	return append(out, "oz0: the whole traceback: oz0 job trace "+job+" (its error event), or the job's page")
 }
 
 // cancelOnSignal cancels the job on a signal from sigs, until sigs closes or the job has been

@@ -57,6 +57,12 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Node the Node templates support (scripts/node.env): where the machine's is older, the one
+	// make test-deps installed, first on PATH, as make test puts it.
+	nodeFirst, err := exec.Command("../../scripts/node-path.sh").Output()
+	if err != nil {
+		t.Fatal("scripts/node-path.sh:", err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/scripts",
 		RequireExplicitExec: true,
@@ -79,7 +85,7 @@ func TestScripts(t *testing.T) {
 			// The Python templates' scripts run uv (uv lock, uv sync, uv run) on the real frameworks.
 			setupUV(env, uv, uvBin)
 			// The OpenTelemetry scripts export to a real Jaeger (otlp_script_test.go).
-			env.Setenv("PATH", jaegerBin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("PATH", jaegerBin+string(os.PathListSeparator)+string(nodeFirst)+env.Getenv("PATH"))
 			// Scripts that build a Go program (a plugin hook) use this repository and the
 			// caches the test itself was built with, offline.
 			repo, err := filepath.Abs("../..")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
+	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/termtext"
 )
 
 func newCmdSecret(f *cmdutil.Factory) *cobra.Command {
@@ -64,10 +66,12 @@ func secretSetRun(ctx context.Context, opts *secretSetOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := c.SetSecret(ctx, opts.Name, value, opts.BaseURL); err != nil {
+	change, err := c.SetSecret(ctx, opts.Name, value, opts.BaseURL)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "oz0: secret %s set\n", opts.Name)
+	printSecretChange(opts.IO, change)
 	return nil
 }
 
@@ -156,7 +160,12 @@ func secretListRun(ctx context.Context, opts *secretListOptions) error {
 	}
 	t := newTable(opts.IO, "NAME", "SET", "UPSTREAM")
 	for _, s := range list {
-		t.row(s.Name, t.time(s.SetAt), s.BaseURL)
+		// A provider key's upstream, the provider's own said so; none for another secret.
+		upstream := s.Upstream
+		if upstream != "" && s.BaseURL == "" {
+			upstream += " (the provider's own)"
+		}
+		t.row(s.Name, t.time(s.SetAt), upstream)
 	}
 	return t.Render()
 }
@@ -189,9 +198,19 @@ func secretRmRun(ctx context.Context, opts *secretRmOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := c.RemoveSecret(ctx, opts.Name); err != nil {
+	change, err := c.RemoveSecret(ctx, opts.Name)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "oz0: secret %s removed\n", opts.Name)
+	printSecretChange(opts.IO, change)
 	return nil
+}
+
+// printSecretChange says what a secret's change did to the agents' model records, as oz0 dev
+// says it on its output: an agent moved, or one a provider key left on the fake model, and why.
+func printSecretChange(ios *iostreams.IOStreams, change apiv1.SecretChange) {
+	for _, note := range change.Notes {
+		fmt.Fprintf(ios.ErrOut, "oz0: %s\n", termtext.OneLine(note))
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
@@ -48,7 +49,7 @@ type Backend struct {
 // JobRunner starts and cancels jobs: the dev server's node.
 type JobRunner interface {
 	// Submit makes a job of agent with the input as the user gave it, and starts it. Its errors
-	// are a *node.InputError, node.ErrUnknownAgent or node.ErrClosed.
+	// are a *node.InputError, node.ErrUnknownAgent, gateway.ErrNoModel or node.ErrClosed.
 	Submit(agent, input string) (store.Job, error)
 	// Cancel cancels a running job; false when the node does not run it.
 	Cancel(id string) bool
@@ -89,11 +90,12 @@ type Answerer interface {
 	Deny(id, reason string) (store.Approval, error)
 }
 
-// SecretStore is the tenant's secrets, as the API changes them.
+// SecretStore is the tenant's secrets, as the API changes them. Set and Remove say what the change
+// did to the agents' model records (apiv1.SecretChange).
 type SecretStore interface {
-	Set(name, value, baseURL string) error
+	Set(name, value, baseURL string) ([]string, error)
 	List() ([]apiv1.SecretMeta, error)
-	Remove(name string) error
+	Remove(name string) ([]string, error)
 }
 
 // The most each call that takes a body takes (decodeBody).
@@ -294,12 +296,24 @@ func (b *Backend) submitted(w http.ResponseWriter, j store.Job, err error) {
 		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeBadInput, err.Error())
 	case errors.Is(err, node.ErrUnknownAgent):
 		writeError(w, http.StatusNotFound, apiv1.CodeUnknownAgent, err.Error())
+	case errors.Is(err, gateway.ErrNoModel):
+		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeNoModel, err.Error())
 	case errors.Is(err, node.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, apiv1.CodeShuttingDown, err.Error())
 	case err != nil:
 		b.storeError(w, err)
 	default:
-		writeJSON(w, http.StatusCreated, b.wireJob(j))
+		wj := b.wireJob(j)
+		// The node looked at the plugin's files as it made the job: files that do not load leave
+		// it on the version that did, which the answer says.
+		if b.Info != nil {
+			for _, a := range b.Info().Agents {
+				if a.Name == j.Agent && a.Stale != "" {
+					wj.Warnings = append(wj.Warnings, a.Stale)
+				}
+			}
+		}
+		writeJSON(w, http.StatusCreated, wj)
 	}
 }
 
@@ -545,7 +559,8 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, maxSecretBody, &body, "a JSON secret", false) {
 		return
 	}
-	if err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL); err != nil {
+	notes, err := b.Secrets.Set(r.PathValue("name"), body.Value, body.BaseURL)
+	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, secrets.ErrInvalid) {
 			status = http.StatusBadRequest
@@ -553,11 +568,12 @@ func (b *Backend) setSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, apiv1.CodeBadSecret, err.Error())
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, apiv1.SecretChange{Notes: notes})
 }
 
 func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
-	if err := b.Secrets.Remove(r.PathValue("name")); err != nil {
+	notes, err := b.Secrets.Remove(r.PathValue("name"))
+	if err != nil {
 		status, msg := http.StatusInternalServerError, err.Error()
 		if errors.Is(err, secrets.ErrNotFound) {
 			status, msg = http.StatusNotFound, msg+"; `oz0 secret list` shows the secrets"
@@ -565,5 +581,5 @@ func (b *Backend) removeSecret(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, apiv1.CodeBadSecret, msg)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, apiv1.SecretChange{Notes: notes})
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,14 +119,14 @@ type fakeSecrets struct {
 	m  map[string]apiv1.SecretMeta
 }
 
-func (f *fakeSecrets) Set(name, value, baseURL string) error {
+func (f *fakeSecrets) Set(name, value, baseURL string) ([]string, error) {
 	if !apiv1.ValidSecretName(name) {
-		return fmt.Errorf("%w: secret name %q is not valid", secrets.ErrInvalid, name)
+		return nil, fmt.Errorf("%w: secret name %q is not valid", secrets.ErrInvalid, name)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.m[name] = apiv1.SecretMeta{Name: name, SetAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), BaseURL: baseURL}
-	return nil
+	return []string{"set " + name}, nil
 }
 
 func (f *fakeSecrets) List() ([]apiv1.SecretMeta, error) {
@@ -138,14 +139,14 @@ func (f *fakeSecrets) List() ([]apiv1.SecretMeta, error) {
 	return out, nil
 }
 
-func (f *fakeSecrets) Remove(name string) error {
+func (f *fakeSecrets) Remove(name string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.m[name]; !ok {
-		return fmt.Errorf("%w: %s", secrets.ErrNotFound, name)
+		return nil, fmt.Errorf("%w: %s", secrets.ErrNotFound, name)
 	}
 	delete(f.m, name)
-	return nil
+	return []string{"removed " + name}, nil
 }
 
 type testAPI struct {
@@ -435,8 +436,9 @@ func TestSecrets(t *testing.T) {
 	if _, body := a.call("GET", "/api/v1/secrets", ""); body != "{\"secrets\":[]}\n" {
 		t.Errorf("no secrets: %s", body)
 	}
-	if err := a.client.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-test", "http://127.0.0.1:9"); err != nil {
-		t.Fatal(err)
+	// The answer says what the change did to the agents' records.
+	if ch, err := a.client.SetSecret(ctx, "ANTHROPIC_API_KEY", "sk-test", "http://127.0.0.1:9"); err != nil || !slices.Equal(ch.Notes, []string{"set ANTHROPIC_API_KEY"}) {
+		t.Fatal(ch, err)
 	}
 	list, err := a.client.Secrets(ctx)
 	if err != nil || len(list) != 1 || list[0].Name != "ANTHROPIC_API_KEY" || list[0].BaseURL != "http://127.0.0.1:9" {
@@ -449,8 +451,8 @@ func TestSecrets(t *testing.T) {
 	a.wantError("a bad name", status, body, 400, apiv1.CodeBadSecret)
 	status, body = a.call("PUT", "/api/v1/secrets/X", `{"value":`)
 	a.wantError("a body that is not a secret", status, body, 400, apiv1.CodeBadRequest)
-	if err := a.client.RemoveSecret(ctx, "ANTHROPIC_API_KEY"); err != nil {
-		t.Fatal(err)
+	if ch, err := a.client.RemoveSecret(ctx, "ANTHROPIC_API_KEY"); err != nil || !slices.Equal(ch.Notes, []string{"removed ANTHROPIC_API_KEY"}) {
+		t.Fatal(ch, err)
 	}
 	status, body = a.call("DELETE", "/api/v1/secrets/ANTHROPIC_API_KEY", "")
 	a.wantError("removing what is not there", status, body, 404, apiv1.CodeBadSecret)

@@ -18,6 +18,9 @@ func wireJob(j store.Job) apiv1.Job {
 		Limits: apiv1.Limits{MaxSteps: j.Limits.MaxSteps, TimeoutS: j.Limits.Timeout.Seconds()},
 		Usage:  wireUsage(j.Usage),
 	}
+	if len(j.Traceback) > 0 {
+		_ = json.Unmarshal(j.Traceback, &w.Traceback)
+	}
 	if len(j.Session) > 0 {
 		var start apiv1.SessionStart
 		if json.Unmarshal(j.Session, &start) == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/store"
 	"github.com/orchestrator-zero/oz0/harnesskit"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
+	"github.com/orchestrator-zero/oz0/internal/traceback"
 	"github.com/orchestrator-zero/oz0/supervisor"
 	"github.com/orchestrator-zero/oz0/supervisor/jobspec"
 	"github.com/orchestrator-zero/oz0/telemetry"
@@ -288,19 +290,30 @@ func (n *Node) endOf(job *Job, end harnesskit.End, add func(typ string, data any
 	if end.Status == harnesskit.Failed && end.Message != "" {
 		reason = end.Message
 	}
+	data := map[string]any{}
 	if end.Status == harnesskit.Failed {
-		// A module the harness imports is not installed: the failure says how to install
-		// it, as oz0 plugin test and oz0 doctor do.
+		// The traceback the harness died with, kept on the job (oz0 run, oz0 job show and the UI
+		// show its frames), its paths in the plugin relative to it as the author reads them.
+		if tb := traceback.Last(end.StderrTail); tb != nil {
+			dir := job.Plugin.Dir + string(filepath.Separator)
+			for i, l := range tb {
+				tb[i] = strings.ReplaceAll(strings.ReplaceAll(l, "file://"+dir, ""), dir, "")
+			}
+			data["traceback"] = tb
+		}
+		// A module the harness imports is not installed: the failure says how to have it, as
+		// oz0 plugin test and oz0 doctor do (supervisor.MissingMend, the one place that decides).
 		lines := strings.Split(strings.TrimSpace(end.StderrTail), "\n")
 		missing := cmp.Or(supervisor.MissingModule(end.Message), supervisor.MissingModule(strings.Join(lines[max(0, len(lines)-25):], "\n")))
 		if missing != "" {
 			if !strings.Contains(reason, missing) {
 				reason += ": " + missing
 			}
-			reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.InstallMend(job.Plugin.Dir, supervisor.IsPythonMissing(missing))
+			reason += "; a module the harness imports is not installed in the plugin's environment: " + supervisor.MissingMend(job.Plugin.Dir, missing)
 		}
 	}
-	add(store.EventError, map[string]any{"message": reason})
+	data["message"] = reason
+	add(store.EventError, data)
 	afterLast(job, add)
 	return store.StatusFailed, reason, nil
 }

@@ -25,6 +25,11 @@ func TestApprovalListsClipLongArguments(t *testing.T) {
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list: %d, %v", len(list), err)
 	}
+	// Newest first, as jobs are listed.
+	if list[0].Request != "p2" {
+		t.Errorf("the list starts with %s; the newest is p2", list[0].Request)
+	}
+	list[0], list[1] = list[1], list[0]
 	sum, err := s.ApprovalSummary(big.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -158,8 +158,9 @@ func (s *Store) ApprovalSummary(id string) (Approval, error) {
 	return a, s.readErr(err)
 }
 
-// ListApprovals lists approvals, oldest first; only those of the given statuses, if any. Their
-// arguments are clipped past ListArgumentBytes (GetApproval has them whole).
+// ListApprovals lists approvals, newest first, as ListJobs lists jobs (a script that takes the
+// first of either takes the latest); only those of the given statuses, if any. Their arguments
+// are clipped past ListArgumentBytes (GetApproval has them whole).
 func (s *Store) ListApprovals(statuses ...ApprovalStatus) ([]Approval, error) {
 	q := `SELECT ` + listColumns + ` FROM approvals`
 	var args []any
@@ -169,7 +170,7 @@ func (s *Store) ListApprovals(statuses ...ApprovalStatus) ([]Approval, error) {
 			args = append(args, st)
 		}
 	}
-	rows, err := s.rdb.Query(q+` ORDER BY n`, args...)
+	rows, err := s.rdb.Query(q+` ORDER BY n DESC`, args...)
 	if err != nil {
 		return nil, s.readErr(err)
 	}

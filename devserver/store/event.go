@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,7 +19,8 @@ import (
 // it; Append refuses the job from then on); it adds an EventModelCall's tokens and cost to the
 // job's Usage in the same transaction, and counts it in Usage.ModelCalls unless "refused" is set
 // (a refused call never reached a model); and it keeps an EventSession's data as the job's
-// Session, in the same transaction.
+// Session, and an EventError's traceback (its data's "traceback", an array of lines) as the job's
+// Traceback, in the same transaction.
 const (
 	EventStatus             = apiv1.EventStatus
 	EventSay                = apiv1.EventSay
@@ -93,6 +95,21 @@ type pendingEvent struct {
 
 // session says whether the event is the job's session start, which the job keeps.
 func (pe pendingEvent) session() bool { return pe.typ == EventSession }
+
+// traceback is the traceback of an error event, which the job keeps; nil for another event, or
+// an error without one.
+func (pe pendingEvent) traceback() json.RawMessage {
+	if pe.typ != EventError || !bytes.Contains(pe.data, []byte(`"traceback"`)) {
+		return nil
+	}
+	var d struct {
+		Traceback json.RawMessage `json:"traceback"`
+	}
+	if json.Unmarshal(pe.data, &d) != nil || len(d.Traceback) == 0 || d.Traceback[0] != '[' {
+		return nil
+	}
+	return d.Traceback
+}
 
 type usageDelta struct {
 	calls                                   int64

@@ -325,3 +325,23 @@ func TestEventPagesBoundedInBytes(t *testing.T) {
 		t.Errorf("Events, unbounded in bytes: %d events, %v", len(evs), err)
 	}
 }
+
+// An error event's traceback is kept as the job's, masked like the event, in its transaction; an
+// error without one leaves the job's as it was.
+func TestErrorTracebackKeptOnTheJob(t *testing.T) {
+	s := newStore(t)
+	s.SetMasker(func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("sk-secret"), []byte("***")) })
+	j := newJob(t, s)
+	if got, _ := s.GetJob(j.ID); got.Traceback != nil {
+		t.Fatalf("a new job's traceback: %s", got.Traceback)
+	}
+	tb := `["Traceback (most recent call last):","  File \"src/a.py\", line 3, in f","KeyError: 'sk-secret'"]`
+	if _, err := s.Append(j.ID, EventError, json.RawMessage(`{"message":"KeyError","traceback":`+tb+`}`)); err != nil {
+		t.Fatal(err)
+	}
+	s.Append(j.ID, EventError, json.RawMessage(`{"message":"another error, without one"}`))
+	got, err := s.GetJob(j.ID)
+	if want := strings.ReplaceAll(tb, "sk-secret", "***"); err != nil || string(got.Traceback) != want {
+		t.Errorf("traceback %s, want %s (%v)", got.Traceback, want, err)
+	}
+}

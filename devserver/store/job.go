@@ -129,7 +129,8 @@ type Job struct {
 	EndedAt     time.Time       `json:"ended_at,omitzero"`
 	Limits      Limits          `json:"limits"`
 	Usage       Usage           `json:"usage"`
-	Session     json.RawMessage `json:"session,omitempty"` // its session event's data, once it has one
+	Session     json.RawMessage `json:"session,omitempty"`   // its session event's data, once it has one
+	Traceback   json.RawMessage `json:"traceback,omitempty"` // the traceback its harness failed with (an error event's): a JSON array of lines
 }
 
 // NewJob is what CreateJob needs.
@@ -327,20 +328,20 @@ func (s *Store) MarkInterrupted(reason string) ([]string, error) {
 
 const jobColumns = `id, agent, plugin, input, input_text, model_record, model_name, status, reason, output,
 	created_at, started_at, ended_at, max_steps, timeout_ms,
-	model_calls, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd, session`
+	model_calls, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd, session, traceback`
 
 type scanner interface{ Scan(...any) error }
 
 func scanJob(r scanner) (Job, error) {
 	var j Job
 	var input string
-	var output, session *string
+	var output, session, traceback *string
 	var created int64
 	var started, ended *int64
 	var timeoutMS int64
 	err := r.Scan(&j.ID, &j.Agent, &j.Plugin, &input, &j.InputText, &j.ModelRecord, &j.ModelName, &j.Status, &j.Reason, &output,
 		&created, &started, &ended, &j.Limits.MaxSteps, &timeoutMS,
-		&j.Usage.ModelCalls, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheCreationTokens, &j.Usage.CostUSD, &session)
+		&j.Usage.ModelCalls, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheCreationTokens, &j.Usage.CostUSD, &session, &traceback)
 	if err != nil {
 		return Job{}, err
 	}
@@ -350,6 +351,9 @@ func scanJob(r scanner) (Job, error) {
 	}
 	if session != nil {
 		j.Session = json.RawMessage(*session)
+	}
+	if traceback != nil {
+		j.Traceback = json.RawMessage(*traceback)
 	}
 	j.CreatedAt = fromNanos(created)
 	if started != nil {

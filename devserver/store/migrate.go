@@ -88,6 +88,11 @@ var migrations = []migration{
 		// How the job's session was made: its session event's data (JSON); NULL before.
 		`ALTER TABLE jobs ADD COLUMN session TEXT`,
 	}},
+	{"tracebacks", []string{
+		// The traceback the job's harness failed with: its error event's traceback (a JSON array
+		// of lines); NULL for a job that has none.
+		`ALTER TABLE jobs ADD COLUMN traceback TEXT`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

@@ -112,7 +112,7 @@ type writerState struct {
 	insExchange                         *sql.Stmt         // one event with its recorded model call
 	selJob, maxSeq, updStatus           *sql.Stmt
 	insJob, updUsage                    *sql.Stmt
-	updSession                          *sql.Stmt // prepared on first use: one a job
+	updSession, updTraceback            *sql.Stmt // prepared on first use: one a job
 	batch                               []*op
 	refuseEvents                        bool // the disk is full: this batch's events and new jobs are refused
 	lastNow                             time.Time
@@ -177,6 +177,19 @@ func (w *writerState) setSession(n int64, data json.RawMessage) error {
 	return err
 }
 
+// setTraceback keeps an error event's traceback as the job's.
+func (w *writerState) setTraceback(n int64, tb json.RawMessage) error {
+	if w.updTraceback == nil {
+		st, err := w.conn.PrepareContext(context.Background(), `UPDATE jobs SET traceback = ? WHERE n = ?`)
+		if err != nil {
+			return err
+		}
+		w.updTraceback = st
+	}
+	_, err := w.updTraceback.Exec(string(tb), n)
+	return err
+}
+
 // insertStmt is the INSERT of k events, prepared on its first use.
 func (w *writerState) insertStmt(k int) (*sql.Stmt, error) {
 	if st := w.insEvents[k]; st != nil {
@@ -195,8 +208,10 @@ func (w *writerState) close() {
 	// The statements first: a connection closed with statements left open is not closed by
 	// SQLite, which then neither checkpoints nor removes the write-ahead log.
 	stmts := []*sql.Stmt{w.beginStmt, w.commitStmt, w.rollbackStmt, w.insExchange, w.selJob, w.maxSeq, w.updStatus, w.insJob, w.updUsage}
-	if w.updSession != nil {
-		stmts = append(stmts, w.updSession)
+	for _, st := range []*sql.Stmt{w.updSession, w.updTraceback} {
+		if st != nil {
+			stmts = append(stmts, st)
+		}
 	}
 	for _, st := range w.insEvents {
 		stmts = append(stmts, st)
@@ -465,6 +480,11 @@ func (bt *batchTx) apply(o *op) error {
 			}
 			if pe.session() {
 				if err := w.setSession(js.n, pe.data); err != nil {
+					return err
+				}
+			}
+			if tb := pe.traceback(); tb != nil {
+				if err := w.setTraceback(js.n, tb); err != nil {
 					return err
 				}
 			}

@@ -210,7 +210,7 @@ func TestBrowser(t *testing.T) {
 		br.t = t
 		// A secret in the input: masked in every view, as in the store.
 		const secret = "hunter2-oz0-ui-secret"
-		if err := d.client.SetSecret(ctx, "ACME_DB_PASSWORD", secret, ""); err != nil {
+		if _, err := d.client.SetSecret(ctx, "ACME_DB_PASSWORD", secret, ""); err != nil {
 			t.Fatal(err)
 		}
 		br.do("open Jobs", chromedp.Click(`nav a[data-nav="jobs"]`), chromedp.WaitVisible(`#jobs tr[data-job="`+first+`"]`))
@@ -406,6 +406,37 @@ Promise.allSettled([
 			br.waitText(call+" .diff .del", "request: - POST /anthropic/v1/messages"), br.waitText(call+" .diff", "+ POST /openai/chat/completions"))
 		br.shot("job-call-compare")
 	})
+
+	t.Run("a failed job's traceback is one block", func(t *testing.T) {
+		br.t = t
+		edit(t, filepath.Join(plugin, "src", "acme_triage", "agent.py"), `    return f"told the {team} team: {summary}"`,
+			`    accounts = {"billing": {"id": 1}}
+    return accounts[team]["account"]`)
+		j, err := d.client.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: "I was charged twice for my order"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, err := d.approveUntilEnd(t, j.ID); err != nil || j.Status != apiv1.StatusFailed || len(j.Traceback) == 0 {
+			t.Fatalf("the job: %+v %v", j, err)
+		}
+		br.do("the job fails, its traceback whole under its reason", chromedp.Navigate(base+"#/jobs/"+j.ID),
+			br.waitText("h1 .status", "failed"), br.waitText("#failure", "KeyError: 'account'"),
+			br.waitText("#traceback", "Traceback (most recent call last):\n"),
+			br.waitText("#traceback", `File "src/acme_triage/agent.py", line 15, in notify_team`+"\n"+`    return accounts[team]["account"]`),
+			br.waitText("#traceback", "\nKeyError: 'account'"))
+		// The stderr the traceback came as is one row of the timeline, opened to its lines; the
+		// error's row opens to the traceback too.
+		stderr := `.timeline details[data-kind="stderr"]`
+		br.do("one row of stderr", poll(`document.querySelectorAll('`+stderr+`').length === 1`),
+			br.waitText(stderr+" .label", " lines"), br.waitText(stderr+" .detail", "KeyError: 'account'"),
+			chromedp.Click(stderr+" summary"), br.waitText(stderr+" pre.lines", `line 15, in notify_team`+"\n"),
+			br.waitText(`.timeline details[data-kind="error"] pre.lines`, "KeyError: 'account'"))
+		if evaluate[bool](br, `document.querySelector('`+stderr+` pre.lines').hidden`) {
+			t.Error("the stderr row's lines are hidden")
+		}
+		br.noUnlabelled()
+		br.shot("job-traceback")
+	})
 }
 
 // edit replaces old with new in the file, which must hold old.
@@ -576,8 +607,17 @@ func (d *dev) waitLine(t *testing.T, re *regexp.Regexp) []string {
 	}
 }
 
-// approveAll approves the job's calls as they wait, until it ends.
+// approveAll approves the job's calls as they wait, until it ends, and fails the test unless it
+// succeeded.
 func (d *dev) approveAll(t *testing.T, job string) {
+	t.Helper()
+	if j, err := d.approveUntilEnd(t, job); err != nil || j.Status != apiv1.StatusSucceeded {
+		t.Fatalf("job %s: %s %s %v", job, j.Status, j.Reason, err)
+	}
+}
+
+// approveUntilEnd approves the job's calls as they wait, until it ends, and returns its record.
+func (d *dev) approveUntilEnd(t *testing.T, job string) (apiv1.Job, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), step)
 	defer cancel()
@@ -596,9 +636,7 @@ func (d *dev) approveAll(t *testing.T, job string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j, err := d.client.Job(ctx, job); err != nil || j.Status != apiv1.StatusSucceeded {
-		t.Fatalf("job %s: %s %s %v", job, j.Status, j.Reason, err)
-	}
+	return d.client.Job(ctx, job)
 }
 
 // get reads a call of the control API with the token, as the CLI does.

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +47,35 @@ type File struct {
 	Cases     []*Case
 }
 
+// Approvals is how oz0 eval answers the approvals a case's job asks for: every call alike (All:
+// ApproveAll or DenyAll), or by tool (Tools: tool → ApproveAll or DenyAll); the zero value answers
+// none (the case fails on one). Line and Col are where it is said: the case's key, or the file's.
+type Approvals struct {
+	All       string
+	Tools     map[string]string
+	Line, Col int
+}
+
+// For is the answer to a call of tool: ApproveAll, DenyAll, or "" (none).
+func (a Approvals) For(tool string) string {
+	if a.All != "" {
+		return a.All
+	}
+	return a.Tools[tool]
+}
+
+// String is the answers as the eval file writes them: approve, or {notify_team: approve}.
+func (a Approvals) String() string {
+	if a.All != "" || len(a.Tools) == 0 {
+		return a.All
+	}
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(a.Tools)) {
+		parts = append(parts, t+": "+a.Tools[t])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
 // Source is where a case's model answers come from.
 type Source string
 
@@ -70,9 +101,13 @@ type Case struct {
 	PathKey           string
 	PathLine, PathCol int
 	Asserts           []Assertion
-	// Approvals is how oz0 eval answers the approvals the case's job asks for: ApproveAll,
-	// DenyAll, or "" (none is expected: the case fails on one).
-	Approvals string
+	// Approvals is how oz0 eval answers the approvals the case's job asks for: the case's, else
+	// the file's.
+	Approvals Approvals
+	// Timeout bounds the case, its job's wait for a session included: the case's, else the
+	// file's; 0 is none. TimeoutLine and TimeoutCol are where it is said.
+	Timeout                 time.Duration
+	TimeoutLine, TimeoutCol int
 }
 
 // The answers a case may give to its job's approvals.
@@ -164,6 +199,9 @@ func Parse(name string, data []byte) (*File, []diag.Diagnostic) {
 	if _, n := schemas.Locate(root, "agent"); n != nil {
 		f.AgentLine, f.AgentCol = n.Line, n.Column
 	}
+	fileApprovals := approvals(root, m, flagged)
+	fileTimeout, tl, tc, bad := timeout(root, m, flagged)
+	problems = append(problems, bad...)
 	cases, _ := m["cases"].([]any)
 	seen := map[string]int{}
 	for i, cv := range cases {
@@ -182,7 +220,15 @@ func Parse(name string, data []byte) (*File, []diag.Diagnostic) {
 				seen[c.Name] = nn.Line
 			}
 		}
-		c.Approvals, _ = cm["approvals"].(string)
+		c.Approvals = fileApprovals
+		if a := approvals(root, cm, flagged, "cases", idx); a.Line > 0 {
+			c.Approvals = a
+		}
+		c.Timeout, c.TimeoutLine, c.TimeoutCol = fileTimeout, tl, tc
+		if d, l, col, bad := timeout(root, cm, flagged, "cases", idx); l > 0 || len(bad) > 0 {
+			c.Timeout, c.TimeoutLine, c.TimeoutCol = d, l, col
+			problems = append(problems, bad...)
+		}
 		switch in := cm["input"].(type) {
 		case string:
 			c.Input = in
@@ -246,6 +292,43 @@ func Parse(name string, data []byte) (*File, []diag.Diagnostic) {
 		f.Cases = append(f.Cases, c)
 	}
 	return f, withFile(name, diag.Sort(problems))
+}
+
+// approvals reads the approvals key of the mapping m at path in root (the file's, or a case's);
+// its Line is 0 when m has none, or one the schema flagged.
+func approvals(root *yaml.Node, m map[string]any, flagged map[string]bool, where ...string) Approvals {
+	key := append(where, "approvals")
+	kn, _ := schemas.Locate(root, key...)
+	if kn == nil || m["approvals"] == nil || flagged[schemas.Pointer(key...)] {
+		return Approvals{}
+	}
+	a := Approvals{Line: kn.Line, Col: kn.Column}
+	switch v := m["approvals"].(type) {
+	case string:
+		a.All = v
+	case map[string]any:
+		a.Tools = map[string]string{}
+		for tool, ans := range v {
+			a.Tools[tool], _ = ans.(string)
+		}
+	}
+	return a
+}
+
+// timeout reads the timeout key of the mapping m at path in root (the file's, or a case's): its
+// duration and where it is said (line 0: none), or what is wrong with it.
+func timeout(root *yaml.Node, m map[string]any, flagged map[string]bool, where ...string) (time.Duration, int, int, []diag.Diagnostic) {
+	key := append(where, "timeout")
+	kn, vn := schemas.Locate(root, key...)
+	s, ok := m["timeout"].(string)
+	if kn == nil || !ok || flagged[schemas.Pointer(key...)] {
+		return 0, 0, 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, 0, 0, []diag.Diagnostic{at(vn, "`%s` must be a duration longer than 0, such as 30s or 2m", textclip.Clip(s))}
+	}
+	return d, kn.Line, kn.Column, nil
 }
 
 // Check says what is wrong with an assertion the schema passes but oz0 cannot check, "" when

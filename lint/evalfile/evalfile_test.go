@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orchestrator-zero/oz0/diag"
 )
@@ -75,6 +76,48 @@ cases:
 	want := []string{"5:16 eval-case", "7:18 eval-case", "8:17 eval-case", "9:15 eval-case", "10:23 eval-case", "11:5 invalid-value", "11:11 eval-case"}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Errorf("findings:\n%s\nwant:\n%s\n%v", strings.Join(got, ", "), strings.Join(want, ", "), ds)
+	}
+}
+
+// The file's approvals and timeout are its cases' defaults; a case's own take their place.
+func TestParseApprovalsAndTimeout(t *testing.T) {
+	f, ds := Parse("e.yaml", []byte(`agent: triage
+approvals: {notify_team: approve, refund: deny}
+timeout: 2m
+cases:
+  - name: defaults
+    input: x
+  - name: own
+    input: y
+    approvals: deny
+    timeout: 30s
+`))
+	if len(ds) > 0 {
+		t.Fatalf("findings: %v", ds)
+	}
+	d, o := f.Cases[0], f.Cases[1]
+	if d.Approvals.For("notify_team") != ApproveAll || d.Approvals.For("refund") != DenyAll || d.Approvals.For("other") != "" ||
+		d.Approvals.Line != 2 || d.Approvals.String() != "{notify_team: approve, refund: deny}" {
+		t.Errorf("the file's approvals: %+v", d.Approvals)
+	}
+	if d.Timeout != 2*time.Minute || d.TimeoutLine != 3 || d.TimeoutCol != 1 {
+		t.Errorf("the file's timeout: %v at %d:%d", d.Timeout, d.TimeoutLine, d.TimeoutCol)
+	}
+	if o.Approvals.For("notify_team") != DenyAll || o.Approvals.Line != 9 || o.Timeout != 30*time.Second || o.TimeoutLine != 10 || o.TimeoutCol != 5 {
+		t.Errorf("the case's own: %+v %v at %d", o.Approvals, o.Timeout, o.TimeoutLine)
+	}
+	_, ds = Parse("e.yaml", []byte("agent: triage\ntimeout: soon\napprovals: {notify_team: yes}\ncases:\n  - {name: a, input: x, timeout: 0s}\n"))
+	var got []string
+	for _, d := range ds {
+		got = append(got, fmt.Sprintf("%d:%d %s %s", d.Line, d.Col, d.Rule, d.Message))
+	}
+	want := []string{
+		"2:10 eval-case `soon` must be a duration longer than 0, such as 30s or 2m",
+		"3:26 invalid-value `notify_team` must be one of approve, deny, not `yes`",
+		"5:34 eval-case `0s` must be a duration longer than 0, such as 30s or 2m",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

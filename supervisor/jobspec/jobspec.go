@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
+	"github.com/orchestrator-zero/oz0/schemas"
 	"github.com/orchestrator-zero/oz0/supervisor"
 )
 
@@ -71,6 +72,12 @@ func ResolveModel(records []gateway.Record, h *plugin.Harness, a *plugin.Agent) 
 	}
 	rec, format, err := gateway.ResolveModel(records, use, formats)
 	if err != nil {
+		// A near miss of a name it may give is a typo (defualt): say the name meant.
+		if uses := gateway.Uses(records); !slices.Contains(uses, use) {
+			if near, ok := schemas.Closest(use, uses); ok {
+				err = fmt.Errorf("%w; did you mean `%s`?", err, near)
+			}
+		}
 		return Model{}, err
 	}
 	if name == "" {

@@ -106,8 +106,17 @@ func TestResolveModel(t *testing.T) {
 		t.Errorf("default on the fake: %+v %v", m, err)
 	}
 	a.Model.Use = "openai"
-	if _, err := ResolveModel(testRecords, h, a); err == nil || !strings.Contains(err.Error(), "there is no provider record openai") {
-		t.Errorf("an unknown record: %v", err)
+	if _, err := ResolveModel(testRecords, h, a); !errors.Is(err, gateway.ErrNoModel) || !strings.Contains(err.Error(), "the record openai is the tenant's once its key is set (oz0 secret set OPENAI_API_KEY)") {
+		t.Errorf("a record whose key is not set: %v", err)
+	}
+	// A near miss of a name it may give is a typo: the name meant is said.
+	a.Model.Use = "defualt"
+	if _, err := ResolveModel(testRecords, h, a); !errors.Is(err, gateway.ErrNoModel) || !strings.HasSuffix(err.Error(), "there is no model record or alias defualt (the alias: default; the records: anthropic, openai, fake); did you mean `default`?") {
+		t.Errorf("a typo: %v", err)
+	}
+	a.Model.Use = "gemini"
+	if _, err := ResolveModel(testRecords, h, a); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a name near none: %v", err)
 	}
 }
 

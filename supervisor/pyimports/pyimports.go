@@ -31,17 +31,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-
 	"github.com/orchestrator-zero/oz0/harnesskit"
-	"github.com/orchestrator-zero/oz0/internal/lazyre"
 	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/supervisor"
@@ -138,19 +134,12 @@ func (p *Problem) Error() string {
 	return fmt.Sprintf("harness %s: %s: %s", p.Harness, p.At, p.Err)
 }
 
-// Mend says what to do about it: for a module not installed, how to install it, with the
-// distribution that provides it when pyproject.toml lists none.
+// Mend says what to do about it: for a module not installed, supervisor.ModuleMend (how to
+// install it, or to add the distribution that provides it when pyproject.toml lists none).
 func (p *Problem) Mend() string {
 	switch p.kind {
 	case "missing":
-		if p.Listed != "" {
-			return supervisor.InstallMend(p.Dir, true)
-		}
-		add := "run `uv add " + distribution(p.Module) + "` in " + p.Dir
-		if _, err := os.Stat(filepath.Join(p.Dir, "pyproject.toml")); err != nil {
-			add = "create the plugin's pyproject.toml (`uv init --bare` in " + p.Dir + ") and run `uv add " + distribution(p.Module) + "` there"
-		}
-		return add + " (the distribution that provides " + p.Module + ", if its name differs)"
+		return supervisor.ModuleMend(p.Dir, p.Module, true)
 	case "own":
 		return "add " + p.Module + " to the plugin, or import the module it has"
 	case "entry":
@@ -160,28 +149,6 @@ func (p *Problem) Mend() string {
 		return "fix it there (python3 -m py_compile " + file + ", run in " + p.Dir + ", shows it)"
 	}
 	return "check the file's permissions"
-}
-
-// distributions are the PyPI distributions whose name is not the module's they provide, among
-// those an agent commonly imports.
-var distributions = map[string]string{
-	"yaml": "pyyaml", "PIL": "pillow", "cv2": "opencv-python", "sklearn": "scikit-learn",
-	"bs4": "beautifulsoup4", "dateutil": "python-dateutil", "dotenv": "python-dotenv",
-	"jwt": "pyjwt", "attr": "attrs", "docx": "python-docx", "fitz": "pymupdf",
-	"google.protobuf": "protobuf", "git": "gitpython", "magic": "python-magic",
-}
-
-// distribution is the PyPI distribution that most likely provides module: google.adk is
-// google-adk, yaml is pyyaml, requests is requests.
-func distribution(module string) string {
-	top, _, _ := strings.Cut(module, ".")
-	if d, ok := distributions[module]; ok {
-		return d
-	}
-	if d, ok := distributions[top]; ok {
-		return d
-	}
-	return strings.ToLower(strings.NewReplacer(".", "-", "_", "-").Replace(module))
 }
 
 // Options say how Check runs.
@@ -225,7 +192,7 @@ func Check(ctx context.Context, p *plugin.Plugin, opts Options) (done []Harness,
 		if pr := rep.Problem; pr != nil {
 			problem := &Problem{Harness: h.Name, Module: pr.Module, At: pr.At, Err: pr.What, Python: python, Dir: p.Dir, kind: pr.Kind}
 			if pr.Kind == "missing" {
-				problem.Listed = listedAs(p.Dir, pr.Module)
+				problem.Listed = supervisor.PyprojectListed(p.Dir, pr.Module)
 			}
 			return done, problem, nil
 		}
@@ -278,50 +245,4 @@ func harnessEntry(dir string, argv []string) []string {
 		return []string{f}
 	}
 	return nil
-}
-
-// listedAs is the dependency of the plugin's pyproject.toml that provides module, by name
-// (google.adk → google-adk==1.2.0, yaml → PyYAML>=6); "" when none does.
-func listedAs(dir, module string) string {
-	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(s)) }
-	top, _, _ := strings.Cut(module, ".")
-	deps := Dependencies(dir)
-	names := make([]string, len(deps))
-	for i, d := range deps {
-		names[i] = norm(requirementName().FindString(d))
-	}
-	// The likeliest distribution first, then any whose name starts with the top-level name's.
-	for _, want := range []string{norm(distribution(module)), norm(top)} {
-		for i, name := range names {
-			if name == want {
-				return deps[i]
-			}
-		}
-	}
-	for i, name := range names {
-		if strings.HasPrefix(name, norm(top)+"-") {
-			return deps[i]
-		}
-	}
-	return ""
-}
-
-var requirementName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
-
-// Dependencies is [project] dependencies of the pyproject.toml in dir; nil when it has none or
-// cannot be read.
-func Dependencies(dir string) []string {
-	data, err := os.ReadFile(filepath.Join(dir, "pyproject.toml"))
-	if err != nil {
-		return nil
-	}
-	var doc struct {
-		Project struct {
-			Dependencies []string `toml:"dependencies"`
-		} `toml:"project"`
-	}
-	if toml.Unmarshal(data, &doc) != nil {
-		return nil
-	}
-	return doc.Project.Dependencies
 }

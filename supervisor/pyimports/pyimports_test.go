@@ -112,17 +112,6 @@ func TestCheckSaysAnUnlistedModuleIsUnlisted(t *testing.T) {
 	}
 }
 
-func TestDistribution(t *testing.T) {
-	for module, want := range map[string]string{
-		"requests": "requests", "google.adk": "google-adk", "yaml": "pyyaml", "langchain_core": "langchain-core",
-		"google.protobuf": "protobuf", "PIL.Image": "pillow",
-	} {
-		if got := distribution(module); got != want {
-			t.Errorf("distribution(%s) = %s, want %s", module, got, want)
-		}
-	}
-}
-
 func TestCheckReportsAFileThatDoesNotParse(t *testing.T) {
 	p := pythonPlugin(t, "import json\n\ndef broken(:\n", "")
 	_, problem, err := Check(context.Background(), p, Options{Background: true})
@@ -290,26 +279,6 @@ func TestCheckSaysWhyItHasNoReport(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "harness main: cannot check its imports") || !strings.Contains(err.Error(), "about to go") {
 		t.Errorf("err = %v", err)
-	}
-}
-
-func TestDependencies(t *testing.T) {
-	dir := t.TempDir()
-	if got := Dependencies(dir); got != nil {
-		t.Errorf("no pyproject.toml: %q", got)
-	}
-	writeFiles(t, dir, map[string]string{"pyproject.toml": "[project\nbroken"})
-	if got := Dependencies(dir); got != nil {
-		t.Errorf("a broken pyproject.toml: %q", got)
-	}
-	writeFiles(t, dir, map[string]string{"pyproject.toml": "[project]\ndependencies = [\"google-genai==1.0\", \"google-adk==1.2.0\", \"PyYAML>=6\"]\n"})
-	if got := Dependencies(dir); !slices.Equal(got, []string{"google-genai==1.0", "google-adk==1.2.0", "PyYAML>=6"}) {
-		t.Errorf("Dependencies = %q", got)
-	}
-	for module, want := range map[string]string{"google.adk": "google-adk==1.2.0", "google": "google-genai==1.0", "yaml": "PyYAML>=6", "requests": ""} {
-		if got := listedAs(dir, module); got != want {
-			t.Errorf("listedAs(%s) = %q, want %q", module, got, want)
-		}
 	}
 }
 

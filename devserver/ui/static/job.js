@@ -72,6 +72,10 @@ export function mount(root, app, {id}) {
       outcome.className = 'outcome failed';
       outcome.replaceChildren(h('strong', null, `Job ${job.status.replaceAll('_', ' ')}`),
         h('pre', {id: 'failure'}, job.reason || job.status));
+      // The traceback its harness failed with, whole, as it printed it: one block.
+      if (job.traceback?.length) {
+        outcome.append(h('pre', {id: 'traceback', class: 'traceback', 'aria-label': 'Traceback'}, job.traceback.join('\n')));
+      }
     } else {
       outcome.className = 'outcome';
       outcome.replaceChildren();

@@ -11,10 +11,12 @@ export function spans(events) {
   let say = null; // the row of the says in a row, until another event
   let wait = null; // the row of a wait for approval, until the job runs again
   let log = null; // the row of a long log line read in pieces (more: true), until its last piece
+  let stderr = null; // the row of the lines of stderr in a row (a traceback is one), until another event
   for (const ev of events) {
     const t = Date.parse(ev.time);
     const d = ev.data || {};
     if (ev.type !== 'say') say = null;
+    if (ev.type !== 'stderr' || typeof d.line !== 'string') stderr = null;
     switch (ev.type) {
       case 'status':
         if (wait) {
@@ -111,7 +113,20 @@ export function spans(events) {
         if (!d.more) log = null;
         break;
       case 'stderr':
-        row(rows, ev, 'stderr', t, t, 'stderr', d.line || d.tail || d.note || '');
+        // Lines in a row are one row, opened to them as the harness wrote them: a traceback is
+        // one block, its last line (the exception) the row's detail.
+        if (typeof d.line !== 'string') {
+          row(rows, ev, 'stderr', t, t, 'stderr', d.tail || d.note || '');
+        } else if (stderr) {
+          stderr.end = t;
+          stderr.events.push(ev);
+          stderr.lines.push(d.line);
+          stderr.label = `stderr · ${stderr.lines.length} lines`;
+          stderr.detail = d.line;
+        } else {
+          stderr = row(rows, ev, 'stderr', t, t, 'stderr', d.line);
+          stderr.lines = [d.line];
+        }
         break;
       case 'stray_output':
         row(rows, ev, 'stray', t, t, 'stray output', d.line || '').failed = true;
@@ -143,9 +158,12 @@ export function spans(events) {
       case 'result':
         row(rows, ev, 'result', t, t, 'result', text(d.output));
         break;
-      case 'error':
-        row(rows, ev, 'error', t, t, 'error', d.message || '').failed = true;
+      case 'error': {
+        const r = row(rows, ev, 'error', t, t, 'error', d.message || '');
+        r.failed = true;
+        if (Array.isArray(d.traceback)) r.lines = d.traceback; // the traceback the harness failed with
         break;
+      }
       default:
         row(rows, ev, 'other', t, t, ev.type, sortedJSON(d));
     }
@@ -264,7 +282,10 @@ export function render(container, rows, live, openCall) {
     } else {
       waited.hidden = true;
     }
-    setText(el.querySelector('pre'), r.events.map((ev) => JSON.stringify(ev, null, 2)).join('\n'));
+    const lines = el.querySelector('pre.lines');
+    lines.hidden = !r.lines;
+    setText(lines, r.lines ? r.lines.join('\n') : '');
+    setText(el.querySelector('pre.json'), r.events.map((ev) => JSON.stringify(ev, null, 2)).join('\n'));
   });
 }
 
@@ -273,6 +294,7 @@ function makeRow() {
     h('summary', null,
       h('span', {class: 'what'}, h('span', {class: 'at'}), h('span', {class: 'kind'}), h('span', {class: 'label'}), h('span', {class: 'detail'})),
       h('span', {class: 'track'}, h('span', {class: 'bar'}, h('span', {class: 'waited', title: 'waiting for the decision'})))),
+    h('pre', {class: 'lines', hidden: true}),
     h('pre', {class: 'json'}));
 }
 

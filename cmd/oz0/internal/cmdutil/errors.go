@@ -45,8 +45,13 @@ func Usagef(format string, args ...any) error {
 }
 
 // FindingsError says the command ran and found problems. Msg is the one line said on stderr;
-// empty when the command has already shown everything (lint's findings, a failed check).
-type FindingsError struct{ Msg string }
+// empty when the command has already shown everything (lint's findings, a failed check). Detail
+// are lines said after it, as they are (a failed job's last frames, and where its whole
+// traceback is).
+type FindingsError struct {
+	Msg    string
+	Detail []string
+}
 
 func (e *FindingsError) Error() string { return e.Msg }
 
