@@ -418,7 +418,7 @@ func startPeerOz0(b *testing.B, bin, plugin string, devFlags []string, fmURL str
 		b.Fatal(err)
 	}
 	c := client.New(ctx)
-	if err := c.SetSecret(context.Background(), "ANTHROPIC_API_KEY", peerKey, fmURL); err != nil {
+	if _, err := c.SetSecret(context.Background(), "ANTHROPIC_API_KEY", peerKey, fmURL); err != nil {
 		b.Fatal(err)
 	}
 	return &peerSide{name: "oz0 dev", pid: cmd.Process.Pid, source: filepath.Join(plugin, "src", "acme_triage", "agent.py"),
