@@ -128,7 +128,9 @@ func TestEndDecidedOnceWhenItCannotBeRecorded(t *testing.T) {
 		return j.Status == store.StatusRunning
 	})
 
-	lock, err := sql.Open("sqlite", filepath.Join(dir, store.DBFile))
+	// The lock is taken between the writer's commits: BEGIN IMMEDIATE waits for the one in
+	// progress (the flood writes all the time) rather than fail at once with SQLITE_BUSY.
+	lock, err := sql.Open("sqlite", filepath.Join(dir, store.DBFile)+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
