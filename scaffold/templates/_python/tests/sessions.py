@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import unittest
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -534,15 +534,18 @@ class SessionCase(unittest.TestCase):
         request.update(changes)
         return request
 
-    def package_with(self, files: dict[str, str]) -> list[str]:
+    def package_with(self, files: Mapping[str, str | None]) -> list[str]:
         """The argv of the harness run as `python -m` runs it, from a copy of the package with
         files (their paths in the package, their text) written over it: an agent.py of a
-        test's own, say."""
+        test's own, say. A file whose text is None is left out of the copy."""
         copy = self.tmp / "package"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(SRC / PACKAGE, copy / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
         for path, text in files.items():
-            (copy / PACKAGE / path).write_text(text, encoding="utf-8")
+            if text is None:
+                (copy / PACKAGE / path).unlink(missing_ok=True)
+            else:
+                (copy / PACKAGE / path).write_text(text, encoding="utf-8")
         start = (
             f"import runpy, sys; sys.path.insert(0, {str(copy)!r}); "
             f"runpy.run_module({PACKAGE!r}, run_name='__main__', alter_sys=True)"

@@ -365,7 +365,7 @@ return 'ok'
                 "",
                 "[billing] A refund. ",
                 "Done. ",
-                f"\n[{NAME}] Sorted. ",
+                "\nSorted. ",
                 "Told. ",
                 "\n[billing] Again. ",
             ],

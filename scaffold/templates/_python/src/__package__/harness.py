@@ -305,14 +305,13 @@ class Session:
 
         by names the agent that says it when the session's code runs several (a framework's
         sub-agents); None, the default, is the session's own agent. When the speaker changes,
-        the text starts on a line of its own with the speaker's name, "[billing] ", so the live
-        view says which agent spoke (the session's own agent, back after another, by the job's
-        agent's name)."""
+        the text starts on a line of its own, another agent's with its name, "[billing] ", so
+        the live view (which shows the job's agent) says which agent spoke."""
         text = str(text)
         with self._lock:
             if text and by != self._speaker:
-                name = by if by is not None else self.agent
-                text = ("\n" if self._said else "") + f"[{name}] {text}"
+                tag = f"[{by}] " if by is not None else ""
+                text = ("\n" if self._said else "") + tag + text
                 self._speaker = by
             self._said = self._said or bool(text)
             self._writer.write({"type": "say", "text": text})
