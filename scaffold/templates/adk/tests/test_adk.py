@@ -1,7 +1,8 @@
 """What ADK does that the shared tests do not show, on the real google-adk: every kind of tool
 is asked first and run by ADK itself with the arguments the job allowed; one turn's tool calls
 are asked together (ADK runs them concurrently); an MCP server's tools are asked like any; what
-ADK adds to the system prompt for its features stays. The agents are in tests/agents.py.
+ADK adds to the system prompt for its features stays; a sub-agent in single_turn mode is a tool.
+The agents are in tests/agents.py, with tools of their own: whatever agent.py is, these stand.
 """
 
 from __future__ import annotations

@@ -151,14 +151,18 @@ def run_crew(session: Session, crew: Any) -> str:
     for agent in agents:
         if agent is not None:
             agent.max_retry_limit = 0  # CrewAI runs a failed task again, twice by default
-    # CrewAI retries a call refused with 429 three times, with backoff, unless a retry of its own
-    # is already under way: it is told one is (the gateway's answer is final).
-    retrying = importlib.import_module("crewai.llms.retry")._active_llm_rate_limit_retry
-    token = retrying.set(True)
+    # CrewAI (1.15) retries a call refused with 429 three times, with backoff, unless a retry of
+    # its own is already under way: it is told one is.
+    try:
+        retrying = importlib.import_module("crewai.llms.retry")._active_llm_rate_limit_retry
+    except (ImportError, AttributeError):  # a CrewAI without that retry
+        retrying = None
+    token = retrying.set(True) if retrying is not None else None
     try:
         output = crew.kickoff(inputs={"input": session.text})
     finally:
-        retrying.reset(token)
+        if retrying is not None:
+            retrying.reset(token)
     raw = getattr(output, "raw", None)
     return raw if isinstance(raw, str) else str(output)
 
@@ -172,8 +176,8 @@ def _crewai_on_the_gateway() -> None:
     LLM(model=session.model) on the provider of the session's model record."""
     if importlib.util.find_spec("crewai") is None:
         return
-    # Read by CrewAI as it loads (before this module, when agent.py imports crewai first), and at
-    # each of its telemetry's calls: set before either.
+    # CrewAI reads it as it loads, and again before each of its telemetry's calls: whether CrewAI
+    # or this module loaded first, nothing is sent.
     os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
     llm = importlib.import_module("crewai.llm").LLM
     new = llm.__dict__.get("__new__")
