@@ -1,9 +1,9 @@
-"""README.md's example, run as it is written there (tests/readme.py reads it): triage hands a
-billing question over to a second agent, billing; their tools are of each kind ADK takes (a
-function, one that takes its ToolContext, an async one, an MCP server's). Each call is asked first
-and runs with the arguments the job allowed, or is refused; what the context tool keeps in ADK's
-state reaches billing's instruction; billing's text is said under its name; an MCP server that
-cannot start fails the session, saying so.
+"""README.md's example, run as it is written there (tests/readme.py reads it), whatever agent.py is:
+triage hands a billing question over to a second agent, billing; their tools are of each kind ADK
+takes (a function, one that takes its ToolContext, an async one, an MCP server's). Each call is
+asked first and runs with the arguments the job allowed, or is refused; what the context tool
+keeps in ADK's state reaches billing's instruction; billing's text is said under its name; an MCP
+server that cannot start fails the session, saying so.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""README.md's example, run as it is written there (tests/readme.py reads it): triage's tools are
-of each kind the framework takes (a function, one that takes its FunctionInvocationContext and
-keeps state in the session, an MCP server's, and a second agent, billing, with an async tool of
-its own). Each call is asked first and runs with the arguments the job allowed, or is refused (a
-refused agent does not run); an MCP server that cannot start fails the session, saying which.
+"""README.md's example, run as it is written there (tests/readme.py reads it), whatever agent.py is:
+triage's tools are of each kind the framework takes (a function, one that takes its
+FunctionInvocationContext and keeps state in the session, an MCP server's, and a second agent,
+billing, with an async tool of its own). Each call is asked first and runs with the arguments the
+job allowed, or is refused (a refused agent does not run); an MCP server that cannot start fails
+the session, saying which.
 """
 
 from __future__ import annotations

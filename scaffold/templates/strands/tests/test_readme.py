@@ -1,8 +1,9 @@
-"""README.md's example, run as it is written there (tests/readme.py reads it): triage's tools are
-of each kind Strands takes (a function, one that takes its ToolContext, an MCP server's, and a
-second agent, billing, with an async tool of its own). Each call is asked first and runs with the
-arguments the job allowed, or is refused (a refused agent does not run); billing's text is said
-under its name; an MCP server that cannot start fails the session, saying so.
+"""README.md's example, run as it is written there (tests/readme.py reads it), whatever agent.py is:
+triage's tools are of each kind Strands takes (a function, one that takes its ToolContext, an MCP
+server's, and a second agent, billing, with an async tool of its own). Each call is asked first
+and runs with the arguments the job allowed, or is refused (a refused agent does not run);
+billing's text is said under its name; an MCP server that cannot start fails the session, saying
+so.
 """
 
 from __future__ import annotations
