@@ -6,8 +6,10 @@ and run_agent(), which runs it.
   refuses a call past a limit with 429). Never a model name string: ADK resolves claude-* to its
   Vertex class and anthropic/* to LiteLLM.
 - before_model_callback: ADK adds to an agent's instruction what its features need (sub-agent
-  transfer, output schemas, planners), and a line naming the agent ('You are an agent. Your
-  internal name is ...'), which it takes out.
+  transfer, output schemas, planners), which stays, and a line naming the agent ('You are an
+  agent. Your internal name is ...'), which this takes out.
+- no instruction: a sub-agent's is its own (LlmAgent(name=..., instruction=...,
+  **on_the_gateway(session))), and run_agent() gives the agent it runs the agent's instructions.
 - before_tool_callback: every tool call is asked first (functions, FunctionTool instances, MCP and
   other toolsets' tools alike); the arguments the job allowed replace the model's, and ADK runs
   the tool as it always does. A refusal is the tool's answer, "refused: <why>", which the model
@@ -16,8 +18,7 @@ and run_agent(), which runs it.
   and each runs as soon as it is allowed.
 - run_agent(): gives the agent it runs the agent's instructions (prompts/<name>.md) when it has no
   instruction of its own, as a function so that ADK does not fill {placeholders} in them from its
-  session state (sub-agents keep theirs: LlmAgent(name=..., instruction=..., **on_the_gateway(
-  session))); checks that each toolset (an MCP server's) loads its tools, which ADK would
+  session state; checks that each toolset (an MCP server's) loads its tools, which ADK would
   otherwise drop with a log line; streams the model's text to session.say() as it comes
   (server-sent events), a sub-agent's under its name; and returns the final answer.
 
