@@ -185,7 +185,11 @@ func PyprojectDependencies(dir string) []string {
 }
 
 // moduleMissingMarks are what Python's and Node's errors for a module that is not installed say.
-var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError:", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
+// Python's ImportError only as its import system words it (a name missing from an installed
+// module, an old release): a library raises ImportError for reasons of its own too (CrewAI's for a
+// model it cannot route, a system library's for a .so that is not there), which no install of the
+// plugin's dependencies mends.
+var moduleMissingMarks = []string{"ModuleNotFoundError:", "ImportError: cannot import name ", "ImportError: No module named ", "ERR_MODULE_NOT_FOUND", "Cannot find package '", "Cannot find module '"}
 
 // MissingModule is the line of text that says a module is not installed, clipped; "" when there
 // is none. It prefers a line that names the module: Node's stack also says just

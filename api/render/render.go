@@ -117,8 +117,10 @@ func (s *Stream) Event(ev apiv1.Event) error {
 			return err
 		}
 		out := Text(d.Output)
-		if said := strings.Fields(s.said.String()); !s.saidOver && len(said) > 0 && slices.Equal(said, strings.Fields(out)) {
-			return s.endSay() // streamed already, word for word
+		// Streamed already, word for word: what was said since the last line ends with it (a
+		// harness says a sub-agent's answer after the agent's name, "[billing] …").
+		if said, words := strings.Fields(s.said.String()), strings.Fields(out); !s.saidOver && len(words) > 0 && len(said) >= len(words) && slices.Equal(said[len(said)-len(words):], words) {
+			return s.endSay()
 		}
 		return s.line("%s", out)
 	}

@@ -108,6 +108,17 @@ func TestStreamedAnswerIsNotRepeated(t *testing.T) {
 	if want := "a: Sorting.\nbilling: sorted\n"; got != want {
 		t.Errorf("a result after says:\n%q\nwant\n%q", got, want)
 	}
+	// A sub-agent's answer, said after its name (the Python templates' say(text, by=...)), then
+	// returned as the result.
+	got = render(ev("say", `{"text":"Handing over. "}`), ev("say", `{"text":"\n[billing] Refunded, "}`), ev("say", `{"text":"twice."}`),
+		ev("result", `{"output":"Refunded, twice."}`))
+	if want := "a: Handing over.\na: [billing] Refunded, twice.\n"; got != want {
+		t.Errorf("a sub-agent's streamed answer, then returned:\n%q\nwant\n%q", got, want)
+	}
+	got = render(ev("say", `{"text":"[billing] Refunded."}`), ev("result", `{"output":"Refunded. Anything else?"}`))
+	if want := "a: [billing] Refunded.\nRefunded. Anything else?\n"; got != want {
+		t.Errorf("a result that says more than the stream ended with:\n%q\nwant\n%q", got, want)
+	}
 }
 
 // oz0 run keeps at most maxSaid of what was said to compare with the result: past it (a flood, in

@@ -1,6 +1,12 @@
 """agent.py and wiring.py on the framework `uv sync` installed, run as a node runs them (the
 harness over a pipe) against a fake model API that speaks as the real ones do (server-sent events
-to the framework's streaming client): it calls the agent's tool, then says what the tool answered.
+to the framework's streaming client): it calls the agent's tool TOOL by its name, then says what
+the tool answered.
+
+What these check is the wiring, on whatever agent agent.py builds: an agent with more tools, a
+second agent or an MCP server's tools keeps them green. An agent.py without notify_team needs
+TOOL, ASKED and tool_answer() below to be one of its tools, arguments that tool takes, and what
+it answers to them (test_framework.py and the framework's own test file use them too).
 """
 
 from __future__ import annotations
@@ -27,8 +33,15 @@ from sessions import (
 
 MANIFEST = (ROOT / "oz0-plugin.yaml").read_text(encoding="utf-8")
 FORMATS = re.findall(r"[\w-]+", re.search(r"formats:\s*\[([^\]]*)\]", MANIFEST)[1])  # type: ignore[index]
+TOOL = "notify_team"
+"""The tool of agent.py's agent that the fake model calls."""
 ASKED = {"team": "billing", "summary": "A customer was charged twice."}
 """The arguments the fake model calls the tool with."""
+
+
+def tool_answer(arguments: dict[str, Any]) -> str:
+    """What the tool answers to these arguments."""
+    return f"told the {arguments['team']} team: {arguments['summary']}"
 
 
 def system_text(body: dict[str, Any]) -> str:
@@ -45,7 +58,7 @@ def system_text(body: dict[str, Any]) -> str:
 class AgentTest(SessionCase):
     def setUp(self) -> None:
         super().setUp()
-        self.api.tool_arguments = ASKED
+        self.api.tool_calls = [(TOOL, ASKED)]
 
     def request_in(self, format: str) -> dict[str, Any]:
         return self.request(model={"name": MODEL_NAME, "format": format, "record": "fake"})
@@ -59,11 +72,9 @@ class AgentTest(SessionCase):
                 asked = [e for e in events if e["type"] == "permission_request"]
                 told = [e for e in events if e["type"] == "tool_result"]
                 self.assertEqual(
-                    [(a["tool"], a["arguments"]) for a in asked],
-                    [("notify_team", ASKED)],
-                    run.log(),
+                    [(a["tool"], a["arguments"]) for a in asked], [(TOOL, ASKED)], run.log()
                 )
-                answer = "told the billing team: A customer was charged twice."
+                answer = tool_answer(ASKED)
                 self.assertEqual(
                     [(t["id"], t.get("result")) for t in told], [(asked[0]["id"], answer)]
                 )
@@ -75,7 +86,8 @@ class AgentTest(SessionCase):
 
     def assert_on_the_gateway(self, format: str, calls: list[dict[str, Any]]) -> None:
         """The model calls: on the gateway with the session's key and headers, streamed, the
-        instructions the system prompt, the tool offered."""
+        instructions the system prompt (before what the framework adds for its features: a hand
+        over to a sub-agent, say), the tool offered."""
         self.assertEqual(len(calls), 2, "a call with the tool offered, one after it")
         for call in calls:
             headers = {k.lower(): v for k, v in call["headers"].items()}
@@ -84,38 +96,33 @@ class AgentTest(SessionCase):
             self.assertEqual(headers["oz0-agent"], NAME)
             self.assertEqual(body["model"], MODEL_NAME)
             self.assertIs(body.get("stream"), True, "the text streams to the job")
-            self.assertEqual(system_text(body), INSTRUCTIONS)
+            self.assertTrue(system_text(body).startswith(INSTRUCTIONS), system_text(body))
             if format == "anthropic-messages":
                 self.assertEqual(call["path"], "/gateway/anthropic/v1/messages")
                 # The Anthropic SDK sends its key as x-api-key or, since 2.x, as a bearer
                 # token; the gateway takes either.
                 key = headers.get("x-api-key") or headers.get("authorization", "")
                 self.assertEqual(key.removeprefix("Bearer "), SESSION_KEY)
-                self.assertEqual([t["name"] for t in body["tools"]], ["notify_team"])
+                self.assertIn(TOOL, [t["name"] for t in body["tools"]])
             else:
                 self.assertEqual(call["path"], "/gateway/openai/chat/completions")
                 self.assertEqual(headers["authorization"], f"Bearer {SESSION_KEY}")
-                self.assertEqual([t["function"]["name"] for t in body["tools"]], ["notify_team"])
+                self.assertIn(TOOL, [t["function"]["name"] for t in body["tools"]])
         self.assertIn(TICKET, str(calls[0]["body"]["messages"]))
 
     def test_the_tool_runs_with_the_arguments_the_job_allowed(self) -> None:
+        changed = {key: f"{value} (changed by a hook)" for key, value in ASKED.items()}
+
         def answer(run: Run, event: dict[str, Any]) -> None:
             run.send(
-                {
-                    "type": "permission",
-                    "id": event["id"],
-                    "decision": "allow",
-                    "arguments": {"team": "account", "summary": "changed by a hook"},
-                }
+                {"type": "permission", "id": event["id"], "decision": "allow", "arguments": changed}
             )
 
         events, code, run = self.session(answer, request=self.request_in(FORMATS[0]))
         self.assertEqual(code, 0, run.log())
         told = next(e for e in events if e["type"] == "tool_result")
-        self.assertEqual(told["result"], "told the account team: changed by a hook")
-        self.assertEqual(
-            events[-1]["output"], "The tool answered: told the account team: changed by a hook"
-        )
+        self.assertEqual(told["result"], tool_answer(changed))
+        self.assertEqual(events[-1]["output"], f"The tool answered: {tool_answer(changed)}")
 
     def test_a_refusal_is_the_tools_answer(self) -> None:
         for format in FORMATS:

@@ -1,12 +1,14 @@
 """The agent against oz0's own fake model (`oz0 fake-model serve`), as `oz0 plugin test` and
-`oz0 dev` run it: it calls the agent's tool, asked first, and says what the tool answered; a
-refusal is the tool's answer.
+`oz0 dev` run it: it calls the agent's tool (TOOL, in test_agent.py, which says what to change
+for an agent.py without it), asked first, and says what the tool answered; a refusal is the
+tool's answer.
 
 Needs `oz0` on the PATH: skipped, saying so, without it. The plugin's CI workflow installs it.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -19,7 +21,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sessions import MODEL_NAME, TIMEOUT, SessionCase
-from test_agent import FORMATS
+from test_agent import ASKED, FORMATS, TOOL, tool_answer
+
+# oz0's fake model as the built-in script answers, but for the tool it calls: TOOL, by its name,
+# rather than the first the request offers (an agent's tools come in the order its author wrote).
+SCRIPT = json.dumps(  # YAML, as JSON is
+    {
+        "rules": [
+            {
+                "match": {"tool_result": True},
+                "reply": {"text": "The tool answered: ${tool_result}"},
+            },
+            {
+                "match": {"tools": f"^{TOOL}$"},
+                "reply": {"tool_call": {"name": TOOL, "arguments": ASKED}},
+            },
+        ]
+    }
+)
 
 
 @unittest.skipIf(shutil.which("oz0") is None, "needs oz0 on the PATH")
@@ -28,8 +47,10 @@ class FakeModelTest(SessionCase):
         super().setUp()
         ready = Path(tempfile.mkdtemp(prefix="oz0-fake-model-")) / "url"
         self.addCleanup(shutil.rmtree, ready.parent, True)
+        script = ready.parent / "script.yaml"
+        script.write_text(SCRIPT, encoding="utf-8")
         self.fake = subprocess.Popen(
-            ["oz0", "fake-model", "serve", "--ready-file", str(ready)],
+            ["oz0", "fake-model", "serve", "--script", str(script), "--ready-file", str(ready)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -64,9 +85,10 @@ class FakeModelTest(SessionCase):
             with self.subTest(format=format):
                 events = self.run_in(format, self.allow)
                 told = [e for e in events if e["type"] == "tool_result"]
-                self.assertEqual(len(told), 1)
-                self.assertEqual(told[0]["tool"], "notify_team")
-                self.assertIn("The tool answered: told the", str(events[-1]["output"]))
+                self.assertEqual(
+                    [(t["tool"], t.get("result")) for t in told], [(TOOL, tool_answer(ASKED))]
+                )
+                self.assertEqual(events[-1]["output"], f"The tool answered: {tool_answer(ASKED)}")
 
     def test_a_refusal_reaches_the_model(self) -> None:
         for format in FORMATS:

@@ -1,7 +1,8 @@
 """An MCP server's tool, called by the agent (tests/mcp_agent.py, on a real MCP server over
 stdio: tests/mcp_server.py): asked first like any tool, refused when the job says no (the model
 reads "refused: <why>" and the server never runs it), run with the arguments the job allowed. On
-the manifest's first format: MCP does not change with the model's.
+the manifest's first format: MCP does not change with the model's. The agent is mcp_agent.py's,
+not agent.py's: whatever agent.py is, these stand.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import unittest
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ TIMEOUT = 120.0
 hanging it. Generous: a framework's first import on a busy machine takes a while."""
 
 Answer = Callable[["Run", dict[str, Any]], None]
+Script = Callable[[dict[str, Any], list[str], list[str]], tuple[str, list[tuple[str, Any]]]]
 
 
 class FakeModelAPI:
@@ -50,6 +51,10 @@ class FakeModelAPI:
     those (name, arguments). A request that ends with the tools' answers gets "The tool
     answered: <the answers, joined by "; ">". With `status` set, it answers that HTTP error.
 
+    With `script` set, it decides every answer: script(body, answers, offered) returns the turn,
+    (text, [(name, arguments), ...]), from the request's body, the tools' answers it ends with
+    and the names of the tools it offers (a test of an agent that hands over to another, say).
+
     A streamed text comes as one event for each of `pieces` (default: the text whole); with
     `paced` set, each piece after the first waits for release(), so a test can see one arrive
     before the next is sent; with `stream_error` set, the stream ends with that error event
@@ -60,6 +65,7 @@ class FakeModelAPI:
         self.text = text
         self.tool_arguments: dict[str, Any] | None = None
         self.tool_calls: list[tuple[str, dict[str, Any]]] = []
+        self.script: Script | None = None
         self.status = 0
         self.pieces: list[str] = []
         self.paced = False
@@ -138,9 +144,13 @@ class FakeModelAPI:
         self.anthropic_url = f"http://{host}:{port}/gateway/anthropic/"
         self.openai_url = f"http://{host}:{port}/gateway/openai/"
 
-    def turn(self, answers: list[str], offered: list[str]) -> tuple[str, list[tuple[str, Any]]]:
+    def turn(
+        self, body: dict[str, Any], answers: list[str], offered: list[str]
+    ) -> tuple[str, list[tuple[str, Any]]]:
         """What the model says to a request: (text, tool calls). answers are the tools' answers
         the request ends with; offered the names of the tools it offers."""
+        if self.script is not None:
+            return self.script(body, answers, offered)
         if self.tool_arguments is None and not self.tool_calls:
             return self.text, []
         if answers:
@@ -160,7 +170,7 @@ class FakeModelAPI:
             else []
         )
         offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        return self.turn(results, offered)
+        return self.turn(body, results, offered)
 
     def openai_turn(self, body: dict[str, Any]) -> tuple[str, list[tuple[str, Any]]]:
         results: list[str] = []
@@ -173,7 +183,7 @@ class FakeModelAPI:
             for t in body.get("tools") or []
             if isinstance(t, dict)
         ]
-        return self.turn(results, offered)
+        return self.turn(body, results, offered)
 
     def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
         text, calls = self.anthropic_turn(body)
@@ -523,6 +533,24 @@ class SessionCase(unittest.TestCase):
         }
         request.update(changes)
         return request
+
+    def package_with(self, files: Mapping[str, str | None]) -> list[str]:
+        """The argv of the harness run as `python -m` runs it, from a copy of the package with
+        files (their paths in the package, their text) written over it: an agent.py of a
+        test's own, say. A file whose text is None is left out of the copy."""
+        copy = self.tmp / "package"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(SRC / PACKAGE, copy / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+        for path, text in files.items():
+            if text is None:
+                (copy / PACKAGE / path).unlink(missing_ok=True)
+            else:
+                (copy / PACKAGE / path).write_text(text, encoding="utf-8")
+        start = (
+            f"import runpy, sys; sys.path.insert(0, {str(copy)!r}); "
+            f"runpy.run_module({PACKAGE!r}, run_name='__main__', alter_sys=True)"
+        )
+        return [sys.executable, "-c", start]
 
     def start(self, argv: list[str] | None = None) -> Run:
         run = Run(self, argv)

@@ -7,6 +7,7 @@ Standard library only: `uv run pytest` and `python3 -m unittest discover -s test
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import unittest
 from pathlib import Path
@@ -22,6 +23,7 @@ from sessions import (
     PACKAGE,
     SESSION_KEY,
     TICKET,
+    TIMEOUT,
     TRACEPARENT,
     Run,
     SessionCase,
@@ -342,6 +344,55 @@ return {'ok': True, 'text': session.text}
         self.assertEqual(events[0]["type"], "error")
         self.assertIn("protocol 1", events[0]["message"])
         self.assertEqual(self.api.calls(), [])
+
+    def test_say_names_the_agent_that_speaks_when_it_changes(self) -> None:
+        # A framework's sub-agent speaks in the session too: the live view says which did.
+        events, code, run = self.session(
+            argv=agent("""
+session.say('', by='billing')
+session.say('A refund. ', by='billing')
+session.say('Done. ', by='billing')
+session.say('Sorted. ')
+session.say('Told. ')
+session.say('Again. ', by='billing')
+return 'ok'
+""")
+        )
+        self.assertEqual(code, 0, run.log())
+        self.assertEqual(
+            [e["text"] for e in events if e["type"] == "say"],
+            [
+                "",
+                "[billing] A refund. ",
+                "Done. ",
+                "\nSorted. ",
+                "Told. ",
+                "\n[billing] Again. ",
+            ],
+        )
+        events, code, run = self.session(argv=agent("session.say('Sorted. ')\nreturn 'ok'"))
+        self.assertEqual(
+            events[0], {"type": "say", "text": "Sorted. "}, "the agent's own, as it is"
+        )
+
+    def test_sigterm_ends_the_session_whatever_a_library_installed_as_it_loaded(self) -> None:
+        # python -m the package with an agent.py whose import installs a SIGTERM handler that
+        # holds the process, as CrewAI's telemetry does (it flushes to its server first): a
+        # cancel still ends the session at once.
+        argv = self.package_with(
+            {
+                "agent.py": "import signal, time\n"
+                "signal.signal(signal.SIGTERM, lambda *_: time.sleep(3600))\n"
+                "def run(session):\n"
+                "    session.ask('notify_team', {})\n"
+            }
+        )
+        run = self.start(argv)
+        run.send(self.request())
+        event = run.next_event()
+        self.assertEqual((event or {}).get("type"), "permission_request", run.log())
+        run.proc.terminate()
+        self.assertEqual(run.proc.wait(TIMEOUT), -signal.SIGTERM, run.log())
 
     def test_first_line_not_a_session(self) -> None:
         events, code, _ = self.session(

@@ -4,7 +4,7 @@ python tests/agents.py KIND
 
 tools: an async tool, a tool with a tool_context, a FunctionTool(...) and notify_team; mcp: an
 MCP server's tools (McpToolset over stdio, tests/mcp_server.py); sub-agent: an agent that can
-hand over to another.
+hand over to another; single-turn: one that calls another (mode="single_turn") as a tool.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.adk.tools.tool_context import ToolContext
 from mcp import StdioServerParameters
 
-from {{.Package}}.agent import notify_team
 from {{.Package}}.harness import Session, main
 from {{.Package}}.wiring import (
     on_the_gateway,
@@ -37,6 +36,11 @@ async def look_up_order(order: str) -> str:
 def tag_ticket(tag: str, tool_context: ToolContext) -> str:
     """Tag the ticket."""
     return f"{tool_context.agent_name} tagged the ticket {tag}"
+
+
+def notify_team(team: str, summary: str) -> str:
+    """Tell a team about a support ticket."""
+    return f"told the {team} team: {summary}"
 
 
 def escalate(reason: str) -> str:
@@ -68,5 +72,20 @@ def sub_agent(session: Session) -> Any:
     return run_agent(session, agent)
 
 
+def single_turn(session: Session) -> Any:
+    billing = LlmAgent(
+        name="billing",
+        description="Answers billing questions.",
+        instruction="You answer billing questions.",
+        mode="single_turn",
+        **on_the_gateway(session),
+    )
+    agent = LlmAgent(
+        name="triage", tools=[notify_team], sub_agents=[billing], **on_the_gateway(session)
+    )
+    return run_agent(session, agent)
+
+
 if __name__ == "__main__":
-    main({"tools": tools, "mcp": mcp, "sub-agent": sub_agent}[sys.argv[1]])
+    kinds = {"tools": tools, "mcp": mcp, "sub-agent": sub_agent, "single-turn": single_turn}
+    main(kinds[sys.argv[1]])

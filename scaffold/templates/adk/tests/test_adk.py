@@ -1,7 +1,8 @@
 """What ADK does that the shared tests do not show, on the real google-adk: every kind of tool
 is asked first and run by ADK itself with the arguments the job allowed; one turn's tool calls
 are asked together (ADK runs them concurrently); an MCP server's tools are asked like any; what
-ADK adds to the system prompt for its features stays. The agents are in tests/agents.py.
+ADK adds to the system prompt for its features stays; a sub-agent in single_turn mode is a tool.
+The agents are in tests/agents.py, with tools of their own: whatever agent.py is, these stand.
 """
 
 from __future__ import annotations
@@ -115,6 +116,30 @@ class AdkTest(SessionCase):
         self.assertIn("transfer_to_agent", system)  # ADK's hand-over to billing
         self.assertIn("billing", system)
         self.assertNotIn("Your internal name is", system)
+
+    def test_a_single_turn_sub_agent_is_a_tool_asked_by_its_name(self) -> None:
+        # ADK calls a sub-agent in mode="single_turn" as a tool named after it: asked like any
+        # (an agent lists it under harness.tools), refused like any, run by ADK when allowed.
+        def model(
+            body: dict[str, Any], answers: list[str], offered: list[str]
+        ) -> tuple[str, list[tuple[str, Any]]]:
+            if system_text(body).startswith("You answer billing questions."):
+                return "Refunded.", []
+            if answers:
+                return "The tool answered: " + "; ".join(answers), []
+            self.assertIn("billing", offered)
+            return "", [("billing", {"request": "Refund order A-17."})]
+
+        self.api.script = model
+        events, run = self.run_agent("single-turn", self.allow)
+        asked = [(e["tool"], e["arguments"]) for e in events if e["type"] == "permission_request"]
+        self.assertEqual(asked, [("billing", {"request": "Refund order A-17."})], run.log())
+        told = [e for e in events if e["type"] == "tool_result"]
+        self.assertEqual([(t["tool"], t.get("result")) for t in told], [("billing", "Refunded.")])
+        self.assertEqual(events[-1]["output"], "The tool answered: Refunded.")
+        events, run = self.run_agent("single-turn", self.deny("billing is for people"))
+        self.assertFalse([e for e in events if e["type"] == "tool_result"])
+        self.assertEqual(events[-1]["output"], "The tool answered: refused: billing is for people")
 
 
 if __name__ == "__main__":

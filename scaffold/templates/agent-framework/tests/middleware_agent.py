@@ -1,4 +1,4 @@
-"""The template's agent with middleware of the author's own, one of each kind Agent Framework
+"""An agent with middleware of the author's own, one of each kind Agent Framework
 sorts them into (agent, chat, function), given to on_the_gateway(), which puts the job's ask
 last. test_agent_framework.py runs it as a harness: python tests/middleware_agent.py.
 """
@@ -13,14 +13,20 @@ from agent_framework import (
     ChatMiddleware,
     FunctionInvocationContext,
     FunctionMiddleware,
+    tool,
 )
 
-from {{.Package}}.agent import notify_team
 from {{.Package}}.harness import Session, main
 from {{.Package}}.wiring import (
     on_the_gateway,
     run_agent,
 )
+
+
+@tool
+def notify_team(team: str, summary: str) -> str:
+    """Tell a team about a support ticket."""
+    return f"told the {team} team: {summary}"
 
 
 def run(session: Session) -> str:

@@ -1,6 +1,8 @@
 """What the real Agent Framework does that the wiring must meet, beyond the tests every framework
 template shares (test_agent.py): the request its Chat Completions client sends, a tool's own
-check of its arguments, and middleware of the author's own beside the job's.
+check of its arguments, and middleware of the author's own beside the job's. On agent.py's agent
+and its tool TOOL (test_agent.py says what to change for an agent.py without it), but the
+middleware test's, whose agent is its own (tests/middleware_agent.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sessions import MODEL_NAME, Run, SessionCase
-from test_agent import ASKED
+from test_agent import ASKED, TOOL
 
 MIDDLEWARE_AGENT = Path(__file__).resolve().parent / "middleware_agent.py"
 
@@ -21,7 +23,7 @@ MIDDLEWARE_AGENT = Path(__file__).resolve().parent / "middleware_agent.py"
 class AgentFrameworkTest(SessionCase):
     def setUp(self) -> None:
         super().setUp()
-        self.api.tool_arguments = ASKED
+        self.api.tool_calls = [(TOOL, ASKED)]
 
     def request_in(self, format: str = "openai-chat") -> dict[str, Any]:
         return self.request(model={"name": MODEL_NAME, "format": format, "record": "fake"})
@@ -41,8 +43,10 @@ class AgentFrameworkTest(SessionCase):
         # A hook may change the arguments; the framework checks them against the tool's schema
         # before it runs, so a wrong shape is the tool's error, shown in the job and read by the
         # model.
+        first, *rest = ASKED
+
         def answer(run: Run, event: dict[str, Any]) -> None:
-            allowed = {"team": ["billing"]}  # no summary, and a list for a string
+            allowed = {first: [ASKED[first]]}  # the others left out, and a list for a string
             run.send(
                 {"type": "permission", "id": event["id"], "decision": "allow", "arguments": allowed}
             )
@@ -52,10 +56,12 @@ class AgentFrameworkTest(SessionCase):
         told = [e for e in events if e["type"] == "tool_result"]
         self.assertEqual(len(told), 1, events)
         self.assertNotIn("result", told[0])
-        self.assertIn("summary", told[0]["error"])
+        self.assertIn(rest[0], told[0]["error"])
         self.assertIn("The tool answered: ", events[-1]["output"])
 
     def test_the_authors_middleware_runs_and_the_job_is_asked_last(self) -> None:
+        notify = {"team": "billing", "summary": "A customer was charged twice."}
+        self.api.tool_calls = [("notify_team", notify)]
         events, code, run = self.session(
             self.allow, request=self.request_in(), argv=[sys.executable, str(MIDDLEWARE_AGENT)]
         )
@@ -64,7 +70,7 @@ class AgentFrameworkTest(SessionCase):
         self.assertEqual(logged.count("agent middleware"), 1, logged)
         self.assertEqual(logged.count("chat middleware"), 2, "one a model call")
         # The author's function middleware ran first: the job is asked what the tool will run.
-        triaged = {**ASKED, "summary": f"{ASKED['summary']} (triaged)"}
+        triaged = {**notify, "summary": f"{notify['summary']} (triaged)"}
         asked = [e["arguments"] for e in events if e["type"] == "permission_request"]
         self.assertEqual(asked, [triaged])
         answer = f"told the billing team: {triaged['summary']}"

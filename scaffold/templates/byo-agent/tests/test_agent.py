@@ -2,6 +2,11 @@
 the ticket the way legacy.triage() expects. And adapters.asked(), called as a framework calls a
 tool.
 
+AgentTest is about the template's own agent.py and legacy.py: when you replace them (with a
+LangGraph graph or a CrewAI crew, say), change AgentTest's model_text to what your code asks the
+model for, and the events and output it expects to what your agent does; or replace AgentTest
+with tests of your agent. AdaptersTest is about adapters.py, whatever agent.py is.
+
 Standard library only: `uv run pytest` and `python3 -m unittest discover -s tests -v` both run it.
 """
 

@@ -1,6 +1,7 @@
 """What the real Strands does that the wiring must meet, beyond the tests every framework template
 shares (test_agent.py): the request it sends on OpenAI's Chat Completions, a tool's own check of
-its arguments, and the Agent's own checks of what on_the_gateway() gives it.
+its arguments, and the Agent's own checks of what on_the_gateway() gives it. On agent.py's agent
+and its tool TOOL (test_agent.py says what to change for an agent.py without it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sessions import MODEL_NAME, Run, SessionCase
-from test_agent import ASKED
+from test_agent import ASKED, TOOL
 
 
 class StrandsTest(SessionCase):
@@ -44,10 +45,11 @@ class StrandsTest(SessionCase):
     def test_arguments_of_the_wrong_shape_fail_the_tool_not_the_session(self) -> None:
         # A hook may change the arguments; the tool checks them as Strands' @tool does, so a
         # wrong shape is the tool's error, shown in the job and read by the model.
-        self.api.tool_arguments = ASKED
+        self.api.tool_calls = [(TOOL, ASKED)]
+        first, *rest = ASKED
 
         def answer(run: Run, event: dict[str, Any]) -> None:
-            allowed = {"team": ["billing"]}  # no summary, and a list for a string
+            allowed = {first: [ASKED[first]]}  # the others left out, and a list for a string
             run.send(
                 {"type": "permission", "id": event["id"], "decision": "allow", "arguments": allowed}
             )
@@ -58,9 +60,9 @@ class StrandsTest(SessionCase):
         told = [e for e in events if e["type"] == "tool_result"]
         self.assertEqual(len(told), 1, events)
         self.assertNotIn("result", told[0])
-        self.assertIn("summary", told[0]["error"])
+        self.assertIn(rest[0], told[0]["error"])
         self.assertIn("The tool answered: ", events[-1]["output"])
-        self.assertIn("summary", events[-1]["output"])
+        self.assertIn(rest[0], events[-1]["output"])
 
     def test_a_limit_is_not_retried_on_openai_chat(self) -> None:
         # Strands' Agent takes retry_strategy=None as one attempt (anything but None or a

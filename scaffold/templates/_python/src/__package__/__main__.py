@@ -3,6 +3,7 @@
 python -m {{.Package}}
 """
 
+import signal
 from typing import Any
 
 from .harness import Session, main
@@ -14,6 +15,9 @@ def _run(session: Session) -> Any:
     # missing from the environment, say) ends the session with an error that names it.
     from .agent import run
 
+    # A cancel is SIGTERM, which ends the session at once (main()), whatever a library installed
+    # as it loaded: CrewAI's telemetry installs a handler of its own that flushes to CrewAI first.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return run(session)
 
 

@@ -292,15 +292,29 @@ class Session:
         self._lock = threading.Lock()
         self._steps = 0
         self._ids = itertools.count(1)
+        self._speaker: str | None = None  # the agent whose text say() gave last: None is ours
+        self._said = False
 
     def __repr__(self) -> str:
         return f"Session(job={self.job!r}, agent={self.agent!r}, model={self.model!r})"
 
     # -- the job's live view and trace -------------------------------------------------------
 
-    def say(self, text: str) -> None:
-        """Streams text to the job's live view."""
-        self._writer.write({"type": "say", "text": str(text)})
+    def say(self, text: str, *, by: str | None = None) -> None:
+        """Streams text to the job's live view.
+
+        by names the agent that says it when the session's code runs several (a framework's
+        sub-agents); None, the default, is the session's own agent. When the speaker changes,
+        the text starts on a line of its own, another agent's with its name, "[billing] ", so
+        the live view (which shows the job's agent) says which agent spoke."""
+        text = str(text)
+        with self._lock:
+            if text and by != self._speaker:
+                tag = f"[{by}] " if by is not None else ""
+                text = ("\n" if self._said else "") + tag + text
+                self._speaker = by
+            self._said = self._said or bool(text)
+            self._writer.write({"type": "say", "text": text})
 
     def log(self, message: str, level: str = "info") -> None:
         """Writes a line to the job's trace (not its live view)."""

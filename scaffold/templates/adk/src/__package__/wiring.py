@@ -5,18 +5,22 @@ and run_agent(), which runs it.
   session's key, sending the job's Oz0-Job and Oz0-Agent headers, with no retries (the gateway
   refuses a call past a limit with 429). Never a model name string: ADK resolves claude-* to its
   Vertex class and anthropic/* to LiteLLM.
-- instruction: the agent's instructions (prompts/<name>.md), given as a function so that ADK does
-  not fill {placeholders} in them from its session state. ADK adds to them what its features need
-  (sub-agent transfer, output schemas, planners); before_model_callback takes out only the line
-  naming the agent ('You are an agent. Your internal name is ...').
+- before_model_callback: ADK adds to an agent's instruction what its features need (sub-agent
+  transfer, output schemas, planners), which stays, and a line naming the agent ('You are an
+  agent. Your internal name is ...'), which this takes out.
+- no instruction: a sub-agent's is its own (LlmAgent(name=..., instruction=...,
+  **on_the_gateway(session))), and run_agent() gives the agent it runs the agent's instructions.
 - before_tool_callback: every tool call is asked first (functions, FunctionTool instances, MCP and
   other toolsets' tools alike); the arguments the job allowed replace the model's, and ADK runs
   the tool as it always does. A refusal is the tool's answer, "refused: <why>", which the model
   reads and goes on. after_tool_callback and on_tool_error_callback tell the job how it went.
 - ADK runs the tool calls of one model turn concurrently: the job is asked about each at once,
   and each runs as soon as it is allowed.
-- run_agent(): streams the model's text to session.say() as it comes (server-sent events) and
-  returns the final answer.
+- run_agent(): gives the agent it runs the agent's instructions (prompts/<name>.md) when it has no
+  instruction of its own, as a function so that ADK does not fill {placeholders} in them from its
+  session state; checks that each toolset (an MCP server's) loads its tools, which ADK would
+  otherwise drop with a log line; streams the model's text to session.say() as it comes
+  (server-sent events), a sub-agent's under its name; and returns the final answer.
 
 And ADK's own OpenTelemetry spans (invoke_agent, call_llm, execute_tool) go to the node's OTLP
 receiver, as children of the job's span: harness.export_spans() sets up the tracer provider ADK's
@@ -43,6 +47,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
@@ -62,7 +67,6 @@ def on_the_gateway(session: Session) -> dict[str, Any]:
     asking = AskTheJob(session)
     return {
         "model": model(session),
-        "instruction": lambda context: session.instructions,
         "before_model_callback": without_the_name_line,
         "before_tool_callback": asking.before_tool,
         "after_tool_callback": asking.after_tool,
@@ -160,7 +164,12 @@ def _failure(response: Any) -> str | None:
 
 
 def run_agent(session: Session, agent: LlmAgent) -> str:
-    """Runs the agent on the job's input; its text streams to the job; returns its answer."""
+    """Runs the agent on the job's input; its text streams to the job; returns its answer.
+
+    Its instruction, when it has none of its own, is the agent's instructions (prompts/<name>.md);
+    its sub-agents keep theirs."""
+    if not agent.instruction:
+        agent.instruction = lambda context: session.instructions
     return asyncio.run(_run(session, agent))
 
 
@@ -170,6 +179,7 @@ async def _run(session: Session, agent: LlmAgent) -> str:
     message = types.Content(role="user", parts=[types.Part(text=session.text)])
     answer = ""
     try:
+        await _load_toolsets(agent)
         async for event in runner.run_async(
             user_id=session.job,
             session_id=adk_session.id,
@@ -180,13 +190,48 @@ async def _run(session: Session, agent: LlmAgent) -> str:
             text = "".join(p.text for p in parts if p.text and not p.thought)
             if event.partial:
                 if text:
-                    session.say(text)
+                    # A sub-agent's text is said under its name (the live view shows the job's).
+                    session.say(text, by=None if event.author == agent.name else event.author)
             elif event.is_final_response() and text:
                 answer = text
     finally:
         await runner.close()  # closes the agent's toolsets too (an MCP server's process)
         await _close_clients(agent)
     return answer
+
+
+async def _load_toolsets(agent: Any) -> None:
+    """Loads the tools of each toolset of the agent and its sub-agents (an MCP server's: it
+    starts the server), so that one that cannot load fails the session, saying why: ADK itself
+    runs the agent without them, with a log line, and the model never knows they were meant to
+    be there. The tools are kept (ADK's toolsets cache them) for the run."""
+    for tool in getattr(agent, "tools", None) or []:
+        if not isinstance(tool, BaseToolset):
+            continue
+        try:
+            await tool.get_tools_with_prefix(None)
+        except Exception as err:
+            raise ToolsetError(
+                f"agent {agent.name}: its {type(tool).__name__}{_server(tool)} could not load its "
+                f"tools: {type(err).__name__}: {err}"
+            ) from err
+    for sub in getattr(agent, "sub_agents", None) or []:
+        await _load_toolsets(sub)
+
+
+class ToolsetError(Exception):
+    """A toolset of the agent's (an MCP server's) could not load its tools."""
+
+
+def _server(toolset: BaseToolset) -> str:
+    """The MCP server a toolset starts, as the job's error names it: " (`command args`)"."""
+    params = getattr(toolset, "connection_params", None)
+    server = getattr(params, "server_params", params)
+    command = getattr(server, "command", None)
+    if not isinstance(command, str):
+        return ""
+    args = [str(a) for a in getattr(server, "args", None) or []]
+    return f" (`{' '.join([command, *args])}`)"
 
 
 async def _close_clients(agent: Any) -> None:

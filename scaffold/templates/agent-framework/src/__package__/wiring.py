@@ -11,8 +11,10 @@ Agent(...), and run_agent(), which runs it.
   framework sorts it (agent, chat, function) and runs each kind in the list's order, the job's
   ask last of the function middleware, so the job is asked what the tool will run with. MCP
   tools (MCPStdioTool and the others) are functions like the agent's own: asked the same way.
-- run_agent(): streams the model's text to session.say() as it comes and returns the final
-  answer; the agent's MCP servers run while it does, and stop before it returns.
+- run_agent(): runs the agent in an AgentSession of its own (a tool's FunctionInvocationContext
+  has it: ctx.session.state), streams the model's text to session.say() as it comes and returns
+  the final answer; the agent's MCP servers run while it does, and stop before it returns. One
+  that cannot start fails the session, saying which.
 
 And the framework's own OpenTelemetry spans (invoke_agent, chat, execute_tool) go to the node's
 OTLP receiver, as children of the job's span: its instrumentation is enabled, on the tracer
@@ -23,8 +25,9 @@ metrics and logs to the node too, which it does not take).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware, MiddlewareTypes
@@ -103,8 +106,10 @@ def run_agent(session: Session, agent: Agent) -> str:
 async def _run(session: Session, agent: Agent) -> str:
     try:
         # The agent's MCP tools connect for the run and close on this loop when it ends.
-        async with agent:
-            stream = agent.run(session.text, stream=True)
+        async with _opened(agent):
+            # In a session, as the framework's own hosts run an agent: tools that take the
+            # FunctionInvocationContext keep what they know in ctx.session.state.
+            stream = agent.run(session.text, stream=True, session=agent.create_session())
             async for update in stream:
                 if update.text:
                     session.say(update.text)
@@ -116,3 +121,35 @@ async def _run(session: Session, agent: Agent) -> str:
             await openai.close()
     answers = [m.text for m in final.messages if m.role == "assistant" and m.text]
     return answers[-1] if answers else final.text
+
+
+class MCPServerError(Exception):
+    """An MCP server of the agent's could not start."""
+
+
+@contextlib.asynccontextmanager
+async def _opened(agent: Agent) -> AsyncIterator[Agent]:
+    """async with agent, whose MCP servers start as it opens: one that cannot start fails the
+    session, saying which (the framework's own error says only "Connection closed")."""
+    try:
+        await agent.open()
+    except Exception as err:
+        down = [tool for tool in agent.mcp_tools if not tool.is_connected]
+        servers = ", ".join(f"{tool.name}{_command(tool)}" for tool in down) or "one"
+        who = f"agent {agent.name}" if agent.name else "the agent"
+        raise MCPServerError(
+            f"{who}: its MCP server {servers} could not start: {type(err).__name__}: {err}"
+        ) from err
+    try:
+        yield agent
+    finally:
+        await agent.close()
+
+
+def _command(tool: Any) -> str:
+    """The command that starts an MCP server over stdio, as an error names it: " (`python x`)"."""
+    command = getattr(tool, "command", None)
+    if not isinstance(command, str):
+        return ""
+    args = [str(a) for a in getattr(tool, "args", None) or []]
+    return f" (`{' '.join([command, *args])}`)"

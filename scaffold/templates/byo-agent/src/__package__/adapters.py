@@ -17,10 +17,18 @@ ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (or the OPENAI_ pair), which the node s
 
 List each tool (lookup_order) under harness.tools in the agent definition.
 
-CrewAI's LLM(model=session.model) uses its native Anthropic client only for a model name it knows
-as Claude's (claude-...); any other name falls back to LiteLLM, which is not installed, and fails.
-For such a model (oz0 dev's built-in fake model is "fake-model") write
-LLM(model=session.model_name, provider="anthropic").
+CrewAI is set up to run as the session's when this module is imported, if CrewAI is installed
+(before agent.py builds its crew), and by run_crew():
+
+- LLM(model=session.model) takes the provider from the session's model record (its format:
+  anthropic-messages is CrewAI's native Anthropic client, openai-chat its OpenAI one), whatever
+  the model's name. CrewAI itself routes "anthropic/<name>" natively only for a name it knows as
+  Claude's, and any other (oz0 dev's fake model, "fake-model") to LiteLLM, which is not installed.
+  Only session.model is routed so: a model string of your own is CrewAI's to route.
+- CrewAI's telemetry is off (CREWAI_DISABLE_TELEMETRY): it would send to telemetry.crewai.com.
+- run_crew() runs the crew without retries: the gateway's 429 past a limit is final, and CrewAI
+  would try again nine times over (each agent's max_retry_limit, and its own retry of a call
+  refused with 429).
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import inspect
+import os
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from .harness import Refused, Session
+from .harness import Model, Refused, Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,10 +144,57 @@ def run_langgraph(session: Session, graph: Any, *, config: Mapping[str, Any] | N
 
 def run_crew(session: Session, crew: Any) -> str:
     """Runs a CrewAI crew with the session's text as the {input} of its tasks; returns its
-    final answer."""
-    output = crew.kickoff(inputs={"input": session.text})
+    final answer. No retries: a model call the gateway refused (429, past limits.max_steps or a
+    budget) ends the run, as a task that fails does."""
+    _crewai_on_the_gateway()
+    agents = [*(getattr(crew, "agents", None) or []), getattr(crew, "manager_agent", None)]
+    for agent in agents:
+        if agent is not None:
+            agent.max_retry_limit = 0  # CrewAI runs a failed task again, twice by default
+    # CrewAI (1.15) retries a call refused with 429 three times, with backoff, unless a retry of
+    # its own is already under way: it is told one is.
+    try:
+        retrying = importlib.import_module("crewai.llms.retry")._active_llm_rate_limit_retry
+    except (ImportError, AttributeError):  # a CrewAI without that retry
+        retrying = None
+    token = retrying.set(True) if retrying is not None else None
+    try:
+        output = crew.kickoff(inputs={"input": session.text})
+    finally:
+        if retrying is not None:
+            retrying.reset(token)
     raw = getattr(output, "raw", None)
     return raw if isinstance(raw, str) else str(output)
+
+
+_PROVIDERS = {"anthropic-messages": "anthropic", "openai-chat": "openai"}
+"""CrewAI's native provider for each format of a model record."""
+
+
+def _crewai_on_the_gateway() -> None:
+    """Sets CrewAI up to run as the session's when it is installed: its telemetry off, and
+    LLM(model=session.model) on the provider of the session's model record."""
+    if importlib.util.find_spec("crewai") is None:
+        return
+    # CrewAI reads it as it loads, and again before each of its telemetry's calls: whether CrewAI
+    # or this module loaded first, nothing is sent.
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    llm = importlib.import_module("crewai.llm").LLM
+    new = llm.__dict__.get("__new__")
+    if getattr(new, "oz0_routes", False):
+        return
+    routed = new.__func__ if isinstance(new, staticmethod) else new
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        model, args = (args[0], args[1:]) if args else (kwargs.pop("model", None), args)
+        provider = _PROVIDERS.get(model.format_name) if isinstance(model, Model) else None
+        if provider and model.name and not kwargs.get("provider"):
+            # An explicit provider is CrewAI's native client for it, whatever the model's name.
+            model, kwargs["provider"] = model.name, provider
+        return routed(cls, model, *args, **kwargs)
+
+    __new__.oz0_routes = True  # type: ignore[attr-defined]
+    llm.__new__ = staticmethod(__new__)
 
 
 def _text(message: Any) -> str:
@@ -158,3 +215,7 @@ def _text(message: Any) -> str:
                 parts.append(str(block.get("text", "")))
         return "".join(parts)
     return str(content)
+
+
+# Before agent.py builds its crew: LLM(model=session.model) is built there, before run_crew().
+_crewai_on_the_gateway()

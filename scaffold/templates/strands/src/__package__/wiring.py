@@ -7,7 +7,8 @@
   allowed, and a refusal cancels it with "refused: <why>" as its answer, which the model reads and
   goes on; the tool's result is shown in the job (AfterToolCallEvent).
 - callback_handler: the model's text goes to session.say() as it streams (Strands' default handler
-  would print it to stdout, which is the protocol's).
+  would print it to stdout, which is the protocol's); a second agent's (an agent given to another
+  as a tool, built with on_the_gateway() too) under its name.
 - retry_strategy and max_retries: none. The gateway refuses a call past a limit with 429, and
   retrying it only spends time (Strands retries a 429 six times by default, its SDK clients twice).
 - tool_executor: one tool call at a time, so that each is asked in the model's order.
@@ -22,9 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from typing import Any
 
-from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookRegistry
+from strands.hooks import (
+    AfterToolCallEvent,
+    BeforeInvocationEvent,
+    BeforeToolCallEvent,
+    HookRegistry,
+)
 from strands.tools.executors import SequentialToolExecutor
 
 from .harness import Refused, Session, ToolCall
@@ -98,8 +105,14 @@ class AskTheJob:
         self.calls: dict[str, ToolCall] = {}
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeInvocationEvent, self.invoked)
         registry.add_callback(BeforeToolCallEvent, self.before)
         registry.add_callback(AfterToolCallEvent, self.after)
+
+    def invoked(self, event: BeforeInvocationEvent) -> None:
+        # The first agent the session runs is its own (agent.py's); any other runs inside it, as
+        # its tool, and its text is said under its name.
+        _main_agent.setdefault(self.session, event.agent)
 
     async def before(self, event: BeforeToolCallEvent) -> None:
         use = event.tool_use
@@ -126,13 +139,21 @@ class AskTheJob:
             call.done(text)
 
 
+_main_agent: weakref.WeakKeyDictionary[Session, Any] = weakref.WeakKeyDictionary()
+"""The agent each session runs first, its own: the one agent.py calls."""
+
+
 def streamed_to(session: Session) -> Any:
-    """A Strands callback handler that streams the model's text to the job."""
+    """A Strands callback handler that streams the model's text to the job: the session's own
+    agent's as it is, another's under its name."""
 
     def on_event(**event: Any) -> None:
         text = event.get("data")
         if isinstance(text, str) and text:
-            session.say(text)
+            agent = event.get("agent")
+            main = _main_agent.get(session)
+            ours = agent is None or main is None or agent is main
+            session.say(text, by=None if ours else str(getattr(agent, "name", "") or "agent"))
 
     return on_event
 
