@@ -1,3 +1,5 @@
+//go:build linux
+
 package supervisor
 
 import (
@@ -18,6 +20,9 @@ import (
 
 	"github.com/orchestrator-zero/oz0/supervisor/sandbox"
 )
+
+// ForkServers says whether this platform has fork servers (see Zygote).
+const ForkServers = true
 
 // Zygote is a harness's fork server: a process made as a session made ahead is (Make: its
 // sandbox, its directories, its loader, which loads the harness's dependencies), which then forks

@@ -101,11 +101,15 @@ func (p Policy) String() string {
 	if p.Mode != Warm {
 		return "cold: each session is made at its job (--cold)"
 	}
-	if p.Fork {
+	if p.forks() {
 		return "warm: each session forked at its job from its Python harness's fork server, its dependencies loaded ahead (--cold makes each at its job)"
 	}
 	return fmt.Sprintf("warm: %d made ahead for each Python harness, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
 }
+
+// forks says whether the policy's Python sessions are forked: it asks for it, and the platform
+// has fork servers (Linux).
+func (p Policy) forks() bool { return p.Fork && supervisor.ForkServers }
 
 func (p Policy) perHarness() int { return max(1, p.PerHarness) }
 

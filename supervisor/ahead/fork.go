@@ -157,7 +157,7 @@ func (p *Pool) forks(key string, spec supervisor.Spec) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.policy.Fork && !p.noForks[key]
+	return p.policy.forks() && !p.noForks[key]
 }
 
 // makeLoaderZygote makes a fork server with the loader as its program.
