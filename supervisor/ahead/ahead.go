@@ -132,7 +132,7 @@ type Pool struct {
 	made    map[string][]*entry // by harness key, oldest first
 	making  map[string]int      // being made, by harness key
 	servers map[string]*server  // each harness's fork server, by harness key
-	noForks map[string]bool     // the harnesses whose sessions cannot be forked
+	noForks map[string]string   // the harnesses whose sessions cannot be forked: the plugin's environment then
 	total   int
 	closed  bool
 	wg      sync.WaitGroup
@@ -153,7 +153,7 @@ func New(policy Policy, logger *slog.Logger) *Pool {
 		policy.Idle = DefaultIdle
 	}
 	return &Pool{policy: policy, log: logger, made: map[string][]*entry{}, making: map[string]int{},
-		servers: map[string]*server{}, noForks: map[string]bool{}}
+		servers: map[string]*server{}, noForks: map[string]string{}}
 }
 
 // Policy is the pool's policy.

@@ -232,6 +232,59 @@ func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 	}
 }
 
+// A harness whose dependencies leave a thread running (CrewAI's do: a fork would copy only the
+// thread that forks) is not forked: once its fork server has said so, its sessions are made ahead
+// one at a time, the next job's included, rather than made cold at each job; a change of the
+// plugin's environment tries a fork server again.
+func TestThreadedDependenciesAreMadeAheadNotForked(t *testing.T) {
+	dir := testPlugin(t)
+	sites, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python*", "site-packages"))
+	threaded := "import threading, time\nIMPORTED_AT = time.time()\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+	if err := os.WriteFile(filepath.Join(sites[0], "fakedep", "__init__.py"), []byte(threaded), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := func(job string) supervisor.Spec {
+		sp := jobSpec(dir, job)
+		sp.Sandbox = supervisor.Sandbox{Tier: sandbox.Standard}
+		return sp
+	}
+	pool := New(Policy{Mode: Warm, Fork: true, PerHarness: 1}, nil)
+	defer pool.Close()
+	pool.Prepare(spec(""))
+	waitMade(t, pool) // the fork server said it forks nothing: a session is made ahead instead
+	for _, job := range []string{"job_one", "job_two"} {
+		if job == "job_two" {
+			waitMade(t, pool)
+		}
+		s, how, err := pool.Start(context.Background(), spec(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if how.Start != StartMadeAhead {
+			t.Errorf("%s's session started %q (%s); want made ahead", job, how.Start, how.Why)
+		}
+		if got := result(t, s); got.Job != job {
+			t.Errorf("the harness saw job %q; want %s", got.Job, job)
+		}
+	}
+
+	// uv add, uv remove: the environment changed, the harness may fork now.
+	if err := os.WriteFile(filepath.Join(sites[0], "fakedep", "__init__.py"), []byte("import time\nIMPORTED_AT = time.time()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(sites[0], "another"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, how, err := pool.Start(context.Background(), spec("job_three"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	result(t, s)
+	if how.Start != StartForked {
+		t.Errorf("after the environment changed, the session started %q (%s); want forked", how.Start, how.Why)
+	}
+}
+
 // A Node harness's session made ahead: its packages imported before its job (Node cannot fork),
 // nothing of the plugin's run before, then its file run as node runs it, in the session's working
 // directory with its job's environment; in every tier.

@@ -17,8 +17,9 @@ import (
 // server is a harness's fork server in the pool.
 type server struct {
 	z     *supervisor.Zygote
-	stamp string    // the plugin's environment when it was made
-	used  time.Time // its last fork, or its making
+	stamp string          // the plugin's environment when it was made
+	used  time.Time       // its last fork, or its making
+	spec  supervisor.Spec // the harness's, as sessions made ahead are made
 }
 
 // startForked starts spec's session as a fork of its harness's server, made now if it has none
@@ -28,18 +29,18 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	srv, why, err := p.server(key, spec)
 	if err != nil {
 		p.log.Warn("a fork server could not be made; sessions are made ahead one at a time", "harness", spec.Request.Harness, "err", err)
-		p.noFork(key)
+		p.noFork(key, envStamp(spec.PluginDir))
 		return nil, How{}, false, nil
 	}
 	ready := srv.z.Forks()
 	s, err := srv.z.Fork(ctx, spec)
 	switch {
 	case errors.Is(err, supervisor.ErrGone):
+		// Asked before it is dropped, which ends it: a server that is still there forks nothing.
+		exited := isClosed(srv.z.Exited())
 		p.dropServer(key, srv)
-		select {
-		case <-srv.z.Exited():
-		default:
-			p.noFork(key) // it said it forks nothing
+		if !exited {
+			p.noFork(key, srv.stamp)
 		}
 		return nil, How{}, false, nil
 	case err != nil:
@@ -86,7 +87,7 @@ func (p *Pool) server(key string, spec supervisor.Spec) (*server, string, error)
 		}
 		return other, why, nil
 	}
-	srv = &server{z: z, stamp: stamp, used: time.Now()}
+	srv = &server{z: z, stamp: stamp, used: time.Now(), spec: aheadSpec(spec)}
 	p.servers[key] = srv
 	if why == "" {
 		why = "no fork server was made for it yet"
@@ -109,18 +110,32 @@ func (p *Pool) prepareServer(key string, spec supervisor.Spec) {
 		defer p.wg.Done()
 		if _, _, err := p.server(key, spec); err != nil {
 			p.log.Warn("a fork server could not be made; sessions are made ahead one at a time", "harness", spec.Request.Harness, "err", err)
-			p.noFork(key)
+			p.noFork(key, envStamp(spec.PluginDir))
+			p.Prepare(spec)
 		}
 	}()
 }
 
-// watchServer drops a server that exits or forks nothing for the policy's Idle.
+// watchServer drops a server that exits, idles for the policy's Idle, or says once loaded that it
+// forks nothing (a library left a thread running): then its harness's sessions are made ahead
+// one at a time, until its plugin's environment changes.
 func (p *Pool) watchServer(key string, srv *server) {
 	defer p.wg.Done()
 	tick := time.NewTicker(min(p.policy.Idle, time.Minute))
 	defer tick.Stop()
+	loaded := srv.z.Loaded()
 	for {
 		select {
+		case <-loaded:
+			loaded = nil
+			if srv.z.Forks() || isClosed(srv.z.Exited()) {
+				continue
+			}
+			p.log.Info("the harness's fork server forks nothing (its dependencies left a thread running); its sessions are made ahead one at a time", "harness", srv.spec.Request.Harness, "loaded", string(srv.z.Report()))
+			p.noFork(key, srv.stamp)
+			p.dropServer(key, srv)
+			p.Prepare(srv.spec)
+			return
 		case <-srv.z.Exited():
 			p.dropServer(key, srv)
 			return
@@ -136,6 +151,15 @@ func (p *Pool) watchServer(key string, srv *server) {
 	}
 }
 
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 func (p *Pool) dropServer(key string, srv *server) {
 	p.mu.Lock()
 	if p.servers[key] == srv {
@@ -145,21 +169,22 @@ func (p *Pool) dropServer(key string, srv *server) {
 	srv.z.Close()
 }
 
-func (p *Pool) noFork(key string) {
+// noFork says the harness key's sessions are not forked while its plugin's environment is stamp.
+func (p *Pool) noFork(key, stamp string) {
 	p.mu.Lock()
-	p.noForks[key] = true
+	p.noForks[key] = stamp
 	p.mu.Unlock()
 }
 
 func (p *Pool) forks(key string, spec supervisor.Spec) bool {
-	if !supervisor.IsPython(spec.Command[0]) {
+	if !supervisor.IsPython(spec.Command[0]) || !p.policy.forks() {
 		return false // Node cannot fork: its sessions are made ahead one at a time
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.policy.forks() && !p.noForks[key]
+	stamp, no := p.noForks[key]
+	p.mu.Unlock()
+	return !no || stamp != envStamp(spec.PluginDir)
 }
-
 // makeLoaderZygote makes a fork server with the loader as its program.
 func makeLoaderZygote(spec supervisor.Spec) (*supervisor.Zygote, error) {
 	made, err := loaderSpec(spec, true)
