@@ -11,7 +11,7 @@ export CGO_ENABLED := 0
 # screenshot of each page to $(OZ0_TEST_ARTIFACTS)/ui/.
 export OZ0_TEST_ARTIFACTS ?= $(CURDIR)/test-output
 
-.PHONY: build test test-deps cross race fuzz demo bench bench-peers lint lint-templates lint-workflows check-release release-snapshot clean test-frameworks-latest
+.PHONY: build test test-cold test-deps cross race fuzz demo bench bench-peers lint lint-templates lint-workflows check-release release-snapshot clean test-frameworks-latest
 
 # Tools the checks run, pinned; `go run` builds each once and keeps it in the Go build cache.
 GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
@@ -33,6 +33,13 @@ test: test-deps lint cross check-release lint-workflows lint-templates
 	@echo "test: go test ./... (units, the scripts with the templates on their real frameworks, the browser tests: several minutes)"
 	PATH="$$(scripts/node-path.sh)$$PATH" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory race
+
+# The end-to-end scripts again with every session made at its job, as the platform's cold start
+# makes it: each oz0 dev, oz0 plugin test and oz0 eval in them gets --cold (cmd/oz0/script_test.go's
+# OZ0_TEST_SESSIONS), but for the scripts about sessions made ahead. make test runs them with the
+# default, forked or made ahead; this is the other half, longer, run before a release.
+test-cold: build test-deps
+	PATH="$$(scripts/node-path.sh)$$PATH" OZ0_TEST_SESSIONS=cold $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestScripts$$' ./cmd/oz0
 
 # The packages whose goroutines share state, under the race detector. On linux -race needs cgo,
 # so this step alone sets CGO_ENABLED=1 (with a C compiler: test-deps installs gcc); the binary

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,8 +40,37 @@ func scriptCondition(cond string) (bool, error) {
 // TestMain lets the test binary stand in for the real oz0 binary inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(testbin.M{M: m}, map[string]func(){
-		"oz0": func() { os.Exit(run(os.Args[1:])) },
+		"oz0": func() { os.Exit(run(sessionsArgs(os.Args[1:], os.Getenv(sessionsEnv)))) },
 	})
+}
+
+// sessionsEnv set to "cold" runs the scripts as the platform's cold start does (make
+// test-cold): each oz0 dev, oz0 plugin test and oz0 eval a script runs gets --cold, unless it
+// says --warm or --cold itself. Scripts that are about sessions made ahead say [!cold].
+const sessionsEnv = "OZ0_TEST_SESSIONS"
+
+// sessionsArgs is args with --cold after the command that makes sessions, when sessions is
+// "cold".
+func sessionsArgs(args []string, sessions string) []string {
+	if sessions != "cold" || slices.ContainsFunc(args, func(a string) bool {
+		return a == "--cold" || a == "--warm" || strings.HasPrefix(a, "--cold=") || strings.HasPrefix(a, "--warm=")
+	}) {
+		return args
+	}
+	at := 0
+	switch {
+	case len(args) >= 1 && (args[0] == "dev" || args[0] == "eval"):
+		at = 1
+	case len(args) >= 2 && args[0] == "plugin" && args[1] == "test":
+		at = 2
+	default:
+		return args
+	}
+	return slices.Concat(args[:at], []string{"--cold"}, args[at:])
+}
+
+func init() {
+	scriptConds["cold"] = func(string) (bool, error) { return os.Getenv(sessionsEnv) == "cold", nil }
 }
 
 // TestScripts runs testdata/scripts/*.txtar against the oz0 binary, end to end.
@@ -103,6 +133,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GOPROXY", "off")
 			env.Setenv("GOFLAGS", "-mod=readonly")
 			env.Setenv("CGO_ENABLED", "0")
+			env.Setenv(sessionsEnv, os.Getenv(sessionsEnv))
 			env.Values[scriptT{}] = env.T() // for commands that skip a script (unprivileged)
 			return nil
 		},
