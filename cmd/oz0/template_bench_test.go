@@ -1,0 +1,148 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
+	"github.com/orchestrator-zero/oz0/internal/nodedeps"
+)
+
+// templateRuns is how many runs of each template are timed on each oz0, after one that is not.
+const templateRuns = 10
+
+// BenchmarkTemplateRuns times one run of each template's generated plugin, as a user meets it:
+// `oz0 plugin new`, its dependencies installed as its author installs them (uv lock && uv sync;
+// for strands-ts the locked node_modules make test-deps installs, as npm ci would), then `oz0
+// dev` on its built-in fake model and a job submitted and followed to its end, one at a time
+// (the median of templateRuns, after one that is not counted: the first reads the interpreter's
+// and the framework's files from disk).
+//
+// OZ0_BENCH_BIN names the oz0 to time (bench_test.go); OZ0_BENCH_BASE_BIN a second one, an
+// earlier build say, whose `oz0 dev` serves the same plugin beside it, run for run in turn, so that
+// the ratio (run-ms/base) is of runs taken under the same load. OZ0_BENCH_DEV_FLAGS adds flags
+// to each `oz0 dev` (--cold, say).
+func BenchmarkTemplateRuns(b *testing.B) {
+	bin := oz0Binary(b)
+	base := os.Getenv("OZ0_BENCH_BASE_BIN")
+	uv := peersUV(b)
+	devFlags := strings.Fields(os.Getenv("OZ0_BENCH_DEV_FLAGS"))
+	for _, template := range []string{"byo-agent", "adk", "strands", "agent-framework", "strands-ts"} {
+		b.Run(template, func(b *testing.B) {
+			plugin := templatePlugin(b, bin, uv, template)
+			sides := []*client.Client{startTemplateDev(b, bin, plugin, devFlags)}
+			if base != "" {
+				sides = append(sides, startTemplateDev(b, base, plugin, devFlags))
+			}
+			for _, c := range sides {
+				if _, err := templateRun(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			times := make([][]time.Duration, len(sides))
+			for b.Loop() {
+				for range templateRuns {
+					for i, c := range sides {
+						d, err := templateRun(c)
+						if err != nil {
+							b.Fatal(err)
+						}
+						times[i] = append(times[i], d)
+					}
+				}
+			}
+			b.ReportMetric(ms(medianOf(times[0])), "run-ms")
+			if base != "" {
+				b.ReportMetric(ms(medianOf(times[1])), "base-run-ms")
+				b.ReportMetric(ms(medianOf(times[0]))/ms(medianOf(times[1])), "run/base")
+			}
+			b.ReportMetric(0, "ns/op") // the figures above are the medians of single runs
+		})
+	}
+}
+
+// templatePlugin scaffolds the template as acme-triage and installs its dependencies as its author
+// does.
+func templatePlugin(b *testing.B, bin string, uv peerUV, template string) string {
+	b.Helper()
+	parent := b.TempDir()
+	runBin(b, bin, parent, "plugin", "new", "acme-triage", "--template", template, "--description", "Sorts support tickets")
+	dir := filepath.Join(parent, "acme-triage")
+	if template == "strands-ts" {
+		modules, installed, err := nodedeps.NodeModules(templatesDir, template)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !installed {
+			b.Fatal(nodedeps.Missing(template, modules))
+		}
+		if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+			b.Fatal(err)
+		}
+		return dir
+	}
+	uv.run(b, dir, "lock")
+	uv.run(b, dir, "sync")
+	return dir
+}
+
+// startTemplateDev starts `oz0 dev` of bin on the plugin, its state in a directory of its own; it
+// stops when the benchmark ends.
+func startTemplateDev(b *testing.B, bin, plugin string, devFlags []string) *client.Client {
+	b.Helper()
+	ready := filepath.Join(b.TempDir(), "ctx")
+	cmd := exec.Command(bin, append([]string{"dev", "--addr", "127.0.0.1:0", "--state-dir", b.TempDir(), "--ready-file", ready}, devFlags...)...)
+	cmd.Dir = plugin
+	cmd.Env = append(os.Environ(), "PATH="+nodeFirstPATH(b))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	startLogged(b, cmd)
+	ctx, err := apiv1.ParseContext(waitReady(b, ready, cmd))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client.New(ctx)
+}
+
+// nodeFirstPATH is PATH with the Node the Node templates support first (scripts/node-path.sh).
+func nodeFirstPATH(b *testing.B) string {
+	b.Helper()
+	first, err := exec.Command("../../scripts/node-path.sh").Output()
+	if err != nil {
+		b.Fatal("scripts/node-path.sh:", err)
+	}
+	return string(first) + os.Getenv("PATH")
+}
+
+// templateRun submits a job of acme-triage and follows it to its end: how long it took, submit to
+// end; an error when it did not succeed.
+func templateRun(c *client.Client) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: peerInput})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Events(ctx, j.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	final, err := c.Job(ctx, j.ID)
+	if err != nil {
+		return 0, err
+	}
+	if final.Status != apiv1.StatusSucceeded {
+		return 0, fmt.Errorf("job %s %s: %s", j.ID, final.Status, final.Reason)
+	}
+	return d, nil
+}
