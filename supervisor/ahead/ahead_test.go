@@ -285,6 +285,40 @@ func TestThreadedDependenciesAreMadeAheadNotForked(t *testing.T) {
 	}
 }
 
+// A dependency's fork hook that starts a thread in each forked process (OpenTelemetry's
+// TracerProvider does, to detect the new process's resource) does not keep the session from its
+// sandbox: a new user namespace needs one thread, and the session's keeper waits for the hook's
+// to end rather than fail with EINVAL.
+func TestForkHookThreadsDoNotBreakTheSandbox(t *testing.T) {
+	dir := testPlugin(t)
+	sites, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python*", "site-packages"))
+	hooked := `import os, threading, time
+IMPORTED_AT = time.time()
+os.register_at_fork(after_in_child=lambda: threading.Thread(target=time.sleep, args=(0.2,)).start())
+`
+	if err := os.WriteFile(filepath.Join(sites[0], "fakedep", "__init__.py"), []byte(hooked), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
+		t.Run(string(tier), func(t *testing.T) {
+			pool := New(Policy{Mode: Warm, Fork: true}, nil)
+			defer pool.Close()
+			sp := jobSpec(dir, "job_one")
+			sp.Sandbox = supervisor.Sandbox{Tier: tier, Gateway: http.NotFoundHandler()}
+			s, how, err := pool.Start(context.Background(), sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how.Start != StartForked {
+				t.Errorf("the session started %q (%s); want forked", how.Start, how.Why)
+			}
+			if got := result(t, s); got.Job != "job_one" {
+				t.Errorf("the harness saw job %q; want job_one", got.Job)
+			}
+		})
+	}
+}
+
 // A Node harness's session made ahead: its packages imported before its job (Node cannot fork),
 // nothing of the plugin's run before, then its file run as node runs it, in the session's working
 // directory with its job's environment; in every tier.

@@ -116,6 +116,38 @@ async def _serve_model(reader, writer):
         writer.close()
 
 
+def _traced(client_class):
+    """The option that makes a client of client_class trace its calls on a provider of the warm-up's
+    own (never the global one), when the SDK traces its calls (the Anthropic SDK's open_telemetry)
+    and OpenTelemetry's SDK is loaded: a job whose spans go to the node takes that path (its
+    streams' snapshots are pydantic generic models, built on first use), so it runs once here too."""
+    if "opentelemetry.sdk.trace" not in sys.modules:
+        return None
+    import inspect
+
+    try:
+        if "open_telemetry" not in inspect.signature(client_class.__init__).parameters:
+            return None
+    except (TypeError, ValueError):
+        return None
+    from opentelemetry.sdk.trace import TracerProvider
+
+    # A provider made while the warm-ups' OTEL_SDK_DISABLED is set makes no spans, and the SDK
+    # would skip its traced path; this one has no processor: its spans go nowhere.
+    disabled = os.environ.pop("OTEL_SDK_DISABLED", None)
+    try:
+        # Not kept alive by an atexit hook: a provider that lives on has the SDK run its fork hook
+        # (a thread) in every session forked from here.
+        try:
+            provider = TracerProvider(shutdown_on_exit=False)
+        except TypeError:
+            provider = TracerProvider()
+    finally:
+        if disabled is not None:
+            os.environ["OTEL_SDK_DISABLED"] = disabled
+    return {"open_telemetry": {"tracer_provider": provider}}
+
+
 async def _warm_sdk(sdk):
     """One call of each kind (streamed and not) through the SDK sdk (anthropic, openai) over its
     own HTTP client to a model on a loopback socket of this process's, then through a mock
@@ -124,12 +156,15 @@ async def _warm_sdk(sdk):
     server = await _asyncio.start_server(_serve_model, "127.0.0.1", 0)
     try:
         url = "http://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
-        for http in (None, _http(sdk)):
+        variants = [{}, {"http_client": _http(sdk)}]
+        if sdk == "anthropic" and (traced := _traced(module.AsyncAnthropic)):
+            variants.append(traced)
+        for extra in variants:
             if sdk == "anthropic":
-                client = module.AsyncAnthropic(base_url=url, api_key="warm-up", max_retries=0, **({"http_client": http} if http else {}))
+                client = module.AsyncAnthropic(base_url=url, api_key="warm-up", max_retries=0, **extra)
                 call = lambda **kw: client.messages.create(model="warm-up", max_tokens=8, messages=[{"role": "user", "content": "hi"}], **kw)
             else:
-                client = module.AsyncOpenAI(base_url=url + "/v1", api_key="warm-up", max_retries=0, **({"http_client": http} if http else {}))
+                client = module.AsyncOpenAI(base_url=url + "/v1", api_key="warm-up", max_retries=0, **extra)
                 call = lambda **kw: client.chat.completions.create(model="warm-up", messages=[{"role": "user", "content": "hi"}], **kw)
             await call()
             async for _ in await call(stream=True):
@@ -271,4 +306,23 @@ def _warm_up():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    _keep_weakly_cached()
     return done, failed
+
+
+# What the warm-ups made that a library caches only weakly, held here: the collection the loader
+# runs before it freezes (and forks) would drop it, and each job would make it again.
+_KEPT = []
+
+
+def _keep_weakly_cached():
+    """Keeps pydantic's parametrized generic models (the Anthropic SDK's ParsedMessage[...] of a
+    stream, for one), which its cache holds weakly: building them again costs a job 15-40 ms."""
+    generics = sys.modules.get("pydantic._internal._generics")
+    cache = getattr(generics, "_GENERIC_TYPES_CACHE", None)
+    if cache is None:
+        return
+    try:
+        _KEPT.extend(list(cache.values()))
+    except Exception:  # a pydantic whose cache is not a mapping: nothing kept, nothing lost
+        pass

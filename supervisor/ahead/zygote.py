@@ -69,10 +69,22 @@ def _drop_capabilities():
     _check(_libc.capset(header, data), "capset")
 
 
+def _await_one_thread(limit=5.0):
+    """Waits until this process is its only thread, as a new user namespace needs: a library's
+    fork hook may have started one in this fork and be ending it (OpenTelemetry's TracerProvider
+    detects the new process's resource on a thread pool). At most limit seconds."""
+    deadline = _time.monotonic() + limit
+    while len(os.listdir("/proc/self/task")) > 1:
+        if _time.monotonic() > deadline:
+            raise OSError("the session's process has threads a library started when it was forked, which a new user namespace does not allow")
+        _time.sleep(0.001)
+
+
 def _own_namespaces(strict):
     """Unshares the session's namespaces, owned by a new user namespace in which this process
     keeps its ids."""
     uid, gid = os.getuid(), os.getgid()
+    _await_one_thread()
     flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
     if strict:
         flags |= _CLONE_NEWNET
