@@ -185,6 +185,7 @@ func (p *Pool) forks(key string, spec supervisor.Spec) bool {
 	p.mu.Unlock()
 	return !no || stamp != envStamp(spec.PluginDir)
 }
+
 // makeLoaderZygote makes a fork server with the loader as its program.
 func makeLoaderZygote(spec supervisor.Spec) (*supervisor.Zygote, error) {
 	made, err := loaderSpec(spec, true)
