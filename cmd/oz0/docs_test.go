@@ -138,3 +138,40 @@ func TestDevelopmentDocListsEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// userDocs are the pages a user reads: README.md, docs/ and every Markdown file a template
+// scaffolds into a plugin.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"../../README.md"}
+	for _, root := range []string{"../../docs", "../../scaffold/templates"} {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+				pages = append(pages, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pages
+}
+
+// No user doc names an issue of the tracker: a reader has no tracker to look it up in, and what
+// was measured or decided before lives in git history, not in the page.
+func TestUserDocsNameNoIssue(t *testing.T) {
+	issue := regexp.MustCompile(`(?i)\bissues?\s+#?\d+|\(issue:|\bissue:\s|\(#\d+\)`)
+	for _, p := range userDocs(t) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := issue.FindString(line); m != "" {
+				rel, _ := filepath.Rel("../..", p)
+				t.Errorf("%s:%d names an issue (%q): say what the figure or the decision is, without the tracker", rel, i+1, m)
+			}
+		}
+	}
+}
