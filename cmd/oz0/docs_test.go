@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/conformance"
@@ -171,6 +173,66 @@ func TestUserDocsNameNoIssue(t *testing.T) {
 			if m := issue.FindString(line); m != "" {
 				rel, _ := filepath.Rel("../..", p)
 				t.Errorf("%s:%d names an issue (%q): say what the figure or the decision is, without the tracker", rel, i+1, m)
+			}
+		}
+	}
+}
+
+// headingSlugs are the anchors GitHub gives a page's headings: lower case, punctuation dropped,
+// spaces to hyphens, a repeated one numbered.
+func headingSlugs(doc string) map[string]bool {
+	slugs := map[string]bool{}
+	seen := map[string]int{}
+	inCode := false
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		s := b.String()
+		if n := seen[s]; n > 0 {
+			slugs[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			slugs[s] = true
+		}
+		seen[s]++
+	}
+	return slugs
+}
+
+// Every link from a user doc to a section of a page of docs/ (or of itself) names a heading that
+// is there: a section renamed takes its links with it.
+func TestDocsLinksToSectionsResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([A-Za-z0-9_./-]*\.md)?#([^)\s]+)\)`)
+	for _, p := range userDocs(t) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := p
+			if m[1] != "" {
+				target = filepath.Join(filepath.Dir(p), m[1])
+			}
+			doc, err := os.ReadFile(target)
+			if err != nil {
+				continue // a page outside the repository's docs (a template's, once rendered)
+			}
+			if !headingSlugs(string(doc))[m[2]] {
+				rel, _ := filepath.Rel("../..", p)
+				t.Errorf("%s links %s#%s, which has no such section", rel, m[1], m[2])
 			}
 		}
 	}
