@@ -47,9 +47,14 @@ progress() {
 # The packages oz0 is made of; listing them fetches the modules they come from.
 pkgs=$(mktemp)
 trap 'rm -f "$pkgs"' EXIT
+started=$SECONDS
 "$GO" list -deps "$@" ./cmd/oz0 2>&1 >"$pkgs" | progress fetch 0
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
 total=$(wc -l <"$pkgs")
+# Once the fetch has said something, the compile says so at once, not only in 5 s.
+if [ $((SECONDS - started)) -ge "$every" ]; then
+  printf 'build: modules fetched; compiling the %d packages oz0 is made of\n' "$total"
+fi
 
 "$GO" build -v "$@" -o "$out" ./cmd/oz0 2>&1 | progress compile "$total"
 exit "${PIPESTATUS[0]}"
