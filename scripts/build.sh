@@ -11,11 +11,12 @@ out=$1
 shift
 every=5 # seconds between progress lines
 
-# progress WHAT TOTAL: reads go's -v output and "go: downloading" lines, prints a counted line every
-# $every seconds while they come (and while nothing comes, so a long link is not silent); any
-# other line (an error) is passed on to stderr as it is.
+# progress WHAT TOTAL: reads go's -v output (a package's path as its compile starts) and its
+# "go: downloading" lines, and prints a counted line every $every seconds, whether or not a line
+# came (a large package's compile and the link say nothing); any other line (an error) is passed
+# on to stderr as it is.
 progress() {
-  local what=$1 total=$2 start=$SECONDS next=$((SECONDS + every)) fetched=0 built=0 last="" line rc part=""
+  local what=$1 total=$2 start=$SECONDS next=$((SECONDS + every)) fetched=0 built=0 last="" latest="" line rc part=""
   while :; do
     IFS= read -r -t 1 line
     rc=$?
@@ -26,7 +27,7 @@ progress() {
       case $line in
       "go: downloading "*) fetched=$((fetched + 1)) last=${line#go: downloading } ;;
       *[[:space:]]* | "#"* | "") printf '%s\n' "$line" >&2 ;;
-      *) built=$((built + 1)) last=$line ;;
+      *) built=$((built + 1)) last=$line latest=$line ;;
       esac
     fi
     [ "$rc" -eq 1 ] && break # end of go's output
@@ -34,11 +35,14 @@ progress() {
       next=$((SECONDS + every))
       if [ "$what" = fetch ]; then
         printf 'build: fetching modules: %d fetched (%s), %ds\n' "$fetched" "${last:-resolving}" $((SECONDS - start))
+      elif [ "$latest" = github.com/orchestrator-zero/oz0/cmd/oz0 ]; then
+        # go build -v names a package as its compile starts, and the main package last
+        printf 'build: compiling oz0'"'"'s main package and linking %s: %d packages compiled, %d from the cache, %ds\n' "$out" "$built" $((total - built)) $((SECONDS - start))
       elif [ -n "$last" ]; then
         printf 'build: compiling: %d/%d packages (%s), %ds\n' "$built" "$total" "$last" $((SECONDS - start))
         last=""
       else
-        printf 'build: linking %s: %d packages compiled, %d from the cache, %ds\n' "$out" "$built" $((total - built)) $((SECONDS - start))
+        printf 'build: compiling: %d/%d packages (a large one), %ds\n' "$built" "$total" $((SECONDS - start))
       fi
     fi
   done
