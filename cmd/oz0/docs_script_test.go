@@ -20,6 +20,7 @@ const runnableMark = "<!-- runnable -->"
 type docBlock struct {
 	name string // the page and the fence's line, as a script's name: README.md:24 is README_md_24
 	text string
+	repo bool // README.md's: run from the repository's root
 }
 
 // runnableBlocks are the blocks of README.md and docs/*.md marked runnable.
@@ -52,7 +53,7 @@ func runnableBlocks(t *testing.T) []docBlock {
 				break
 			}
 			name := regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(fmt.Sprintf("%s_%d", rel, i+2), "_")
-			blocks = append(blocks, docBlock{name: name, text: strings.Join(lines[start:end], "\n") + "\n"})
+			blocks = append(blocks, docBlock{name: name, text: strings.Join(lines[start:end], "\n") + "\n", repo: rel == "README.md"})
 			i = end
 		}
 	}
@@ -60,9 +61,10 @@ func runnableBlocks(t *testing.T) []docBlock {
 }
 
 // TestDocsRunnableBlocks runs every code block of README.md and docs/*.md marked runnable with
-// bash (-euo pipefail), from the repository's root as a reader who has just cloned it, in a home
-// of its own and offline, so that what a page tells a reader to type works as written. The
-// README's quickstart is one: it builds oz0 with make build and runs the guide's job.
+// bash (-euo pipefail), in a home of its own and offline, so that what a page tells a reader to
+// type works as written: the README's from the repository's root, as a reader who has just cloned
+// it (its quickstart builds oz0 with make build and runs the guide's job); the pages' in an empty
+// directory, with oz0 on PATH (this test binary, as the scripts have it).
 func TestDocsRunnableBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the docs' runnable blocks build oz0 and run its jobs")
@@ -73,7 +75,10 @@ func TestDocsRunnableBlocks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, b := range blocks {
-		script := "cd $OZ0_REPO\nexec bash -euo pipefail $WORK/block.sh\n-- block.sh --\n" + b.text
+		script := "exec bash -euo pipefail $WORK/block.sh\n-- block.sh --\n" + b.text
+		if b.repo {
+			script = "cd $OZ0_REPO\n" + script
+		}
 		if err := os.WriteFile(filepath.Join(dir, b.name+".txtar"), []byte(script), 0o644); err != nil {
 			t.Fatal(err)
 		}
