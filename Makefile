@@ -17,9 +17,11 @@ export OZ0_TEST_ARTIFACTS ?= $(CURDIR)/test-output
 GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
+# scripts/build.sh is go build saying what it fetches and compiles, with a count, every 5 s
+# while it works (a fresh machine's build is otherwise silent for minutes).
 build:
-	@echo "build: $(BIN) (a minute or two on a fresh machine, seconds once Go's cache has it)"
-	$(GO) build -trimpath -o $(BIN) ./cmd/oz0
+	@echo "build: $(BIN) (a few minutes on a fresh machine, seconds once Go's cache has it)"
+	@GO="$(GO)" scripts/build.sh $(BIN) -trimpath
 
 # The whole suite: formatting, vet, the cross builds, the GitHub Actions workflows, the Python templates under their own linters, unit tests, fuzz seeds, the
 # testscript end-to-end scripts (which also run the templates' Python tests with unittest and

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/conformance"
@@ -134,6 +136,103 @@ func TestDevelopmentDocListsEveryPackage(t *testing.T) {
 				}
 			} else if !strings.Contains(rows[parent], "`"+d.Name()+"/`") {
 				t.Errorf("docs/development.md's %s/ row does not name %s/", parent, d.Name())
+			}
+		}
+	}
+}
+
+// userDocs are the pages a user reads: README.md, docs/ and every Markdown file a template
+// scaffolds into a plugin.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"../../README.md"}
+	for _, root := range []string{"../../docs", "../../scaffold/templates"} {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+				pages = append(pages, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pages
+}
+
+// No user doc names an issue of the tracker: a reader has no tracker to look it up in, and what
+// was measured or decided before lives in git history, not in the page.
+func TestUserDocsNameNoIssue(t *testing.T) {
+	issue := regexp.MustCompile(`(?i)\bissues?\s+#?\d+|\(issue:|\bissue:\s|\(#\d+\)`)
+	for _, p := range userDocs(t) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := issue.FindString(line); m != "" {
+				rel, _ := filepath.Rel("../..", p)
+				t.Errorf("%s:%d names an issue (%q): say what the figure or the decision is, without the tracker", rel, i+1, m)
+			}
+		}
+	}
+}
+
+// headingSlugs are the anchors GitHub gives a page's headings: lower case, punctuation dropped,
+// spaces to hyphens, a repeated one numbered.
+func headingSlugs(doc string) map[string]bool {
+	slugs := map[string]bool{}
+	seen := map[string]int{}
+	inCode := false
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		s := b.String()
+		if n := seen[s]; n > 0 {
+			slugs[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			slugs[s] = true
+		}
+		seen[s]++
+	}
+	return slugs
+}
+
+// Every link from a user doc to a section of a page of docs/ (or of itself) names a heading that
+// is there: a section renamed takes its links with it.
+func TestDocsLinksToSectionsResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([A-Za-z0-9_./-]*\.md)?#([^)\s]+)\)`)
+	for _, p := range userDocs(t) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := p
+			if m[1] != "" {
+				target = filepath.Join(filepath.Dir(p), m[1])
+			}
+			doc, err := os.ReadFile(target)
+			if err != nil {
+				continue // a page outside the repository's docs (a template's, once rendered)
+			}
+			if !headingSlugs(string(doc))[m[2]] {
+				rel, _ := filepath.Rel("../..", p)
+				t.Errorf("%s links %s#%s, which has no such section", rel, m[1], m[2])
 			}
 		}
 	}
