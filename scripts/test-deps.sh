@@ -44,6 +44,7 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 # ShellCheck, which make lint runs over scripts/ and actionlint over the workflows' run steps.
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+command -v curl >/dev/null 2>&1 || missing+=(curl) # a runnable block of docs/fake-model.md (TestDocsRunnableBlocks)
 # The browsers the dev UI's tests look for (devserver/ui/browser_test.go's chromium), in order.
 have_browser() {
   local b
