@@ -64,9 +64,10 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		types []reflect.Type
 	}{
 		{"plugin test", "| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
-		{"eval", "| `oz0 eval` |", []reflect.Type{
+		{"eval", "| `oz0 eval`, `oz0 eval merge` |", []reflect.Type{
 			reflect.TypeFor[eval.Result](), reflect.TypeFor[eval.Failure](), reflect.TypeFor[eval.Totals](),
 			reflect.TypeFor[eval.Comparison](), reflect.TypeFor[eval.Delta](),
+			reflect.TypeFor[eval.Report](), reflect.TypeFor[eval.PluginRef](), reflect.TypeFor[eval.Shard](),
 		}},
 		{"job list", "| `oz0 job list`, `oz0 job show` |", []reflect.Type{
 			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),

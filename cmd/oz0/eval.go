@@ -36,28 +36,76 @@ const (
 	evalFormatGitHub = "github"
 )
 
-type evalOptions struct {
+// evalReportOptions are how oz0 eval and oz0 eval merge write their report.
+type evalReportOptions struct {
 	IO *iostreams.IOStreams
 	cmdutil.JSONFlags
-	Version  string
 	Getenv   func(string) string
-	Client   func() (*client.Client, error) // the running oz0 dev, for --dev
-	Path     string                         // FILE or DIR as given
-	Jobs     int                            // 0: the node's default
 	JUnit    string
+	Report   string // --report FILE: the --json report, also written to FILE
 	Format   string
-	Live     bool
-	Record   bool
-	Update   bool
 	Baseline string
-	Dev      bool
-	Sandbox  sandbox.Tier
-	Ahead    ahead.Policy // --warm N (the default), --cold: when its node makes sessions
+}
+
+type evalOptions struct {
+	evalReportOptions
+	Version string
+	Client  func() (*client.Client, error) // the running oz0 dev, for --dev
+	Path    string                         // FILE or DIR as given
+	Jobs    int                            // 0: the node's default
+	Live    bool
+	Record  bool
+	Update  bool
+	Dev     bool
+	Sandbox sandbox.Tier
+	Ahead   ahead.Policy // --warm N (the default), --cold: when its node makes sessions
+	// Shard and Shards: --shard i/n, the part of the cases this run has; 0 and 0: all.
+	Shard, Shards int
+}
+
+// addEvalReportFlags adds the flags of the report's formats and files.
+func addEvalReportFlags(cmd *cobra.Command, opts *evalReportOptions) {
+	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the cases' results")
+	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE")
+	cmd.Flags().StringVar(&opts.Report, "report", "", "also write the JSON report (as --json prints it) to FILE: for oz0 eval merge and --baseline")
+	cmd.Flags().StringVar(&opts.Format, "format", evalFormatTable, "report format: table, or github (annotations and a job summary)")
+	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare with an earlier oz0 eval --json (FILE)")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{evalFormatTable, evalFormatGitHub}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("junit", "xml")
+	_ = cmd.MarkFlagFilename("report", "json")
+	_ = cmd.MarkFlagFilename("baseline", "json")
+}
+
+// check checks the report's flags before anything runs.
+func (o *evalReportOptions) check() error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	if !slices.Contains([]string{evalFormatTable, evalFormatGitHub}, o.Format) {
+		return cmdutil.Usagef("unknown --format %s; choose table or github", cmdutil.Quote(o.Format))
+	}
+	if err := checkOutputFile("--junit", o.JUnit); err != nil {
+		return err
+	}
+	return checkOutputFile("--report", o.Report)
+}
+
+// readBaseline reads --baseline, nil without it.
+func (o *evalReportOptions) readBaseline() (*eval.Report, error) {
+	if o.Baseline == "" {
+		return nil, nil
+	}
+	b, err := eval.ReadBaseline(o.Baseline)
+	if err != nil {
+		return nil, cmdutil.Usagef("--baseline: %s", cmdutil.Message(err))
+	}
+	return b, nil
 }
 
 func newCmdEval(f *cmdutil.Factory, runF func(*evalOptions) error) *cobra.Command {
-	opts := &evalOptions{IO: f.IOStreams, Version: f.Version, Getenv: f.Getenv, Client: f.Client}
+	opts := &evalOptions{evalReportOptions: evalReportOptions{IO: f.IOStreams, Getenv: f.Getenv}, Version: f.Version, Client: f.Client}
 	var sandboxFlag string
+	var shardFlag string
 	var warm int
 	var cold bool
 	cmd := &cobra.Command{
@@ -94,11 +142,15 @@ interrupted (Ctrl-C).`,
 			if len(args) == 1 {
 				opts.Path = args[0]
 			}
-			if err := opts.Check(); err != nil {
+			if err := opts.check(); err != nil {
 				return err
 			}
-			if !slices.Contains([]string{evalFormatTable, evalFormatGitHub}, opts.Format) {
-				return cmdutil.Usagef("unknown --format %s; choose table or github", cmdutil.Quote(opts.Format))
+			if shardFlag != "" {
+				i, n, err := eval.ParseShard(shardFlag)
+				if err != nil {
+					return cmdutil.Usagef("--shard %s", err)
+				}
+				opts.Shard, opts.Shards = i, n
 			}
 			if cmd.Flags().Changed("jobs") && opts.Jobs < 1 {
 				return cmdutil.Usagef("--jobs must be at least 1, not %d", opts.Jobs)
@@ -129,31 +181,25 @@ interrupted (Ctrl-C).`,
 			if opts.Dev && (cmd.Flags().Changed("warm") || cold) {
 				return cmdutil.Usagef("--warm and --cold set oz0 eval's own node; with --dev, oz0 dev's are the node's")
 			}
-			if err := checkOutputFile("--junit", opts.JUnit); err != nil {
-				return err
-			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return evalRun(cmd.Context(), opts)
 		},
 	}
-	cmdutil.AddJSONFlags(cmd, &opts.JSONFlags, "the cases' results")
+	addEvalReportFlags(cmd, &opts.evalReportOptions)
 	cmd.Flags().IntVar(&opts.Jobs, "jobs", 0, "run at most N cases at once (default: oz0 dev's session limit, 4 a core)")
-	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "also write a JUnit XML report to FILE")
-	cmd.Flags().StringVar(&opts.Format, "format", evalFormatTable, "report format: table, or github (annotations and a job summary)")
+	cmd.Flags().StringVar(&shardFlag, "shard", "", "run shard i of n (i/n): the cases split by ID, balanced by their recordings' durations (oz0 eval merge joins the reports)")
 	cmd.Flags().BoolVar(&opts.Live, "live", false, "run every case on the live model records (needs a provider key)")
 	cmd.Flags().BoolVar(&opts.Record, "record", false, "record the cases that have no recording on the live model, and write their recordings")
 	cmd.Flags().BoolVar(&opts.Update, "update", false, "record every recorded case again on the live model, rewriting its recording")
-	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "compare with an earlier oz0 eval --json (FILE)")
 	cmd.Flags().BoolVar(&opts.Dev, "dev", false, "run the cases on the running oz0 dev, so they show in its UI")
 	cmd.Flags().StringVar(&sandboxFlag, "sandbox", "", "the sessions' sandbox: none, standard or strict (default: oz0 dev's, standard where this machine allows it)")
 	addAheadFlags(cmd, &warm, &cold)
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{evalFormatTable, evalFormatGitHub}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.MarkFlagFilename("junit", "xml")
-	_ = cmd.MarkFlagFilename("baseline", "json")
+	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.NoFileCompletions)
 	cmd.ValidArgsFunction = completeDir
+	cmd.AddCommand(newCmdEvalMerge(f, nil))
 	return cmd
 }
 
@@ -262,12 +308,9 @@ func loadEvals(t *evalTarget, p *plugin.Plugin) ([]*eval.File, *diag.Report, err
 func evalRun(ctx context.Context, opts *evalOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var baseline *eval.Report
-	if opts.Baseline != "" {
-		var err error
-		if baseline, err = eval.ReadBaseline(opts.Baseline); err != nil {
-			return cmdutil.Usagef("--baseline: %s", cmdutil.Message(err))
-		}
+	baseline, err := opts.readBaseline()
+	if err != nil {
+		return err
 	}
 	t, err := findEvals(opts.Path)
 	if err != nil {
@@ -292,6 +335,22 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 		}
 		return cmdutil.Usagef("the eval files have %s; nothing was run", diag.Summary(rep))
 	}
+	// Who ran what, for oz0 eval merge; a shard runs its part of the cases.
+	meta := func(r *eval.Report) {
+		r.Plugin = &eval.PluginRef{Name: p.Manifest.Name, Version: p.Manifest.Version}
+		r.OZ0Version = opts.Version
+	}
+	var shard *eval.Shard
+	if opts.Shards > 0 {
+		files, shard = eval.Split(files, opts.Shard, opts.Shards)
+		if len(files) == 0 {
+			// More shards than cases: this one has none, and says so.
+			r := &eval.Report{Shard: shard, Results: []eval.Result{}}
+			meta(r)
+			fmt.Fprintf(opts.IO.ErrOut, "oz0: shard %d/%d has none of the %d cases\n", opts.Shard, opts.Shards, len(shard.Cases))
+			return writeEvalReport(&opts.evalReportOptions, r, baseline)
+		}
+	}
 	mode := eval.Offline
 	switch {
 	case opts.Live:
@@ -314,10 +373,14 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 	// nobody to ask.
 	note := func(msg string) { fmt.Fprintf(opts.IO.ErrOut, "oz0: %s\n", termtext.OneLine(msg)) }
 	report, err := eval.Run(ctx, srv, files, eval.Options{Mode: mode, Inbox: opts.Dev, Note: note})
+	if report != nil {
+		meta(report)
+		report.Shard = shard
+	}
 	var interrupted *eval.InterruptedError
 	if errors.As(err, &interrupted) {
 		// What ran is reported (the table, --json, --junit), the cases stopped one line each.
-		if werr := writeEvalReport(opts, report, baseline); werr != nil && !isFindings(werr) {
+		if werr := writeEvalReport(&opts.evalReportOptions, report, baseline); werr != nil && !isFindings(werr) {
 			return werr
 		}
 		return &cmdutil.InterruptedError{Msg: interrupted.Error()}
@@ -325,7 +388,7 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 	if err != nil {
 		return err
 	}
-	return writeEvalReport(opts, report, baseline)
+	return writeEvalReport(&opts.evalReportOptions, report, baseline)
 }
 
 func isFindings(err error) bool {
@@ -395,13 +458,18 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 	return c, func() { srv.Close(); cleanup() }, nil
 }
 
-func writeEvalReport(opts *evalOptions, report *eval.Report, baseline *eval.Report) error {
+func writeEvalReport(opts *evalReportOptions, report *eval.Report, baseline *eval.Report) error {
 	var cmp *eval.Comparison
 	if baseline != nil {
 		cmp = eval.Compare(baseline, report)
 	}
 	if opts.JUnit != "" {
 		if err := eval.WriteJUnitFile(opts.JUnit, report); err != nil {
+			return err
+		}
+	}
+	if opts.Report != "" {
+		if err := eval.WriteJSONFile(opts.Report, eval.JSONReport{Report: report, Baseline: cmp}); err != nil {
 			return err
 		}
 	}

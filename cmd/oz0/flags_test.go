@@ -201,10 +201,24 @@ func TestEvalFlags(t *testing.T) {
 	check(t, "eval", e, err, map[string]any{"Path": "evals/triage.yaml", "Jobs": 3, "JUnit": "j.xml", "Format": "github", "Record": true, "Baseline": "b.json"})
 	e, err = parseFlags(t, newCmdEval, "", "--dev", "--live", "--json")
 	check(t, "eval --dev --live", e, err, map[string]any{"Path": ".", "Dev": true, "Live": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
-	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"}, {"a", "b"}} {
+	e, err = parseFlags(t, newCmdEval, "", "--shard", "2/3", "--report", "r.json")
+	check(t, "eval --shard 2/3", e, err, map[string]any{"Shard": 2, "Shards": 3, "Report": "r.json"})
+	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"}, {"a", "b"},
+		{"--shard", "0/3"}, {"--shard", "5/4"}, {"--shard", "x"}, {"--shard", "1/0"}} {
 		e, err := parseFlags(t, newCmdEval, "", args...)
 		if e != nil || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
 			t.Errorf("eval %v: ran %v, err %v", args, e != nil, err)
+		}
+	}
+}
+
+func TestEvalMergeFlags(t *testing.T) {
+	m, err := parseFlags(t, newCmdEvalMerge, "", "a.json", "b.json", "--junit", "j.xml", "--format", "github", "--baseline", "base.json")
+	check(t, "eval merge", m, err, map[string]any{"Reports": []string{"a.json", "b.json"}, "JUnit": "j.xml", "Format": "github", "Baseline": "base.json"})
+	for _, args := range [][]string{{}, {"a.json", "--format", "junit"}} {
+		m, err := parseFlags(t, newCmdEvalMerge, "", args...)
+		if m != nil || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+			t.Errorf("eval merge %v: ran %v, err %v", args, m != nil, err)
 		}
 	}
 }
