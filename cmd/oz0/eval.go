@@ -238,7 +238,7 @@ func findEvals(p string) (*evalTarget, error) {
 			return nil, err
 		}
 		for _, e := range entries {
-			if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") && !strings.HasPrefix(e.Name(), ".") {
+			if evalfile.IsFile(e) {
 				t.files = append(t.files, filepath.Join(dir, e.Name()))
 			}
 		}
