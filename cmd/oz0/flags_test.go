@@ -92,9 +92,11 @@ func TestFakeModelServeFlags(t *testing.T) {
 
 func TestPluginFlags(t *testing.T) {
 	lintOpts, err := parseFlags(t, newCmdPluginLint, "")
-	check(t, "plugin lint", lintOpts, err, map[string]any{"Dir": ".", "Format": "text"})
+	check(t, "plugin lint", lintOpts, err, map[string]any{"Dirs": []string{"."}, "Format": "text"})
 	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "acme-triage", "--format", "sarif", "--base", ".")
-	check(t, "plugin lint DIR --format sarif --base .", lintOpts, err, map[string]any{"Dir": "acme-triage", "Format": "sarif", "Base": "."})
+	check(t, "plugin lint DIR --format sarif --base .", lintOpts, err, map[string]any{"Dirs": []string{"acme-triage"}, "Format": "sarif", "Base": "."})
+	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "plugins/a", "plugins/b")
+	check(t, "plugin lint DIR DIR", lintOpts, err, map[string]any{"Dirs": []string{"plugins/a", "plugins/b"}})
 
 	testOpts, err := parseFlags(t, newCmdPluginTest, "", "acme-triage", "--json", "--harness", "a", "--harness", "b",
 		"--script", "m.yaml", "--input", "The app crashes", "--timeout", "5s", "--grace", "1s")
