@@ -100,8 +100,10 @@ func TestPluginFlags(t *testing.T) {
 
 	testOpts, err := parseFlags(t, newCmdPluginTest, "", "acme-triage", "--json", "--harness", "a", "--harness", "b",
 		"--script", "m.yaml", "--input", "The app crashes", "--timeout", "5s", "--grace", "1s")
-	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
+	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dirs": []string{"acme-triage"}, "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
 		"Script": "m.yaml", "Input": "The app crashes", "Timeout": 5 * time.Second, "Grace": time.Second})
+	testOpts, err = parseFlags(t, newCmdPluginTest, "", "plugins/a", "plugins/b", "--json")
+	check(t, "plugin test DIR DIR", testOpts, err, map[string]any{"Dirs": []string{"plugins/a", "plugins/b"}})
 
 	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "--template", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
 	check(t, "plugin new", newOpts, err, map[string]any{"Name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets", "Dir": "src"})

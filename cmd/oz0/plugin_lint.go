@@ -22,7 +22,7 @@ import (
 type pluginLintOptions struct {
 	IO          *iostreams.IOStreams
 	Tool        diag.Tool // oz0's version and ref, for SARIF
-	Dirs        []string // the plugins' directories: one report of them all
+	Dirs        []string  // the plugins' directories: one report of them all
 	Format      string
 	Base        string // what sarif and github paths are relative to; "" is the git repository's root
 	FakeScripts []string
