@@ -115,9 +115,10 @@ type Result struct {
 
 // Report is every case of a run, in the files' order.
 type Report struct {
-	// Plugin and OZ0Version say what ran: Merge refuses reports that differ in them.
-	Plugin     *PluginRef `json:"plugin,omitempty"`
-	OZ0Version string     `json:"oz0_version,omitempty"`
+	// Plugins and OZ0Version say what ran (the plugins whose cases the run has, in the order
+	// given): Merge refuses reports that differ in them.
+	Plugins    []PluginRef `json:"plugins,omitempty"`
+	OZ0Version string      `json:"oz0_version,omitempty"`
 	// Shard is the part of the run's cases this report has (oz0 eval --shard); nil: all.
 	Shard   *Shard   `json:"shard,omitempty"`
 	Results []Result `json:"cases"`

@@ -54,8 +54,8 @@ func Merge(shards []ShardReport) (*Report, error) {
 		if r.Shard == nil {
 			return nil, mergef("%s is not a shard's report: make each with oz0 eval --shard i/n --json", s.Name)
 		}
-		if pluginOf(r) != pluginOf(fr) {
-			return nil, mergef("%s is of plugin %s and %s of plugin %s: merge the shards of one run", first.Name, pluginOf(fr), s.Name, pluginOf(r))
+		if !slices.Equal(r.Plugins, fr.Plugins) {
+			return nil, mergef("%s is of %s and %s of %s: merge the shards of one run", first.Name, pluginsOf(fr), s.Name, pluginsOf(r))
 		}
 		if r.OZ0Version != fr.OZ0Version {
 			return nil, mergef("%s was made by oz0 %s and %s by oz0 %s: run every shard with one oz0", first.Name, dash(fr.OZ0Version), s.Name, dash(r.OZ0Version))
@@ -113,14 +113,22 @@ func Merge(shards []ShardReport) (*Report, error) {
 		}
 		return nil, mergef("%s %s", what, listSome(missing, 5))
 	}
-	return &Report{Plugin: fr.Plugin, OZ0Version: fr.OZ0Version, Results: results}, nil
+	return &Report{Plugins: fr.Plugins, OZ0Version: fr.OZ0Version, Results: results}, nil
 }
 
-func pluginOf(r *Report) string {
-	if r.Plugin == nil {
-		return "-"
+// pluginsOf names a report's plugins: "plugin acme 0.1.0", "plugins a 0.1.0, b 0.2.0".
+func pluginsOf(r *Report) string {
+	var names []string
+	for _, p := range r.Plugins {
+		names = append(names, p.Name+" "+p.Version)
 	}
-	return r.Plugin.Name + " " + r.Plugin.Version
+	switch len(names) {
+	case 0:
+		return "no plugin"
+	case 1:
+		return "plugin " + names[0]
+	}
+	return "plugins " + strings.Join(names, ", ")
 }
 
 // listSome names the first n of ids, and how many more there are.

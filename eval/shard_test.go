@@ -166,7 +166,7 @@ func shardReports(files []*File, full *Report, n int) []ShardReport {
 	var out []ShardReport
 	for i := 1; i <= n; i++ {
 		part, sh := Split(files, i, n)
-		r := &Report{Plugin: full.Plugin, OZ0Version: full.OZ0Version, Shard: sh, Results: []Result{}}
+		r := &Report{Plugins: full.Plugins, OZ0Version: full.OZ0Version, Shard: sh, Results: []Result{}}
 		for _, f := range part {
 			for _, c := range f.Cases {
 				r.Results = append(r.Results, byID[CaseID(f.Name, c.Name)])
@@ -180,7 +180,7 @@ func shardReports(files []*File, full *Report, n int) []ShardReport {
 func TestMerge(t *testing.T) {
 	dir := t.TempDir()
 	files := testFiles(t, dir, 3, 4, func(id string) int64 { return int64(len(id)) * 100 })
-	full := &Report{Plugin: &PluginRef{Name: "acme", Version: "0.1.0"}, OZ0Version: "0.3.0"}
+	full := &Report{Plugins: []PluginRef{{Name: "acme", Version: "0.1.0"}}, OZ0Version: "0.3.0"}
 	for _, f := range files {
 		for i, c := range f.Cases {
 			r := Result{File: f.Name, Case: c.Name, Status: Passed, Source: "recording", Tokens: 10, DurationMS: 1000}
@@ -208,8 +208,8 @@ func TestMerge(t *testing.T) {
 		if got.String() != want.String() {
 			t.Errorf("n=%d: the merged JUnit differs from the unsharded run's:\n%s\nwant\n%s", n, got.String(), want.String())
 		}
-		if merged.Shard != nil || merged.Plugin.Name != "acme" || merged.OZ0Version != "0.3.0" {
-			t.Errorf("n=%d: merged report %+v %+v %q", n, merged.Shard, merged.Plugin, merged.OZ0Version)
+		if merged.Shard != nil || len(merged.Plugins) != 1 || merged.Plugins[0].Name != "acme" || merged.OZ0Version != "0.3.0" {
+			t.Errorf("n=%d: merged report %+v %+v %q", n, merged.Shard, merged.Plugins, merged.OZ0Version)
 		}
 	}
 
@@ -236,11 +236,14 @@ func TestMerge(t *testing.T) {
 	s[1].Report.Results = append(s[1].Report.Results, s[0].Report.Results[0])
 	refused("doubled case", s, "case "+CaseID(s[0].Report.Results[0].File, s[0].Report.Results[0].Case)+" is in both shard-1.json and shard-2.json")
 	s = three()
-	s[2].Report.Plugin = &PluginRef{Name: "other", Version: "0.1.0"}
+	s[2].Report.Plugins = []PluginRef{{Name: "other", Version: "0.1.0"}}
 	refused("another plugin", s, "shard-1.json is of plugin acme 0.1.0 and shard-3.json of plugin other 0.1.0")
 	s = three()
-	s[1].Report.Plugin = &PluginRef{Name: "acme", Version: "0.2.0"}
+	s[1].Report.Plugins = []PluginRef{{Name: "acme", Version: "0.2.0"}}
 	refused("another version", s, "of plugin acme 0.1.0 and shard-2.json of plugin acme 0.2.0")
+	s = three()
+	s[1].Report.Plugins = append(s[1].Report.Plugins, PluginRef{Name: "billing", Version: "0.1.0"})
+	refused("another plugin more", s, "shard-1.json is of plugin acme 0.1.0 and shard-2.json of plugins acme 0.1.0, billing 0.1.0")
 	s = three()
 	s[1].Report.OZ0Version = "0.4.0"
 	refused("another oz0", s, "shard-1.json was made by oz0 0.3.0 and shard-2.json by oz0 0.4.0")

@@ -51,7 +51,7 @@ type evalOptions struct {
 	evalReportOptions
 	Version string
 	Client  func() (*client.Client, error) // the running oz0 dev, for --dev
-	Path    string                         // FILE or DIR as given
+	Paths   []string                       // each FILE or DIR as given
 	Jobs    int                            // 0: the node's default
 	Live    bool
 	Record  bool
@@ -109,12 +109,13 @@ func newCmdEval(f *cmdutil.Factory, runF func(*evalOptions) error) *cobra.Comman
 	var warm int
 	var cold bool
 	cmd := &cobra.Command{
-		Use:   "eval [FILE|DIR]",
+		Use:   "eval [FILE|DIR]...",
 		Short: "Run a plugin's eval cases and check what its agents do",
 		Long: `Run the cases of the plugin's eval files (evals/*.yaml; a FILE, or the evals of the plugin in
 DIR) through a node of oz0's own, as oz0 plugin test does (no oz0 dev needed), and check what
 each case asserts of its job: the output, the tools called and refused, model calls, tokens,
-cost, duration, the status. docs/eval.md describes the file format.
+cost, duration, the status. docs/eval.md describes the file format. Several FILEs and DIRs (a
+repository's plugins: oz0 plugin list) run on one node, in one report.
 
 A case's model answers come from its recording (replayed as oz0 job replay replays one: a call
 the recording does not have fails the case with the diff), a fake model script, or, with
@@ -133,14 +134,15 @@ eval file, 3 the environment (no key for --live, a recording that cannot be writ
 interrupted (Ctrl-C).`,
 		Example: `  oz0 eval
   oz0 eval evals/triage.yaml --json
+  oz0 eval plugins/*                 # several plugins' cases, one report
+  oz0 eval --shard 2/4 --report shard-2.json   # a CI matrix's second machine of four
   oz0 eval --record                  # record the new cases on the live model
   oz0 eval --format github --junit eval-junit.xml
   oz0 eval --baseline main-eval.json`,
-		Args: argsBetween(0, 1, "at most one FILE or DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Path = "."
-			if len(args) == 1 {
-				opts.Path = args[0]
+			opts.Paths = []string{"."}
+			if len(args) > 0 {
+				opts.Paths = args
 			}
 			if err := opts.check(); err != nil {
 				return err
@@ -305,24 +307,39 @@ func loadEvals(t *evalTarget, p *plugin.Plugin) ([]*eval.File, *diag.Report, err
 	return files, rep, nil
 }
 
-func evalRun(ctx context.Context, opts *evalOptions) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	baseline, err := opts.readBaseline()
-	if err != nil {
-		return err
-	}
-	t, err := findEvals(opts.Path)
-	if err != nil {
-		return err
-	}
-	p, _, err := lint.Load(t.pluginDir) // a plugin with lint errors gives a *diag.ReportError
-	if err != nil {
-		return err
-	}
-	files, rep, err := loadEvals(t, p)
-	if err != nil {
-		return err
+// findAllEvals resolves each FILE or DIR and reads its eval files: the plugins they are of (each
+// once, in the order given, linted clean) and the files (each once). Eval files with problems are
+// reported, and nothing runs.
+func findAllEvals(opts *evalOptions) ([]*plugin.Plugin, []*eval.File, error) {
+	var plugins []*plugin.Plugin
+	var files []*eval.File
+	byDir := map[string]*plugin.Plugin{}
+	seen := map[string]bool{}
+	rep := &diag.Report{}
+	for _, path := range opts.Paths {
+		t, err := findEvals(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := byDir[absPath(t.pluginDir)]
+		if p == nil {
+			if p, _, err = lint.Load(t.pluginDir); err != nil {
+				return nil, nil, err // a plugin with lint errors gives a *diag.ReportError
+			}
+			byDir[absPath(t.pluginDir)] = p
+			plugins = append(plugins, p)
+		}
+		found, r, err := loadEvals(t, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.Add(r.Diagnostics...)
+		for _, f := range found {
+			if !seen[absPath(f.Path)] {
+				seen[absPath(f.Path)] = true
+				files = append(files, f)
+			}
+		}
 	}
 	if rep.HasErrors() {
 		format := diag.FormatText
@@ -331,13 +348,37 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 			format, w = diag.FormatGitHub, opts.IO.Out
 		}
 		if err := diag.Write(w, rep, format, diag.Tool{Version: opts.Version}); err != nil {
-			return err
+			return nil, nil, err
 		}
-		return cmdutil.Usagef("the eval files have %s; nothing was run", diag.Summary(rep))
+		return nil, nil, cmdutil.Usagef("the eval files have %s; nothing was run", diag.Summary(rep))
+	}
+	return plugins, files, nil
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+func evalRun(ctx context.Context, opts *evalOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	baseline, err := opts.readBaseline()
+	if err != nil {
+		return err
+	}
+	plugins, files, err := findAllEvals(opts)
+	if err != nil {
+		return err
 	}
 	// Who ran what, for oz0 eval merge; a shard runs its part of the cases.
 	meta := func(r *eval.Report) {
-		r.Plugin = &eval.PluginRef{Name: p.Manifest.Name, Version: p.Manifest.Version}
+		r.Plugins = []eval.PluginRef{}
+		for _, p := range plugins {
+			r.Plugins = append(r.Plugins, eval.PluginRef{Name: p.Manifest.Name, Version: p.Manifest.Version})
+		}
 		r.OZ0Version = opts.Version
 	}
 	var shard *eval.Shard
@@ -364,7 +405,11 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 	if judge && opts.Dev {
 		return cmdutil.Usagef("a judge assertion runs on oz0 eval's own node, which has the judge: drop --dev, or run without --live, --record and --update (judges are then skipped)")
 	}
-	srv, closeSrv, err := evalServer(opts, t.pluginDir, mode, judge)
+	var dirs []string
+	for _, p := range plugins {
+		dirs = append(dirs, p.Dir)
+	}
+	srv, closeSrv, err := evalServer(opts, dirs, mode, judge)
 	if err != nil {
 		return err
 	}
@@ -397,8 +442,8 @@ func isFindings(err error) bool {
 }
 
 // evalServer is the dev server the cases run on: the running oz0 dev (--dev), or one of oz0
-// eval's own, in memory, that serves the plugin alone with the provider keys of the environment.
-func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool) (*client.Client, func(), error) {
+// eval's own, in memory, that serves the plugins alone with the provider keys of the environment.
+func evalServer(opts *evalOptions, pluginDirs []string, mode eval.Mode, judge bool) (*client.Client, func(), error) {
 	if opts.Dev {
 		c, err := opts.Client()
 		return c, func() {}, err
@@ -414,7 +459,7 @@ func evalServer(opts *evalOptions, pluginDir string, mode eval.Mode, judge bool)
 			return nil, nil, errors.New("the live model needs a provider key: set ANTHROPIC_API_KEY or OPENAI_API_KEY (OZ0_ANTHROPIC_BASE_URL, OZ0_OPENAI_BASE_URL for another upstream)")
 		}
 	}
-	dirs := []string{pluginDir}
+	dirs := slices.Clone(pluginDirs)
 	cleanup := func() {}
 	if judge {
 		// The judge is a plugin of its own beside the plugin under test: oz0 itself, its harness.

@@ -202,12 +202,12 @@ func TestUsageErrorsRunNothing(t *testing.T) {
 
 func TestEvalFlags(t *testing.T) {
 	e, err := parseFlags(t, newCmdEval, "", "evals/triage.yaml", "--jobs", "3", "--junit", "j.xml", "--format", "github", "--record", "--baseline", "b.json")
-	check(t, "eval", e, err, map[string]any{"Path": "evals/triage.yaml", "Jobs": 3, "JUnit": "j.xml", "Format": "github", "Record": true, "Baseline": "b.json"})
+	check(t, "eval", e, err, map[string]any{"Paths": []string{"evals/triage.yaml"}, "Jobs": 3, "JUnit": "j.xml", "Format": "github", "Record": true, "Baseline": "b.json"})
 	e, err = parseFlags(t, newCmdEval, "", "--dev", "--live", "--json")
-	check(t, "eval --dev --live", e, err, map[string]any{"Path": ".", "Dev": true, "Live": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
+	check(t, "eval --dev --live", e, err, map[string]any{"Paths": []string{"."}, "Dev": true, "Live": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
 	e, err = parseFlags(t, newCmdEval, "", "--shard", "2/3", "--report", "r.json")
 	check(t, "eval --shard 2/3", e, err, map[string]any{"Shard": 2, "Shards": 3, "Report": "r.json"})
-	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"}, {"a", "b"},
+	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"},
 		{"--shard", "0/3"}, {"--shard", "5/4"}, {"--shard", "x"}, {"--shard", "1/0"}} {
 		e, err := parseFlags(t, newCmdEval, "", args...)
 		if e != nil || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
