@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +39,7 @@ merged (which and why on one line), 3 a report that cannot be read.`,
   oz0 eval merge reports/*.json --baseline main-eval.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return cmdutil.Usagef("give the shards' reports: oz0 eval merge shard-1.json shard-2.json ...")
+				return cmdutil.Usagef("oz0 eval merge needs REPORT...: the shards' reports (oz0 eval --shard i/n --json), e.g. oz0 eval merge shard-*.json")
 			}
 			return nil
 		},
@@ -66,6 +68,9 @@ func evalMergeRun(opts *evalMergeOptions) error {
 	}
 	var shards []eval.ShardReport
 	for _, path := range opts.Reports {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			return cmdutil.Usagef("%s is a directory; give the shards' reports in it: %s", path, filepath.Join(path, "*.json"))
+		}
 		s, err := eval.ReadShard(path)
 		var merr *eval.MergeError
 		switch {

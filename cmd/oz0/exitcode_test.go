@@ -139,7 +139,7 @@ func TestExitCodes(t *testing.T) {
 		{"plugin test a b --harness x", "", 2, "--harness picks a harness of one plugin: give one DIR with it"},
 		{"eval --shard 0/3", "", 2, `--shard "0/3": the shard counts from 1 to 3`},
 		{"eval --shard x", "", 2, "--shard takes i/n"},
-		{"eval merge", "", 2, "give the shards' reports"},
+		{"eval merge", "", 2, "oz0 eval merge needs REPORT..."},
 		{"plugin list nowhere", "", 2, "nowhere does not exist"},
 		{"plugin test plug --harness nope", "", 2, `--harness "nope": the plugin in plug has no harness "nope"; it has h`},
 		{"dev --ephemeral --state-dir x", "", 2, "--ephemeral and --state-dir do not go together"},
