@@ -129,6 +129,10 @@ cases at once. --baseline FILE compares with an earlier --json: the cases that n
 the token, cost and duration deltas. --junit FILE writes a JUnit report; --format github writes
 annotations on the eval files' lines and a job summary ($GITHUB_STEP_SUMMARY).
 
+--shard i/n runs the i-th of n parts of the cases, one machine of a CI matrix: the cases split
+by ID, balanced by the durations their recordings keep, the same split on every machine. oz0
+eval merge makes the parts' reports (--json, or --report FILE) one (docs/ci.md).
+
 Exit status: 0 every case passed, 1 a case failed or the plugin has lint errors, 2 usage or a bad
 eval file, 3 the environment (no key for --live, a recording that cannot be written), 130
 interrupted (Ctrl-C).`,

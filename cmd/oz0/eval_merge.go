@@ -28,8 +28,9 @@ each made on its own machine of a CI matrix, into the report the run would have 
 the table, --json, --junit, --format github (annotations and a job summary) and --baseline's
 deltas, as oz0 eval writes them.
 
-The reports must be of one plugin and version, made by one oz0, of the same cases and number of
-shards, each shard once: a missing shard, or a case in two reports, is refused, naming them.
+The reports must be of the same plugins and versions, made by one oz0, of the same cases and
+number of shards, each shard once: a missing shard, or a case in two reports, is refused, naming
+them.
 docs/ci.md has a workflow that runs the shards as a matrix and merges them.
 
 Exit status: 0 every case passed, 1 a case failed or was interrupted, 2 reports that cannot be
