@@ -35,6 +35,9 @@ import (
 
 // Check is the outcome of one scenario for one harness.
 type Check struct {
+	// Plugin is the name of the plugin the harness is of: oz0 plugin test of several plugins
+	// reports their checks in one list.
+	Plugin  string `json:"plugin"`
 	Harness string `json:"harness"`
 	ID      string `json:"check"`
 	Title   string `json:"title"`
@@ -314,6 +317,7 @@ func Run(ctx context.Context, p *plugin.Plugin, opts Options) (*Report, error) {
 
 	rep := &Report{Plugin: p.Manifest.Name, Sandbox: tier}
 	add := func(c Check) {
+		c.Plugin = p.Manifest.Name
 		rep.Checks = append(rep.Checks, c)
 		if opts.Progress != nil {
 			opts.Progress(c)

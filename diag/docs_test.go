@@ -19,7 +19,8 @@ const docsIntro = `# Lint rules
      go test ./diag -run TestDocs -update
      Edit the table (or the intro in diag/docs_test.go), not this file. -->
 
-` + "`oz0 plugin lint [DIR]`" + ` checks the plugin in DIR (default: the current directory):
+` + "`oz0 plugin lint [DIR...]`" + ` checks the plugin in DIR (default: the current directory; several DIRs,
+each of them, in one report):
 
 1. ` + "`oz0-plugin.yaml`" + `, every ` + "`*.yaml`" + ` file of each directory listed under ` + "`agents`" + `, and the front
    matter of ` + "`SKILL.md`" + ` in every subdirectory of each directory listed under ` + "`skills`" + `, against

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,9 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/orchestrator-zero/oz0/internal/atomicfile"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
 // JSONReport is what oz0 eval --json prints, and what --baseline reads back.
@@ -162,4 +166,18 @@ func abs(f float64) float64 {
 		return -f
 	}
 	return f
+}
+
+// WriteJSONFile writes the report as --json prints it to path (oz0 eval --report).
+func WriteJSONFile(path string, j JSONReport) error {
+	var b bytes.Buffer
+	enc := jsonutil.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(j); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("cannot write --report %s: %w", path, err)
+	}
+	return nil
 }

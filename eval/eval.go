@@ -115,7 +115,19 @@ type Result struct {
 
 // Report is every case of a run, in the files' order.
 type Report struct {
+	// Plugins and OZ0Version say what ran (the plugins whose cases the run has, in the order
+	// given): Merge refuses reports that differ in them.
+	Plugins    []PluginRef `json:"plugins,omitempty"`
+	OZ0Version string      `json:"oz0_version,omitempty"`
+	// Shard is the part of the run's cases this report has (oz0 eval --shard); nil: all.
+	Shard   *Shard   `json:"shard,omitempty"`
 	Results []Result `json:"cases"`
+}
+
+// PluginRef names the plugin a report is of.
+type PluginRef struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // Counts counts the cases by status; an interrupted case counts as skipped (Interrupteds counts
@@ -367,7 +379,7 @@ func runCase(ctx context.Context, srv Server, f *File, c *evalfile.Case, opts Op
 		if err != nil {
 			return r, &EnvError{fmt.Errorf("case %s of %s: the calls of job %s: %w", c.Name, f.Name, job.ID, err)}
 		}
-		rec := &Recording{Job: job.ID, Agent: job.Agent, Input: job.InputText, Record: job.ModelRecord, Model: job.ModelName}
+		rec := &Recording{Job: job.ID, Agent: job.Agent, Input: job.InputText, Record: job.ModelRecord, Model: job.ModelName, DurationMS: r.DurationMS}
 		for _, call := range calls.Calls {
 			if len(call.Exchange) > 0 {
 				rec.Calls = append(rec.Calls, call.Exchange)

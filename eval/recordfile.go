@@ -17,13 +17,16 @@ import (
 // recorded from (its id names the recording in a replay's diff), its agent, input, model record
 // and model, and each call as the gateway kept it (gateway.Exchange's shape).
 type Recording struct {
-	Comment string            `json:"//,omitempty"`
-	Job     string            `json:"job"`
-	Agent   string            `json:"agent"`
-	Input   string            `json:"input"`
-	Record  string            `json:"record"`
-	Model   string            `json:"model,omitempty"`
-	Calls   []json.RawMessage `json:"calls"`
+	Comment string `json:"//,omitempty"`
+	Job     string `json:"job"`
+	Agent   string `json:"agent"`
+	Input   string `json:"input"`
+	Record  string `json:"record"`
+	Model   string `json:"model,omitempty"`
+	// DurationMS is how long the case took when it was recorded: oz0 eval --shard balances the
+	// shards by it.
+	DurationMS int64             `json:"duration_ms,omitempty"`
+	Calls      []json.RawMessage `json:"calls"`
 }
 
 // recordingComment says what the file is, in the file.

@@ -30,11 +30,10 @@ func (l *linter) lintEvals() {
 		return
 	}
 	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || e.IsDir() || !strings.HasSuffix(name, ".yaml") {
+		if !evalfile.IsFile(e) {
 			continue
 		}
-		file := path.Join(evalfile.Dir, name)
+		file := path.Join(evalfile.Dir, e.Name())
 		data, st := l.read(file)
 		if st != fileOK {
 			continue

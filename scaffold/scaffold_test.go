@@ -32,7 +32,8 @@ func TestRenderFillsEveryPlaceholder(t *testing.T) {
 		if strings.Contains(f.Path, "__package__") || strings.Contains(f.Path, "__name__") {
 			t.Errorf("placeholder left in path %s", f.Path)
 		}
-		if strings.Contains(string(f.Data), "{{") && !strings.HasSuffix(f.Path, ".md") {
+		// ${{ is a GitHub Actions expression (the workflow's), not a Go template's.
+		if strings.Contains(strings.ReplaceAll(string(f.Data), "${{", ""), "{{") && !strings.HasSuffix(f.Path, ".md") {
 			t.Errorf("%s still holds template braces", f.Path)
 		}
 	}

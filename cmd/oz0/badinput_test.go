@@ -33,6 +33,14 @@ type cmdSpec struct {
 	min    int      // how many of args are positional arguments it cannot go without
 	server bool     // it talks to the dev server in OZ0_CONTEXT
 	stdin  string
+	// many: it takes any number of positional arguments (DIRs, reports), so three more are not a
+	// usage error of their count; its case of them is what it says of the first it cannot use.
+	many *wants
+}
+
+type wants struct {
+	code int
+	want string
 }
 
 // A well-formed ID of each kind that the dev server does not have.
@@ -50,9 +58,11 @@ var commandSpecs = map[string]cmdSpec{
 	"oz0 plugin":           {},
 	"oz0 plugin new":       {args: []string{"fresh", "--template", "byo-agent", "-d", "Says hi"}},
 	"oz0 plugin templates": {},
-	"oz0 plugin lint":      {args: []string{"plug"}},
-	"oz0 plugin test":      {args: []string{"plug"}},
-	"oz0 eval":             {args: []string{"plug"}},
+	"oz0 plugin lint":      {args: []string{"plug"}, many: &wants{3, "plugin directory x1 does not exist"}},
+	"oz0 plugin test":      {args: []string{"plug"}, many: &wants{3, "plugin directory x1 does not exist"}},
+	"oz0 plugin list":      {args: []string{"plug"}},
+	"oz0 eval":             {args: []string{"plug"}, many: &wants{2, "the plugin in plug has no evals directory"}},
+	"oz0 eval merge":       {args: []string{"r.json"}, min: 1, many: &wants{2, "r.json does not exist; give the shards' reports"}},
 	"oz0 dev":              {args: []string{"--ephemeral", "--plugin", "plug"}},
 	"oz0 run":              {args: []string{"hello", "hi"}, min: 2, server: true},
 	"oz0 job":              {},
@@ -96,6 +106,8 @@ var flagBadValues = map[string]struct{ value, want string }{
 	"--template":                {"{{.x", `--template "{{.x" is not a Go template: unclosed action`},
 	"oz0 plugin new --template": {"nope", `unknown template "nope"; choose one of: byo-agent`},
 	"oz0 eval --format":         {"xml", `unknown --format "xml"; choose table or github`},
+	"oz0 eval merge --format":   {"xml", `unknown --format "xml"; choose table or github`},
+	"--shard":                   {"0/3", `--shard "0/3": the shard counts from 1 to 3`},
 	"--description":             {"two\nlines", "description has a control character or line break"},
 	"--harness":                 {"nope", `--harness "nope": the plugin in plug has no harness "nope"; it has h`},
 	"--base-url":                {"not a url", `--base-url "not a url" is not an http(s) URL`},
@@ -347,7 +359,11 @@ func treeCases(t *testing.T, root *cobra.Command) (cases []badCase, pathFlags ma
 		}
 		add(badCase{args: line("--no-such-flag"), code: 2, want: "unknown flag: --no-such-flag" + see})
 		add(badCase{args: line("-Z"), code: 2, want: "unknown shorthand flag: 'Z' in -Z" + see})
-		add(badCase{args: line("x1", "x2", "x3"), code: 2, want: "--help'"})
+		if spec.many != nil {
+			add(badCase{args: line("x1", "x2", "x3"), code: spec.many.code, want: spec.many.want})
+		} else {
+			add(badCase{args: line("x1", "x2", "x3"), code: 2, want: "--help'"})
+		}
 		if spec.min > 0 {
 			drop := append(append([]string{}, words...), spec.args[:spec.min-1]...)
 			add(badCase{args: drop, code: 2, want: path + " needs"})
@@ -454,6 +470,16 @@ func pathCases(fx *badFixtures) []badCase {
 		{args: cl("eval plug --baseline afile"), code: 2, want: "--baseline: afile is not the output of oz0 eval --json"},
 		{args: cl("eval plug --junit adir"), code: 2, want: "--junit adir is a directory; give a file to write"},
 		{args: cl("eval plug --junit nowhere/j.xml"), code: 2, want: "--junit nowhere/j.xml: the directory nowhere does not exist"},
+		{args: cl("eval plug --report adir"), code: 2, want: "--report adir is a directory; give a file to write"},
+		{args: cl("eval plug --report nowhere/r.json"), code: 2, want: "--report nowhere/r.json: the directory nowhere does not exist"},
+		{args: cl("eval merge nowhere.json"), code: 2, want: "nowhere.json does not exist; give the shards' reports (oz0 eval --shard i/n --json)"},
+		{args: cl("eval merge afile"), code: 2, want: "afile is not the output of oz0 eval --json"},
+		{args: cl("eval merge adir"), code: 2, want: "adir is a directory; give the shards' reports in it: adir/*.json"},
+		{args: cl("eval merge afile --baseline nowhere.json"), code: 2, want: "--baseline: nowhere.json: no such file or directory"},
+		{args: cl("eval merge afile --junit adir"), code: 2, want: "--junit adir is a directory; give a file to write"},
+		{args: cl("eval merge afile --report nowhere/r.json"), code: 2, want: "--report nowhere/r.json: the directory nowhere does not exist"},
+		{args: cl("plugin list nowhere"), code: 2, want: "nowhere does not exist; give the directory to look for plugins in"},
+		{args: cl("plugin list afile"), code: 2, want: "afile is not a directory; give the directory to look for plugins in"},
 		{args: cl("job script", noJob, "-o", "adir"), ctx: "live", code: 2, want: "--output adir is a directory; give a file to write"},
 		{args: cl("job script", noJob, "--output", "nowhere/out.yaml"), ctx: "live", code: 2, want: "--output nowhere/out.yaml: the directory nowhere does not exist; make it first (mkdir -p nowhere)"},
 		{args: cl("run hello --input-file nowhere.txt"), ctx: "live", code: 3, want: "cannot read --input-file nowhere.txt: no such file or directory"},

@@ -14,6 +14,7 @@ import (
 	"github.com/orchestrator-zero/oz0/conformance"
 	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/gateway"
+	"github.com/orchestrator-zero/oz0/lint"
 )
 
 // The README lists every page of docs/.
@@ -66,9 +67,11 @@ func TestCLIDocListsJSONFields(t *testing.T) {
 		types []reflect.Type
 	}{
 		{"plugin test", "| `oz0 plugin test` |", []reflect.Type{reflect.TypeFor[conformance.Check]()}},
-		{"eval", "| `oz0 eval` |", []reflect.Type{
+		{"plugin list", "| `oz0 plugin list` |", []reflect.Type{reflect.TypeFor[lint.Found]()}},
+		{"eval", "| `oz0 eval`, `oz0 eval merge` |", []reflect.Type{
 			reflect.TypeFor[eval.Result](), reflect.TypeFor[eval.Failure](), reflect.TypeFor[eval.Totals](),
 			reflect.TypeFor[eval.Comparison](), reflect.TypeFor[eval.Delta](),
+			reflect.TypeFor[eval.Report](), reflect.TypeFor[eval.PluginRef](), reflect.TypeFor[eval.Shard](),
 		}},
 		{"job list", "| `oz0 job list`, `oz0 job show` |", []reflect.Type{
 			reflect.TypeFor[apiv1.Job](), reflect.TypeFor[apiv1.Limits](), reflect.TypeFor[apiv1.Usage](),

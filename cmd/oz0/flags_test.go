@@ -92,14 +92,18 @@ func TestFakeModelServeFlags(t *testing.T) {
 
 func TestPluginFlags(t *testing.T) {
 	lintOpts, err := parseFlags(t, newCmdPluginLint, "")
-	check(t, "plugin lint", lintOpts, err, map[string]any{"Dir": ".", "Format": "text"})
+	check(t, "plugin lint", lintOpts, err, map[string]any{"Dirs": []string{"."}, "Format": "text"})
 	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "acme-triage", "--format", "sarif", "--base", ".")
-	check(t, "plugin lint DIR --format sarif --base .", lintOpts, err, map[string]any{"Dir": "acme-triage", "Format": "sarif", "Base": "."})
+	check(t, "plugin lint DIR --format sarif --base .", lintOpts, err, map[string]any{"Dirs": []string{"acme-triage"}, "Format": "sarif", "Base": "."})
+	lintOpts, err = parseFlags(t, newCmdPluginLint, "", "plugins/a", "plugins/b")
+	check(t, "plugin lint DIR DIR", lintOpts, err, map[string]any{"Dirs": []string{"plugins/a", "plugins/b"}})
 
 	testOpts, err := parseFlags(t, newCmdPluginTest, "", "acme-triage", "--json", "--harness", "a", "--harness", "b",
 		"--script", "m.yaml", "--input", "The app crashes", "--timeout", "5s", "--grace", "1s")
-	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dir": "acme-triage", "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
+	check(t, "plugin test with every flag", testOpts, err, map[string]any{"Dirs": []string{"acme-triage"}, "JSONFlags": cmdutil.JSONFlags{JSON: true}, "Harnesses": []string{"a", "b"},
 		"Script": "m.yaml", "Input": "The app crashes", "Timeout": 5 * time.Second, "Grace": time.Second})
+	testOpts, err = parseFlags(t, newCmdPluginTest, "", "plugins/a", "plugins/b", "--json")
+	check(t, "plugin test DIR DIR", testOpts, err, map[string]any{"Dirs": []string{"plugins/a", "plugins/b"}})
 
 	newOpts, err := parseFlags(t, newCmdPluginNew, "", "acme-triage", "--template", "byo-agent", "-d", "Sorts support tickets", "--dir", "src")
 	check(t, "plugin new", newOpts, err, map[string]any{"Name": "acme-triage", "Template": "byo-agent", "Description": "Sorts support tickets", "Dir": "src"})
@@ -198,13 +202,27 @@ func TestUsageErrorsRunNothing(t *testing.T) {
 
 func TestEvalFlags(t *testing.T) {
 	e, err := parseFlags(t, newCmdEval, "", "evals/triage.yaml", "--jobs", "3", "--junit", "j.xml", "--format", "github", "--record", "--baseline", "b.json")
-	check(t, "eval", e, err, map[string]any{"Path": "evals/triage.yaml", "Jobs": 3, "JUnit": "j.xml", "Format": "github", "Record": true, "Baseline": "b.json"})
+	check(t, "eval", e, err, map[string]any{"Paths": []string{"evals/triage.yaml"}, "Jobs": 3, "JUnit": "j.xml", "Format": "github", "Record": true, "Baseline": "b.json"})
 	e, err = parseFlags(t, newCmdEval, "", "--dev", "--live", "--json")
-	check(t, "eval --dev --live", e, err, map[string]any{"Path": ".", "Dev": true, "Live": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
-	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"}, {"a", "b"}} {
+	check(t, "eval --dev --live", e, err, map[string]any{"Paths": []string{"."}, "Dev": true, "Live": true, "JSONFlags": cmdutil.JSONFlags{JSON: true}})
+	e, err = parseFlags(t, newCmdEval, "", "--shard", "2/3", "--report", "r.json")
+	check(t, "eval --shard 2/3", e, err, map[string]any{"Shard": 2, "Shards": 3, "Report": "r.json"})
+	for _, args := range [][]string{{"--jobs", "0"}, {"--dev", "--jobs", "2"}, {"--live", "--update"}, {"--format", "junit"}, {"--dev", "--sandbox", "none"},
+		{"--shard", "0/3"}, {"--shard", "5/4"}, {"--shard", "x"}, {"--shard", "1/0"}} {
 		e, err := parseFlags(t, newCmdEval, "", args...)
 		if e != nil || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
 			t.Errorf("eval %v: ran %v, err %v", args, e != nil, err)
+		}
+	}
+}
+
+func TestEvalMergeFlags(t *testing.T) {
+	m, err := parseFlags(t, newCmdEvalMerge, "", "a.json", "b.json", "--junit", "j.xml", "--format", "github", "--baseline", "base.json")
+	check(t, "eval merge", m, err, map[string]any{"Reports": []string{"a.json", "b.json"}, "JUnit": "j.xml", "Format": "github", "Baseline": "base.json"})
+	for _, args := range [][]string{{}, {"a.json", "--format", "junit"}} {
+		m, err := parseFlags(t, newCmdEvalMerge, "", args...)
+		if m != nil || cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+			t.Errorf("eval merge %v: ran %v, err %v", args, m != nil, err)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 type pluginLintOptions struct {
 	IO          *iostreams.IOStreams
 	Tool        diag.Tool // oz0's version and ref, for SARIF
-	Dir         string
+	Dirs        []string  // the plugins' directories: one report of them all
 	Format      string
 	Base        string // what sarif and github paths are relative to; "" is the git repository's root
 	FakeScripts []string
@@ -32,10 +32,13 @@ type pluginLintOptions struct {
 func newCmdPluginLint(f *cmdutil.Factory, runF func(*pluginLintOptions) error) *cobra.Command {
 	opts := &pluginLintOptions{IO: f.IOStreams, Tool: diag.Tool{Version: f.Build.Version, Ref: f.Build.Ref}}
 	cmd := &cobra.Command{
-		Use:   "lint [DIR]",
+		Use:   "lint [DIR...]",
 		Short: "Check a plugin against the schemas and the cross-file rules",
 		Long: `Validate oz0-plugin.yaml, agents/*.yaml and skills/*/SKILL.md against the JSON Schemas,
 then the rules that span files. Rules are listed in docs/lint-rules.md.
+
+Several DIRs (a repository's plugins: oz0 plugin list) are linted at once, in one report, each
+finding's path under its plugin's DIR.
 
 --fake-script and --hooks check a fake model script and a hooks file as well, in the same report
 and format, so that every YAML file oz0 reads can be checked in CI.
@@ -47,14 +50,14 @@ makes them relative to DIR instead. Their rules link to docs/lint-rules.md at th
 Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.`,
 		Example: `  oz0 plugin lint
   oz0 plugin lint acme-triage --format json
+  oz0 plugin lint plugins/*          # several plugins, one report
   oz0 plugin lint --format sarif > oz0.sarif
   oz0 plugin lint --format github   # annotations in a GitHub Actions log
   oz0 plugin lint --fake-script tests/replies.yaml --hooks ../ops/hooks.yaml`,
-		Args: argsBetween(0, 1, "at most one DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Dir = "."
-			if len(args) == 1 {
-				opts.Dir = args[0]
+			opts.Dirs = []string{"."}
+			if len(args) > 0 {
+				opts.Dirs = args
 			}
 			if !slices.Contains(diag.Formats, opts.Format) {
 				return cmdutil.Usagef("unknown --format %s; choose one of %s", cmdutil.Quote(opts.Format), strings.Join(diag.Formats, ", "))
@@ -78,16 +81,23 @@ Exit status: 0 clean (warnings allowed), 1 errors found, 2 usage, 3 cannot read.
 }
 
 func pluginLintRun(opts *pluginLintOptions) error {
-	rep, err := lint.Run(opts.Dir)
+	reports, err := lint.RunMany(opts.Dirs, 0)
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()[0] // the first directory that cannot be read: one line
+	}
 	if err != nil {
 		return err
 	}
-	if len(opts.FakeScripts)+len(opts.HooksFiles) > 0 {
-		// One report: the plugin's files shown as they are from here, like the other files.
-		for i := range rep.Diagnostics {
-			rep.Diagnostics[i].File = rep.Path(rep.Diagnostics[i])
+	rep := reports[0]
+	if len(reports) > 1 || len(opts.FakeScripts)+len(opts.HooksFiles) > 0 {
+		// One report: each plugin's files shown as they are from here, like the other files.
+		rep = &diag.Report{}
+		for _, r := range reports {
+			for _, d := range r.Diagnostics {
+				d.File = r.Path(d)
+				rep.Diagnostics = append(rep.Diagnostics, d)
+			}
 		}
-		rep.Dir = ""
 		for _, name := range opts.FakeScripts {
 			if err := addFileReport(rep, name, func() error { _, err := fakemodel.LoadScript(name); return err }); err != nil {
 				return err
@@ -106,7 +116,7 @@ func pluginLintRun(opts *pluginLintOptions) error {
 		}
 	}
 	if opts.Format == diag.FormatSARIF || opts.Format == diag.FormatGitHub {
-		if err := rebase(rep, opts.Dir, opts.Base); err != nil {
+		if err := rebase(rep, opts.Dirs[0], opts.Base); err != nil {
 			return err
 		}
 	}

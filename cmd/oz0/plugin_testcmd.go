@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -25,7 +26,7 @@ import (
 type pluginTestOptions struct {
 	IO *iostreams.IOStreams
 	cmdutil.JSONFlags
-	Dir       string
+	Dirs      []string // the plugins' directories, tested one after another in one report
 	Harnesses []string
 	Script    string
 	Input     string
@@ -42,23 +43,29 @@ func newCmdPluginTest(f *cmdutil.Factory, runF func(*pluginTestOptions) error) *
 	var warm int
 	var cold bool
 	cmd := &cobra.Command{
-		Use:   "test [DIR]",
+		Use:   "test [DIR...]",
 		Short: "Check every harness of a plugin against harness protocol v1",
 		Long: `Run every harness of the plugin with its real command, as a node does, against the gateway
 and the fake model, in scripted scenarios: a plain run, an allowed tool call, a call whose
 arguments the job changed, a denied call, a tool outside the agent's list, limits.max_steps
 reached, and a cancel. Every line the harness writes is checked against the protocol's schemas.
 
-The plugin must lint clean first. Exit status: 0 all checks pass, 1 a check failed or the
+Several DIRs (a repository's plugins: oz0 plugin list) are tested one after another, in one
+report (--json: one list, each check with its plugin).
+
+The plugins must lint clean first. Exit status: 0 all checks pass, 1 a check failed or the
 plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 		Example: `  oz0 plugin test
   oz0 plugin test acme-triage --json
+  oz0 plugin test plugins/*            # several plugins, one report
   oz0 plugin test --script my-model.yaml --input "The app crashes on login"`,
-		Args: argsBetween(0, 1, "at most one DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Dir = "."
-			if len(args) == 1 {
-				opts.Dir = args[0]
+			opts.Dirs = []string{"."}
+			if len(args) > 0 {
+				opts.Dirs = args
+			}
+			if len(opts.Dirs) > 1 && len(opts.Harnesses) > 0 {
+				return cmdutil.Usagef("--harness picks a harness of one plugin: give one DIR with it")
 			}
 			if err := opts.Check(); err != nil {
 				return err
@@ -105,17 +112,23 @@ plugin has lint errors, 2 usage, 3 the harness could not be run at all.`,
 func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p, _, err := lint.Load(opts.Dir) // a plugin with lint errors gives a *diag.ReportError
-	if err != nil {
-		return err
-	}
-	for _, h := range opts.Harnesses {
-		if p.Harness(h) == nil {
-			return cmdutil.Usagef("--harness %s: the plugin in %s has no harness %s; it has %s", cmdutil.Quote(h), opts.Dir, cmdutil.Quote(h), strings.Join(harnessNames(p), ", "))
+	// Every plugin is loaded (and so linted) before any runs: one with lint errors runs none.
+	var plugins []*plugin.Plugin
+	for _, dir := range opts.Dirs {
+		p, _, err := lint.Load(dir) // a plugin with lint errors gives a *diag.ReportError
+		if err != nil {
+			return err
 		}
+		for _, h := range opts.Harnesses {
+			if p.Harness(h) == nil {
+				return cmdutil.Usagef("--harness %s: the plugin in %s has no harness %s; it has %s", cmdutil.Quote(h), dir, cmdutil.Quote(h), strings.Join(harnessNames(p), ", "))
+			}
+		}
+		plugins = append(plugins, p)
 	}
 	var script *fakemodel.Script
 	if opts.Script != "" {
+		var err error
 		if script, err = fakemodel.LoadScript(opts.Script); err != nil {
 			return err
 		}
@@ -129,16 +142,56 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 		}
 	}
 	out := opts.IO.Out
-	started := ""
-	report, err := conformance.Run(ctx, p, conformance.Options{
+	report := &conformance.Report{}
+	for i, p := range plugins {
+		started := "" // two plugins may have harnesses of one name
+		if len(plugins) > 1 && !opts.Enabled() {
+			if i > 0 {
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintf(out, "plugin %s (%s)\n", p.Manifest.Name, opts.Dirs[i])
+		}
+		rep, err := testPlugin(ctx, opts, p, script, out, &started)
+		if rep != nil {
+			report.Checks = append(report.Checks, rep.Checks...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	passed, failed, na := report.Counts()
+	if opts.Enabled() {
+		if err := opts.Write(opts.IO, report.Checks); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
+		if na > 0 {
+			fmt.Fprintf(out, ", %d not applicable", na)
+		}
+		if n := report.NotRun(); n > 0 {
+			fmt.Fprintf(out, ", %d not run", n)
+		}
+		fmt.Fprintln(out)
+	}
+	if failed > 0 {
+		return &cmdutil.FindingsError{}
+	}
+	return nil
+}
+
+// testPlugin runs the checks of one plugin, each said as it ends (unless --json); started is the
+// harness whose checks are being said.
+func testPlugin(ctx context.Context, opts *pluginTestOptions, p *plugin.Plugin, script *fakemodel.Script, out io.Writer, started *string) (*conformance.Report, error) {
+	return conformance.Run(ctx, p, conformance.Options{
 		Script: script, Input: opts.Input, Timeout: opts.Timeout, Grace: opts.Grace, Harnesses: opts.Harnesses,
 		Sandbox: opts.Sandbox, Ahead: opts.Ahead, Warn: func(w string) { fmt.Fprintln(opts.IO.ErrOut, "warning: "+w) },
 		Progress: func(c conformance.Check) {
 			if opts.Enabled() {
 				return
 			}
-			if c.Harness != started {
-				started = c.Harness
+			if c.Harness != *started {
+				*started = c.Harness
 				fmt.Fprintf(out, "harness %s: protocol v1 against the gateway and the fake model\n", c.Harness)
 				fmt.Fprintf(out, "  sandbox %s\n", c.Sandbox)
 			}
@@ -174,28 +227,6 @@ func pluginTestRun(ctx context.Context, opts *pluginTestOptions) error {
 			}
 		},
 	})
-	if err != nil {
-		return err
-	}
-	passed, failed, na := report.Counts()
-	if opts.Enabled() {
-		if err := opts.Write(opts.IO, report.Checks); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
-		if na > 0 {
-			fmt.Fprintf(out, ", %d not applicable", na)
-		}
-		if n := report.NotRun(); n > 0 {
-			fmt.Fprintf(out, ", %d not run", n)
-		}
-		fmt.Fprintln(out)
-	}
-	if failed > 0 {
-		return &cmdutil.FindingsError{}
-	}
-	return nil
 }
 
 func harnessNames(p *plugin.Plugin) []string {

@@ -59,6 +59,8 @@ func sessionsArgs(args []string, sessions string) []string {
 	}
 	at := 0
 	switch {
+	case len(args) >= 2 && args[0] == "eval" && args[1] == "merge":
+		return args // runs no case
 	case len(args) >= 1 && (args[0] == "dev" || args[0] == "eval"):
 		at = 1
 	case len(args) >= 2 && args[0] == "plugin" && args[1] == "test":

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -30,6 +31,12 @@ const SchemaName = "eval.schema.json"
 
 // Dir is where a plugin keeps its eval files.
 const Dir = "evals"
+
+// IsFile reports whether e, an entry of a plugin's evals directory, is an eval file: a *.yaml
+// file, not hidden. oz0 eval runs them and lint checks them.
+func IsFile(e fs.DirEntry) bool {
+	return !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") && !strings.HasPrefix(e.Name(), ".")
+}
 
 // RecordingsDir is where, beside an eval file, its cases' recordings are by default:
 // recordings/<file>/<case>.json.
