@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -99,16 +98,7 @@ func TestDocsRunnableBlocks(t *testing.T) {
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 			env.Setenv("OZ0_REPO", repo)
 			// make build, offline, from the caches this test was built with.
-			for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-				out, err := exec.Command("go", "env", k).Output()
-				if err != nil {
-					return err
-				}
-				env.Setenv(k, strings.TrimSpace(string(out)))
-			}
-			env.Setenv("GOPROXY", "off")
-			env.Setenv("GOFLAGS", "-mod=readonly")
-			return nil
+			return offlineGo(env)
 		},
 	})
 }

@@ -125,21 +125,29 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("OZ0_REPO", repo)
-			for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-				out, err := exec.Command("go", "env", k).Output()
-				if err != nil {
-					return err
-				}
-				env.Setenv(k, strings.TrimSpace(string(out)))
+			if err := offlineGo(env); err != nil {
+				return err
 			}
-			env.Setenv("GOPROXY", "off")
-			env.Setenv("GOFLAGS", "-mod=readonly")
 			env.Setenv("CGO_ENABLED", "0")
 			env.Setenv(sessionsEnv, os.Getenv(sessionsEnv))
 			env.Values[scriptT{}] = env.T() // for commands that skip a script (unprivileged)
 			return nil
 		},
 	})
+}
+
+// offlineGo has a script's go commands use the caches this test was built with, offline.
+func offlineGo(env *testscript.Env) error {
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			return err
+		}
+		env.Setenv(k, strings.TrimSpace(string(out)))
+	}
+	env.Setenv("GOPROXY", "off")
+	env.Setenv("GOFLAGS", "-mod=readonly")
+	return nil
 }
 
 // cmdTree prints every file under a directory (default: the current one), one slash path a
