@@ -53,7 +53,8 @@ const sessionsEnv = "OZ0_TEST_SESSIONS"
 // "cold".
 func sessionsArgs(args []string, sessions string) []string {
 	if sessions != "cold" || slices.ContainsFunc(args, func(a string) bool {
-		return a == "--cold" || a == "--warm" || strings.HasPrefix(a, "--cold=") || strings.HasPrefix(a, "--warm=")
+		// --dev: oz0 eval's cases run on oz0 dev's node, whose sessions its own flags say.
+		return a == "--cold" || a == "--warm" || a == "--dev" || strings.HasPrefix(a, "--cold=") || strings.HasPrefix(a, "--warm=") || strings.HasPrefix(a, "--dev=")
 	}) {
 		return args
 	}
@@ -200,5 +201,25 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+func TestSessionsArgs(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"dev --ready-file f", "dev --cold --ready-file f"},
+		{"plugin test --timeout 10m", "plugin test --cold --timeout 10m"},
+		{"eval evals/", "eval --cold evals/"},
+		{"dev --warm 2", "dev --warm 2"},
+		{"plugin test --cold", "plugin test --cold"},
+		{"eval --dev evals/", "eval --dev evals/"},
+		{"plugin lint", "plugin lint"},
+		{"run acme hi", "run acme hi"},
+	} {
+		if got := strings.Join(sessionsArgs(strings.Fields(c.args), "cold"), " "); got != c.want {
+			t.Errorf("cold: %q gives %q; want %q", c.args, got, c.want)
+		}
+		if got := strings.Join(sessionsArgs(strings.Fields(c.args), ""), " "); got != c.args {
+			t.Errorf("default: %q gives %q; want it as it is", c.args, got)
+		}
 	}
 }
