@@ -171,6 +171,7 @@ func startOnPty(t *testing.T, dir string, env []string, name string, args ...str
 	if err != nil {
 		t.Fatal(err)
 	}
+	term = pollable(t, term)
 	p := &ptyCommand{cmd: cmd, term: term, exited: make(chan struct{})}
 	go func() {
 		buf := make([]byte, 4096)
@@ -191,6 +192,24 @@ func startOnPty(t *testing.T, dir string, env []string, name string, args ...str
 		term.Close()
 	})
 	return p
+}
+
+// pollable is term as a file Go's poller reads: pty.StartWithSize took its descriptor (Fd), which
+// leaves the file blocking, and Close then waits for the read in progress, which waits for the
+// command's next output: the terminal never closed (hangup), and a command at a prompt never saw
+// it go.
+func pollable(t *testing.T, term *os.File) *os.File {
+	t.Helper()
+	fd, err := syscall.Dup(int(term.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	term.Close()
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(fd), "ptmx")
 }
 
 func (p *ptyCommand) output() string {
