@@ -6,20 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-func writeMendFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/orchestrator-zero/oz0/internal/testbin"
+)
 
 func TestDistribution(t *testing.T) {
 	for module, want := range map[string]string{
@@ -37,11 +26,11 @@ func TestPyprojectDependencies(t *testing.T) {
 	if got := PyprojectDependencies(dir); got != nil {
 		t.Errorf("no pyproject.toml: %q", got)
 	}
-	writeMendFiles(t, dir, map[string]string{"pyproject.toml": "[project\nbroken"})
+	testbin.WriteFiles(t, dir, map[string]string{"pyproject.toml": "[project\nbroken"})
 	if got := PyprojectDependencies(dir); got != nil {
 		t.Errorf("a broken pyproject.toml: %q", got)
 	}
-	writeMendFiles(t, dir, map[string]string{"pyproject.toml": "[project]\ndependencies = [\"google-genai==1.0\", \"google-adk==1.2.0\", \"PyYAML>=6\"]\n"})
+	testbin.WriteFiles(t, dir, map[string]string{"pyproject.toml": "[project]\ndependencies = [\"google-genai==1.0\", \"google-adk==1.2.0\", \"PyYAML>=6\"]\n"})
 	if got := PyprojectDependencies(dir); !slices.Equal(got, []string{"google-genai==1.0", "google-adk==1.2.0", "PyYAML>=6"}) {
 		t.Errorf("PyprojectDependencies = %q", got)
 	}
@@ -57,7 +46,7 @@ func TestPyprojectDependencies(t *testing.T) {
 // the plugin when it is the plugin's own.
 func TestMissingMend(t *testing.T) {
 	dir := t.TempDir()
-	writeMendFiles(t, dir, map[string]string{
+	testbin.WriteFiles(t, dir, map[string]string{
 		"pyproject.toml":       "[project]\nname = \"acme\"\ndependencies = [\"google-adk==1.2.0\"]\n",
 		"src/acme/__init__.py": "",
 		"package.json":         `{"dependencies": {"@strands-agents/sdk": "1.0.0"}, "devDependencies": {"typescript": "5"}}`,

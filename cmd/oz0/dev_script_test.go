@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,26 +140,10 @@ func cmdWaitAgent(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: waitagent NAME [TIMEOUT]")
 	}
-	c, _ := devClient(ts)
-	timeout := durationArg(ts, args, 1, 20*time.Second)
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		info, err := c.Info(ctx)
-		cancel()
-		ts.Check(err)
-		found := false
-		for _, a := range info.Agents {
-			found = found || a.Name == args[0]
-		}
-		if found != neg {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitagent: after %s the dev server runs agent %s: %v", timeout, args[0], found)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitInfo(ts, durationArg(ts, args, 1, 20*time.Second), func(info apiv1.Info) (bool, string) {
+		found := slices.ContainsFunc(info.Agents, func(a apiv1.AgentInfo) bool { return a.Name == args[0] })
+		return found != neg, fmt.Sprintf("waitagent: the dev server runs agent %s: %v", args[0], found)
+	})
 }
 
 // cmdWaitAhead: waitahead N [TIMEOUT] polls the dev server of $OZ0_CONTEXT until at least N
@@ -169,19 +154,27 @@ func cmdWaitAhead(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	want, err := strconv.Atoi(args[0])
 	ts.Check(err)
+	waitInfo(ts, durationArg(ts, args, 1, time.Minute), func(info apiv1.Info) (bool, string) {
+		return info.SessionsAhead >= want, fmt.Sprintf("waitahead: the dev server has %d sessions made ahead and ready, want %d", info.SessionsAhead, want)
+	})
+}
+
+// waitInfo polls the dev server's GET /api/v1/info until done says so, failing the script with
+// done's words after timeout.
+func waitInfo(ts *testscript.TestScript, timeout time.Duration, done func(apiv1.Info) (bool, string)) {
 	c, _ := devClient(ts)
-	timeout := durationArg(ts, args, 1, time.Minute)
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		info, err := c.Info(ctx)
 		cancel()
 		ts.Check(err)
-		if info.SessionsAhead >= want {
+		ok, said := done(info)
+		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("waitahead: after %s the dev server has %d sessions made ahead and ready, want %d", timeout, info.SessionsAhead, want)
+			ts.Fatalf("after %s: %s", timeout, said)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
