@@ -50,10 +50,15 @@ func ReadBaseline(path string) (*Report, error) {
 	}
 	var r Report
 	if err := json.Unmarshal(data, &r); err != nil || r.Results == nil {
-		return nil, fmt.Errorf("%s is not the output of oz0 eval --json", path)
+		return nil, notAReport(path)
 	}
 	return &r, nil
 }
+
+// notAReport is ReadBaseline's error for a file that is not oz0 eval --json's output.
+type notAReport string
+
+func (path notAReport) Error() string { return string(path) + " is not the output of oz0 eval --json" }
 
 // Delta is how a case changed since the baseline: its status then and now, and the differences
 // of its usage (now less then).

@@ -1,9 +1,8 @@
 package eval
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -24,18 +23,18 @@ func mergef(format string, args ...any) error { return &MergeError{Msg: fmt.Spri
 
 // ReadShard reads a shard's report, as oz0 eval --shard i/n --json wrote it.
 func ReadShard(path string) (ShardReport, error) {
-	data, err := os.ReadFile(path)
+	r, err := ReadBaseline(path)
+	var bad notAReport
+	if errors.As(err, &bad) {
+		return ShardReport{}, mergef("%s", bad.Error())
+	}
 	if err != nil {
 		return ShardReport{}, err
-	}
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil || r.Results == nil {
-		return ShardReport{}, mergef("%s is not the output of oz0 eval --json", path)
 	}
 	if r.Shard == nil {
 		return ShardReport{}, mergef("%s is not a shard's report: make each with oz0 eval --shard i/n --json", path)
 	}
-	return ShardReport{Name: path, Report: &r}, nil
+	return ShardReport{Name: path, Report: r}, nil
 }
 
 // Merge makes the reports of a run's shards one report, as the run unsharded would have written

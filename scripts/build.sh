@@ -11,6 +11,12 @@ out=$1
 shift
 every=5 # seconds between progress lines
 
+# bash 3.2 (macOS's /bin/bash) says a read that timed out as 1, as it says the end of the input:
+# progress() cannot tell them apart there, so that bash builds as go build does, quietly.
+if [ "${BASH_VERSINFO[0]}" -lt 4 ]; then
+  exec "$GO" build "$@" -o "$out" ./cmd/oz0
+fi
+
 # progress WHAT TOTAL: reads go's -v output (a package's path as its compile starts) and its
 # "go: downloading" lines, and prints a counted line every $every seconds, whether or not a line
 # came (a large package's compile and the link say nothing); any other line (an error) is passed

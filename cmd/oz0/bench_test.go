@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -161,8 +162,9 @@ func BenchmarkColdSubmitToFirstEvent(b *testing.B) {
 	}
 }
 
-func medianOf(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
+// medianOf is the median of v (its upper one, for an even count).
+func medianOf[T cmp.Ordered](v []T) T {
+	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
 }

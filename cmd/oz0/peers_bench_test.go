@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,8 +264,8 @@ func benchPair(b *testing.B, p peerPair, bin string, uv peerUV, fmURL string) {
 			}
 		}
 		report(b, peerFigure{"burst", fmt.Sprintf("%d runs at once, all done (median of %d)", peerBurst, len(done[0])), "ms", ms(medianOf(done[0])), ms(medianOf(done[1]))})
-		report(b, peerFigure{"mem", fmt.Sprintf("peak PSS of all processes during the burst (median of %d)", len(peaks[0])), "MB", medianFloat(peaks[0]), medianFloat(peaks[1])})
-		report(b, peerFigure{"mem-rest", "PSS of all processes at rest, before a burst (median)", "MB", medianFloat(rests[0]), medianFloat(rests[1])})
+		report(b, peerFigure{"mem", fmt.Sprintf("peak PSS of all processes during the burst (median of %d)", len(peaks[0])), "MB", medianOf(peaks[0]), medianOf(peaks[1])})
+		report(b, peerFigure{"mem-rest", "PSS of all processes at rest, before a burst (median)", "MB", medianOf(rests[0]), medianOf(rests[1])})
 		failed(b, from)
 	})
 
@@ -408,16 +407,7 @@ func editToResult(b *testing.B, s *peerSide, n int) (time.Duration, int) {
 // model over HTTP, as a provider's would.
 func startPeerOz0(b *testing.B, bin, plugin string, devFlags []string, fmURL string) *peerSide {
 	b.Helper()
-	ready := filepath.Join(b.TempDir(), "ctx")
-	cmd := exec.Command(bin, append([]string{"dev", "--addr", "127.0.0.1:0", "--state-dir", b.TempDir(), "--ready-file", ready}, devFlags...)...)
-	cmd.Dir = plugin
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	startLogged(b, cmd)
-	ctx, err := apiv1.ParseContext(waitReady(b, ready, cmd))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := client.New(ctx)
+	c, cmd := startTemplateDev(b, bin, plugin, devFlags)
 	if _, err := c.SetSecret(context.Background(), "ANTHROPIC_API_KEY", peerKey, fmURL); err != nil {
 		b.Fatal(err)
 	}
@@ -834,12 +824,6 @@ func loadAverage() string {
 }
 
 func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
-
-func medianFloat(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // msMedian is the median of ds in milliseconds; none (every run failed) fails the benchmark.
 func msMedian(b *testing.B, ds []time.Duration) float64 {

@@ -214,6 +214,8 @@ func TestSessionsArgs(t *testing.T) {
 		{"eval --dev evals/", "eval --dev evals/"},
 		{"plugin lint", "plugin lint"},
 		{"run acme hi", "run acme hi"},
+		{"eval merge a.json b.json", "eval merge a.json b.json"},
+		{"dev --warm=2", "dev --warm=2"},
 	} {
 		if got := strings.Join(sessionsArgs(strings.Fields(c.args), "cold"), " "); got != c.want {
 			t.Errorf("cold: %q gives %q; want %q", c.args, got, c.want)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,9 +39,11 @@ func BenchmarkTemplateRuns(b *testing.B) {
 	for _, template := range []string{"byo-agent", "adk", "strands", "agent-framework", "strands-ts"} {
 		b.Run(template, func(b *testing.B) {
 			plugin := templatePlugin(b, bin, uv, template)
-			sides := []*client.Client{startTemplateDev(b, bin, plugin, devFlags)}
+			c, _ := startTemplateDev(b, bin, plugin, devFlags)
+			sides := []*client.Client{c}
 			if base != "" {
-				sides = append(sides, startTemplateDev(b, base, plugin, devFlags))
+				c, _ := startTemplateDev(b, base, plugin, devFlags)
+				sides = append(sides, c)
 			}
 			for _, c := range sides {
 				if _, err := templateRun(c); err != nil {
@@ -96,9 +97,10 @@ func templatePlugin(b *testing.B, bin string, uv peerUV, template string) string
 	return dir
 }
 
-// startTemplateDev starts `oz0 dev` of bin on the plugin, its state in a directory of its own; it
-// stops when the benchmark ends.
-func startTemplateDev(b *testing.B, bin, plugin string, devFlags []string) *client.Client {
+// startTemplateDev starts `oz0 dev` of bin on the plugin, its state in a directory of its own (the
+// Node templates' Node first on its PATH); it stops when the benchmark ends. Its process is the
+// root of the server's tree.
+func startTemplateDev(b *testing.B, bin, plugin string, devFlags []string) (*client.Client, *exec.Cmd) {
 	b.Helper()
 	ready := filepath.Join(b.TempDir(), "ctx")
 	cmd := exec.Command(bin, append([]string{"dev", "--addr", "127.0.0.1:0", "--state-dir", b.TempDir(), "--ready-file", ready}, devFlags...)...)
@@ -110,7 +112,7 @@ func startTemplateDev(b *testing.B, bin, plugin string, devFlags []string) *clie
 	if err != nil {
 		b.Fatal(err)
 	}
-	return client.New(ctx)
+	return client.New(ctx), cmd
 }
 
 // nodeFirstPATH is PATH with the Node the Node templates support first (scripts/node-path.sh).
@@ -123,26 +125,12 @@ func nodeFirstPATH(b *testing.B) string {
 	return string(first) + os.Getenv("PATH")
 }
 
-// templateRun submits a job of acme-triage and follows it to its end: how long it took, submit to
-// end; an error when it did not succeed.
+// templateRun is how long one job of acme-triage took, submitted and followed to its end as
+// oz0Run does; an error when it did not succeed.
 func templateRun(c *client.Client) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	j, err := c.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: peerInput})
-	if err != nil {
-		return 0, err
-	}
-	if err := c.Events(ctx, j.ID, 0, func(apiv1.Event) error { return nil }, nil); err != nil {
-		return 0, err
-	}
-	d := time.Since(start)
-	final, err := c.Job(ctx, j.ID)
-	if err != nil {
-		return 0, err
-	}
-	if final.Status != apiv1.StatusSucceeded {
-		return 0, fmt.Errorf("job %s %s: %s", j.ID, final.Status, final.Reason)
-	}
-	return d, nil
+	_, err := oz0Run(ctx, c)
+	return time.Since(start), err
 }

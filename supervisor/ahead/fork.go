@@ -74,7 +74,8 @@ func (p *Pool) server(key string, spec supervisor.Spec) (*server, string, error)
 		return srv, "", nil
 	}
 	p.mu.Unlock()
-	z, err := makeLoaderZygote(aheadSpec(spec))
+	ahead := aheadSpec(spec)
+	z, err := makeLoaderZygote(ahead)
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,7 +88,7 @@ func (p *Pool) server(key string, spec supervisor.Spec) (*server, string, error)
 		}
 		return other, why, nil
 	}
-	srv = &server{z: z, stamp: stamp, used: time.Now(), spec: aheadSpec(spec)}
+	srv = &server{z: z, stamp: stamp, used: time.Now(), spec: ahead}
 	p.servers[key] = srv
 	if why == "" {
 		why = "no fork server was made for it yet"

@@ -3,8 +3,10 @@
 # (never the plugin's) against a model answered in this process, so that what a framework does
 # on its first run (its lazy imports, its clients' and schemas' set-up) is done before the job
 # comes. Nothing leaves the process: the model clients' HTTP goes to a model this process serves on
-# a loopback socket, or to an httpx.MockTransport; the frameworks' telemetry is off while they run. A warm-up that fails or takes too long is given up,
-# said in the loader's line, and the session runs as it would have without it.
+# a loopback socket, or to an httpx.MockTransport; the frameworks' telemetry is off while they
+# run. A warm-up that fails is given up, said in the loader's line, and the session runs as it
+# would have without it; an asynchronous one is also given up past WARM_UP_TIMEOUT (the others
+# call nothing that waits on the network).
 
 import asyncio as _asyncio
 import importlib
@@ -94,7 +96,7 @@ def echo(text: str) -> str:
 
 async def _serve_model(reader, writer):
     """The in-process model over a loopback socket: a model client's real HTTP path (its
-    connection pool, its TLS set-up, its HTTP/1.1 parser) runs once too."""
+    connection pool, its SSL context, its HTTP/1.1 parser) runs once too."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
