@@ -160,6 +160,7 @@ type ptyCommand struct {
 	mu     sync.Mutex
 	out    bytes.Buffer
 	exited chan struct{}
+	read   chan struct{} // closed once the terminal has given all the command wrote (or was closed)
 }
 
 func startOnPty(t *testing.T, dir string, env []string, name string, args ...string) *ptyCommand {
@@ -172,8 +173,9 @@ func startOnPty(t *testing.T, dir string, env []string, name string, args ...str
 		t.Fatal(err)
 	}
 	term = pollable(t, term)
-	p := &ptyCommand{cmd: cmd, term: term, exited: make(chan struct{})}
+	p := &ptyCommand{cmd: cmd, term: term, exited: make(chan struct{}), read: make(chan struct{})}
 	go func() {
+		defer close(p.read)
 		buf := make([]byte, 4096)
 		for {
 			n, err := term.Read(buf)
@@ -232,6 +234,11 @@ func (p *ptyCommand) expect(t *testing.T, text string) bool {
 	for !strings.Contains(p.output(), text) {
 		select {
 		case <-p.exited:
+			// What it wrote last may not have been read yet: the reader ends once it has all.
+			select {
+			case <-p.read:
+			case <-time.After(time.Until(deadline)):
+			}
 			if !strings.Contains(p.output(), text) {
 				t.Errorf("the command exited before it showed %q; the terminal shows:\n%q", text, p.output())
 				return false
