@@ -287,14 +287,14 @@ func TestThreadedDependenciesAreMadeAheadNotForked(t *testing.T) {
 
 // A dependency's fork hook that starts a thread in each forked process (OpenTelemetry's
 // TracerProvider does, to detect the new process's resource) does not keep the session from its
-// sandbox: a new user namespace needs one thread, and the session's keeper waits for the hook's
-// to end rather than fail with EINVAL.
+// sandbox, however long the thread lives: a new user namespace needs a single-threaded process,
+// and the hooks run only in the session's own processes, inside the namespaces.
 func TestForkHookThreadsDoNotBreakTheSandbox(t *testing.T) {
 	dir := testPlugin(t)
 	sites, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python*", "site-packages"))
 	hooked := `import os, threading, time
 IMPORTED_AT = time.time()
-os.register_at_fork(after_in_child=lambda: threading.Thread(target=time.sleep, args=(0.2,)).start())
+os.register_at_fork(after_in_child=lambda: threading.Thread(target=time.sleep, args=(1000,), daemon=True).start())
 `
 	if err := os.WriteFile(filepath.Join(sites[0], "fakedep", "__init__.py"), []byte(hooked), 0o644); err != nil {
 		t.Fatal(err)

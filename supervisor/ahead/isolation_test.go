@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 // sibling's marks (JSON), it looks for each of them and for the sibling's processes, and answers
 // with what it found.
 const siblingHarness = `import json, os, signal, sys
+import fakedep
 request = json.loads(sys.stdin.readline())
 def put(m):
     print(json.dumps(m), flush=True)
@@ -68,16 +70,37 @@ else:
         if sib["key"] and sib["key"].encode() in env:
             secrets.append(pid)
     put({"type": "result", "output": {"found": found, "dirs": siblings_dirs, "pids": pids, "signalled": signalled,
-         "key_seen_in": secrets, "own_key": os.environ.get("ANTHROPIC_API_KEY"), "traceparent": os.environ.get("TRACEPARENT")}})
+         "key_seen_in": secrets, "own_key": os.environ.get("ANTHROPIC_API_KEY"), "traceparent": os.environ.get("TRACEPARENT"),
+         "root": os.path.basename(os.path.dirname(os.getcwd())), "hooks": getattr(fakedep, "SEEN", [])}})
+`
+
+// hookedDep is a dependency whose fork hooks (the ones a library registers) note, wherever they
+// run, the process's capabilities and the fork servers' sessions it can see.
+const hookedDep = `import glob, os, time
+IMPORTED_AT = time.time()
+SEEN = []
+def _look(hook):
+    with open("/proc/self/status") as f:
+        cap = [line.split()[1] for line in f if line.startswith("CapEff:")][0]
+    SEEN.append({"hook": hook, "pid": os.getpid(), "cap": cap,
+                 "roots": sorted(os.path.basename(p) for p in glob.glob("/tmp/oz0-fork-*/*"))})
+os.register_at_fork(before=lambda: _look("before"), after_in_parent=lambda: _look("parent"),
+                    after_in_child=lambda: _look("child"))
 `
 
 // TestSiblingsSeeNothingOfEachOther runs two sessions of one harness at once, made each way a
 // node makes them (cold, made ahead, forked), in each sandboxed tier: the second cannot see the
 // first's files (in its directories, /tmp or /dev/shm), nor its directories, processes, key or
-// trace context, nor signal it. (Tier none hides nothing, cold or not: docs/sandbox.md.)
+// trace context, nor signal it; and its dependencies' fork hooks run only where it runs, with no
+// capability and nothing of the first in view. (Tier none hides nothing, cold or not:
+// docs/sandbox.md.)
 func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 	dir := testPlugin(t)
 	if err := os.WriteFile(filepath.Join(dir, "src", "plug", "__main__.py"), []byte(siblingHarness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sites, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python*", "site-packages"))
+	if err := os.WriteFile(filepath.Join(sites[0], "fakedep", "__init__.py"), []byte(hookedDep), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
@@ -149,6 +172,13 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 					KeySeenIn   []int    `json:"key_seen_in"`
 					OwnKey      string   `json:"own_key"`
 					Traceparent string   `json:"traceparent"`
+					Root        string   `json:"root"`
+					Hooks       []struct {
+						Hook  string   `json:"hook"`
+						Pid   int      `json:"pid"`
+						Cap   string   `json:"cap"`
+						Roots []string `json:"roots"`
+					} `json:"hooks"`
 				}
 				if err := json.Unmarshal(end.Output, &got); err != nil {
 					t.Fatal(err)
@@ -164,6 +194,14 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 				}
 				if got.OwnKey != "key-of-job_2" || !strings.HasPrefix(got.Traceparent, "00-2222") {
 					t.Errorf("the second session has key %q and trace context %q: not its own", got.OwnKey, got.Traceparent)
+				}
+				if policy.Fork && len(got.Hooks) == 0 {
+					t.Error("the dependency's fork hooks did not run in the forked session")
+				}
+				for _, h := range got.Hooks {
+					if strings.Trim(h.Cap, "0") != "" || slices.ContainsFunc(h.Roots, func(r string) bool { return r != got.Root }) {
+						t.Errorf("a dependency's %s fork hook ran in process %d with capabilities %s, seeing the sessions %v (its own: %s)", h.Hook, h.Pid, h.Cap, h.Roots, got.Root)
+					}
 				}
 			})
 		}

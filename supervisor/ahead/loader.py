@@ -160,9 +160,11 @@ def _main():
         # A fork copies only the thread that forks: a library's thread (a lock it held) would be
         # missing from every session. Such a harness is made ahead one session at a time instead.
         threads = _threads()
-        report["fork"] = threads == 1
+        report["fork"] = threads == 1 and _bare_fork is not None
         if threads != 1:
             report["threads"] = threads
+        if _bare_fork is None:
+            report["no_bare_fork"] = True  # a libc without _Fork: no fork without the hooks
     os.write(1, (json.dumps(report) + "\n").encode())
     if fork:
         _replay_stderr(log, real_stderr)  # the fork server's own log

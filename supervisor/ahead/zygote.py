@@ -17,9 +17,17 @@
 #
 # In tier none (no namespaces, as a session started at its job has none) C forks H alone, H in a
 # process group of its own.
+#
+# C and G are made with glibc's _Fork, which runs no fork hook: a dependency's (os.register_at_fork,
+# pthread_atfork) would otherwise run in this process, which sees every session's directory, and in
+# C before its namespaces. The hooks run when G forks H, in G (after it dropped its capabilities)
+# and in H: inside the session's sandbox, with nothing of a sibling's in view. No dependency code
+# runs here once it serves: no hook, no signal handler of a library's, no collection of its
+# garbage (frozen).
 
 import ctypes as _ctypes
 import fcntl
+import gc as _gc
 import re
 import signal as _signal
 import socket as _socket
@@ -40,6 +48,20 @@ _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _MAX_REQUEST = 1 << 20
 
 _libc = _ctypes.CDLL(None, use_errno=True)
+try:
+    _bare_fork = _ctypes.PyDLL(None, use_errno=True)._Fork  # glibc 2.34
+    _bare_fork.restype, _bare_fork.argtypes = _ctypes.c_int, []
+except AttributeError:
+    _bare_fork = None  # the loader then reports that this harness does not fork
+
+
+def _fork_bare():
+    """A fork that runs no fork hook (see the top): for this process's own code only."""
+    pid = _bare_fork()
+    if pid < 0:
+        err = _ctypes.get_errno()
+        raise OSError(err, "fork: %s" % os.strerror(err))
+    return pid
 
 
 def _check(result, what):
@@ -69,22 +91,10 @@ def _drop_capabilities():
     _check(_libc.capset(header, data), "capset")
 
 
-def _await_one_thread(limit=5.0):
-    """Waits until this process is its only thread, as a new user namespace needs: a library's
-    fork hook may have started one in this fork and be ending it (OpenTelemetry's TracerProvider
-    detects the new process's resource on a thread pool). At most limit seconds."""
-    deadline = _time.monotonic() + limit
-    while len(os.listdir("/proc/self/task")) > 1:
-        if _time.monotonic() > deadline:
-            raise OSError("the session's process has threads a library started when it was forked, which a new user namespace does not allow")
-        _time.sleep(0.001)
-
-
 def _own_namespaces(strict):
     """Unshares the session's namespaces, owned by a new user namespace in which this process
     keeps its ids."""
     uid, gid = os.getuid(), os.getgid()
-    _await_one_thread()
     flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
     if strict:
         flags |= _CLONE_NEWNET
@@ -185,6 +195,9 @@ def _harness(request, stdio, entry, args):
     os.environ.clear()
     env = dict(kv.split("=", 1) for kv in request["env"])
     os.environ.update(env)
+    _gc.enable()
+    for sig, handler in _library_handlers.items():
+        _signal.signal(sig, handler)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     _signal.signal(_signal.SIGHUP, _signal.SIG_DFL)
@@ -236,7 +249,8 @@ def _keeper(request, fds, entry, args):
         _report(report, {"error": "the session's sandbox could not be made: %s: %s" % (type(err).__name__, err)})
         os._exit(1)
     said_r, said_w = os.pipe()  # G tells C the harness's wait status there
-    pid = os.fork()
+    # Unsandboxed, H is forked as Python forks (its hooks run here: tier none hides nothing).
+    pid = _fork_bare() if sandboxed else os.fork()
     if pid == 0:
         os.close(said_r)
         try:
@@ -249,19 +263,19 @@ def _keeper(request, fds, entry, args):
                 _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
                 _harness(request, stdio, entry, args)
                 os._exit(0)
-            # G: PID 1 of the session; what goes wrong with it is the session's to see.
+            # G: PID 1 of the session; what goes wrong with it is the session's to see. Its
+            # capabilities go before the fork that runs the dependencies' hooks.
             os.dup2(stdio[2], 2)
             _prctl(_PR_SET_DUMPABLE, 0)
             _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+            _drop_capabilities()
             harness = os.fork()
             if harness == 0:
                 os.close(said_w)
-                _drop_capabilities()
                 _harness(request, stdio, entry, args)
                 os._exit(0)
             for fd in stdio:
                 os.close(fd)
-            _drop_capabilities()
             os.write(said_w, str(_init_of(harness)).encode())
             os._exit(0)
         except SystemExit as done:
@@ -292,9 +306,30 @@ def _keeper(request, fds, entry, args):
     os._exit(0)
 
 
+_library_handlers = {}
+
+
+def _quiet_handlers():
+    """Sets to its default each signal a library handles in Python (its handler would run its
+    code here); returns them, for the harness."""
+    handlers = {}
+    for sig in _signal.valid_signals():
+        try:
+            handler = _signal.getsignal(sig)
+        except (OSError, ValueError):
+            continue
+        if callable(handler) and handler is not _signal.default_int_handler:
+            handlers[sig] = handler
+            _signal.signal(sig, _signal.SIG_DFL)
+    return handlers
+
+
 def _serve(entry, args):
     """The fork server: a session forked for each request on fd 0, until the node closes it."""
     control = _socket.socket(fileno=0)
+    global _library_handlers
+    _library_handlers = _quiet_handlers()
+    _gc.disable()  # our own garbage only, from here: the dependencies' is frozen
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the keepers are reaped by the kernel
     while True:
         try:
@@ -315,7 +350,7 @@ def _serve(entry, args):
             for fd in fds:
                 os.close(fd)
             continue
-        if os.fork() == 0:
+        if _fork_bare() == 0:
             control.close()
             _keeper(request, fds, entry, args)
         for fd in fds:
