@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -171,4 +172,27 @@ func BenchmarkLongSays(b *testing.B) {
 		}
 	}
 	b.SetBytes(32 * 4 << 20)
+}
+
+// What a harness writes to stderr before its last line (a traceback, then its error) comes before
+// that line's event in the trace, though another goroutine reads it.
+func TestStderrBeforeTheLastLineComesFirst(t *testing.T) {
+	const lines = 3000
+	end, events := run(t, spec(t, "traceback", strconv.Itoa(lines)))
+	wantStatus(t, end, harnesskit.Failed)
+	seen, last := 0, -1
+	for i, e := range events {
+		switch e.Kind {
+		case harnesskit.EventStderr:
+			if last >= 0 {
+				t.Fatalf("stderr line %d came after the error event (event %d of %d)", seen+1, i, len(events))
+			}
+			seen++
+		case harnesskit.EventError:
+			last = i
+		}
+	}
+	if seen != lines || last < 0 {
+		t.Errorf("%d stderr lines and an error at %d; want %d lines, then the error", seen, last, lines)
+	}
 }

@@ -753,6 +753,18 @@ func (b *eventBudget) take(n int64, now time.Time) string {
 	return ""
 }
 
+// awaitStderr waits, before the session's last event, for stderr to end (the harness exits after
+// its last line), at most the grace period: what the harness wrote there first (a traceback, then
+// its error) is read by another goroutine, and comes first in the trace.
+func (s *Session) awaitStderr() {
+	t := time.NewTimer(s.grace)
+	defer t.Stop()
+	select {
+	case <-s.stderrEOF:
+	case <-t.C:
+	}
+}
+
 // emitLine delivers an event from stdout line n. Its Raw is the reader's buffer, not a copy: a
 // line of megabytes is not held twice more for a Sink that does not look at it.
 func (s *Session) emitLine(n int64, line []byte, ev harnesskit.Event) {
@@ -812,6 +824,7 @@ func (s *Session) handleLine(n int64, line []byte, given bool) {
 	switch m := m.(type) {
 	case harnesskit.Result:
 		if s.decideEnd(harnesskit.End{Status: harnesskit.Completed, Output: m.Output}) {
+			s.awaitStderr()
 			s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventResult, Message: m})
 		} else {
 			s.ignored(n, line, m, afterLast)
@@ -819,6 +832,7 @@ func (s *Session) handleLine(n int64, line []byte, given bool) {
 		return
 	case harnesskit.ErrorMessage:
 		if s.decideEnd(harnesskit.End{Status: harnesskit.Failed, Message: m.Message, Reason: "the harness failed: " + m.Message}) {
+			s.awaitStderr()
 			s.emitLine(n, line, harnesskit.Event{Kind: harnesskit.EventError, Message: m})
 		} else {
 			s.ignored(n, line, m, afterLast)

@@ -80,6 +80,15 @@ var sdkModes = map[string]func(s *harness.Session, arg string) (any, error){
 		fmt.Println("this print goes to stderr")
 		return nil, errors.New("the ticket system is down")
 	},
+	// traceback writes ARG lines to stderr, as a failing harness writes its traceback, then
+	// answers with an error.
+	"traceback": func(s *harness.Session, arg string) (any, error) {
+		n, _ := strconv.Atoi(arg)
+		for i := range n {
+			fmt.Fprintf(os.Stderr, "  File \"agent.py\", line %d, in step\n", i)
+		}
+		return nil, errors.New("KeyError: 'account'")
+	},
 	// flood says ARG times, then answers.
 	"flood": func(s *harness.Session, arg string) (any, error) {
 		n, _ := strconv.Atoi(arg)
