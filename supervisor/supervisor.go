@@ -179,7 +179,6 @@ type Session struct {
 	final     harnesskit.End
 
 	pluginDir string
-	writable  []string  // more paths its sandbox shows read-write: a fork server's sessions'
 	fork      *forked   // the session forked by a harness's fork server, nil for any other
 	env       []string  // the environment the process started with
 	madeAt    time.Time // when a session made ahead started its process; zero for one started at its job
@@ -240,7 +239,6 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string, op
 	}
 	s := newSession(spec)
 	s.pluginDir = pluginDir
-	s.writable = opts.writable
 	var p *pipes
 	defer func() {
 		if err != nil {
@@ -289,7 +287,7 @@ func launchSession(spec Spec, envFor func(s *Session, env []string) []string, op
 		s.cmd.Dir = opts.dir
 	}
 	if pol.Namespaces {
-		if err = s.sandbox(pol, pluginDir); err != nil {
+		if err = s.sandbox(pol, pluginDir, opts.writable); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -501,15 +499,16 @@ func (s *Session) begin(ctx context.Context, p *pipes, first ...[]byte) {
 	go s.supervise(ctx)
 }
 
-// sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's.
-func (s *Session) sandbox(pol sandbox.Policy, pluginDir string) error {
+// sandbox prepares the session's sandbox, which runs s.cmd, and makes s.cmd its init's; writable
+// are more paths it shows read-write than the session's directories.
+func (s *Session) sandbox(pol sandbox.Policy, pluginDir string, writable []string) error {
 	box := filepath.Join(s.root, "sandbox")
 	if err := os.Mkdir(box, 0o700); err != nil {
 		return fmt.Errorf("cannot make the session's directories: %w", err)
 	}
 	cfg := sandbox.Config{
 		Tier: pol.Tier, Argv: s.cmd.Args, Env: s.cmd.Env, Dir: s.cmd.Dir, PluginDir: pluginDir,
-		Writable: append([]string{s.workdir, s.stateDir}, s.writable...), Hide: s.spec.Sandbox.Hide, Root: box,
+		Writable: append([]string{s.workdir, s.stateDir}, writable...), Hide: s.spec.Sandbox.Hide, Root: box,
 	}
 	if pol.OwnNetwork {
 		if s.spec.Sandbox.Gateway == nil {

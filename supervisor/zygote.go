@@ -41,8 +41,7 @@ type Zygote struct {
 	made     *Made
 	ctl      *net.UnixConn
 	sessions string // where its sessions' directories are made; shown read-write to it alone
-	mu       sync.Mutex
-	closed   bool
+	close    sync.Once
 }
 
 // MakeZygote starts spec's fork server: spec as Make takes it, its Command the loader's in fork
@@ -219,16 +218,11 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
 
 // Close ends the server; the sessions it forked end with it.
 func (z *Zygote) Close() {
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
-		return
-	}
-	z.closed = true
-	z.mu.Unlock()
-	z.ctl.Close()
-	z.made.Discard()
-	os.RemoveAll(z.sessions)
+	z.close.Do(func() {
+		z.ctl.Close()
+		z.made.Discard()
+		os.RemoveAll(z.sessions)
+	})
 }
 
 // forkRequest is a fork server's request for one session.
