@@ -30,6 +30,11 @@ const MaxFound = 10000
 // hold no plugin of the repository's and may be large.
 var skipDirs = map[string]bool{"node_modules": true, "__pycache__": true, "venv": true}
 
+// RootError is Find's error for a root that is not a directory: the caller named the wrong one.
+type RootError struct{ msg string }
+
+func (e *RootError) Error() string { return e.msg }
+
 // Find finds every plugin (a directory with an oz0-plugin.yaml) under root, root itself included,
 // in path order, without looking into a plugin's directory (its plugins are not the repository's),
 // a hidden directory (.git, .venv) or a dependency's (node_modules).
@@ -37,12 +42,12 @@ func Find(root string) ([]Found, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s does not exist; give the directory to look for plugins in", root)
+			return nil, &RootError{fmt.Sprintf("%s does not exist; give the directory to look for plugins in", root)}
 		}
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory; give the directory to look for plugins in", root)
+		return nil, &RootError{fmt.Sprintf("%s is not a directory; give the directory to look for plugins in", root)}
 	}
 	out := []Found{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -55,12 +53,10 @@ a plugin (docs/ci.md).`,
 }
 
 func pluginListRun(opts *pluginListOptions) error {
-	// A DIR that is not one is how the command was called: exit 2.
-	if st, err := os.Stat(opts.Dir); errors.Is(err, fs.ErrNotExist) || err == nil && !st.IsDir() {
-		_, err := lint.Find(opts.Dir)
-		return cmdutil.Usagef("%s", cmdutil.Message(err))
-	}
 	found, err := lint.Find(opts.Dir)
+	if re := (*lint.RootError)(nil); errors.As(err, &re) {
+		return cmdutil.Usagef("%s", re.Error()) // a DIR that is not one is how the command was called
+	}
 	if err != nil {
 		return err
 	}
