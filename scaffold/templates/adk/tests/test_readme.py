@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import sys
 import unittest
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from readme import readme_files
-from sessions import INSTRUCTIONS, Run, SessionCase
+from readme import ReadmeCase
+from sessions import INSTRUCTIONS
 from test_agent import system_text
 
 TRIAGE = [
@@ -30,13 +29,10 @@ BILLING = [
 ]
 
 
-class ReadmeTest(SessionCase):
+class ReadmeTest(ReadmeCase):
     def setUp(self) -> None:
         super().setUp()
-        self.files = readme_files()
-        self.assertEqual(sorted(self.files), ["agent.py", "tickets_server.py"])
         self.systems: dict[str, list[str]] = {"triage": [], "billing": []}
-        self.api.script = self.model
 
     def model(
         self, body: dict[str, Any], answers: list[str], offered: list[str]
@@ -53,13 +49,6 @@ class ReadmeTest(SessionCase):
         if len(self.systems["billing"]) == 1:
             return "", BILLING
         return "The tool answered: " + "; ".join(answers), []
-
-    def run_example(
-        self, answer: Any, files: Mapping[str, str | None]
-    ) -> tuple[list[dict[str, Any]], Run]:
-        events, code, run = self.session(answer, argv=self.package_with(files))
-        self.assertEqual(code, 0 if events[-1]["type"] == "result" else 1, run.log())
-        return events, run
 
     def test_each_tool_is_asked_and_runs_and_billing_speaks_for_itself(self) -> None:
         events, run = self.run_example(self.allow, self.files)
