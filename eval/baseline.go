@@ -23,19 +23,22 @@ type JSONReport struct {
 
 // Totals sum a run.
 type Totals struct {
-	Passed     int     `json:"passed"`
-	Failed     int     `json:"failed"`
-	Skipped    int     `json:"skipped"`
-	Tokens     int64   `json:"tokens"`
-	CostUSD    float64 `json:"cost_usd"`
-	DurationMS int64   `json:"duration_ms"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	// Interrupted counts the cases Ctrl-C stopped (oz0 eval --json still writes its report).
+	Interrupted int     `json:"interrupted"`
+	Tokens      int64   `json:"tokens"`
+	CostUSD     float64 `json:"cost_usd"`
+	DurationMS  int64   `json:"duration_ms"`
 }
 
 // MarshalJSON fills in the totals.
 func (j JSONReport) MarshalJSON() ([]byte, error) {
 	type plain JSONReport
 	p := plain(j)
-	p.Totals.Passed, p.Totals.Failed, p.Totals.Skipped = j.Counts()
+	t := j.Counts()
+	p.Totals.Passed, p.Totals.Failed, p.Totals.Skipped, p.Totals.Interrupted = t.Passed, t.Failed, t.Skipped, t.Interrupted
 	var d time.Duration
 	p.Totals.Tokens, p.Totals.CostUSD, d = j.Report.Totals()
 	p.Totals.DurationMS = d.Milliseconds()

@@ -130,32 +130,26 @@ type PluginRef struct {
 	Version string `json:"version"`
 }
 
-// Counts counts the cases by status; an interrupted case counts as skipped (Interrupteds counts
-// them alone).
-func (r *Report) Counts() (passed, failed, skipped int) {
+// Counts counts the cases by status.
+func (r *Report) Counts() Tally {
+	var t Tally
 	for _, c := range r.Results {
 		switch c.Status {
 		case Passed:
-			passed++
+			t.Passed++
 		case Failed:
-			failed++
+			t.Failed++
+		case Interrupted:
+			t.Interrupted++
 		default:
-			skipped++
+			t.Skipped++
 		}
 	}
-	return passed, failed, skipped
+	return t
 }
 
-// Interrupteds counts the cases an interruption stopped.
-func (r *Report) Interrupteds() int {
-	n := 0
-	for _, c := range r.Results {
-		if c.Status == Interrupted {
-			n++
-		}
-	}
-	return n
-}
+// Tally is how many cases ended each way.
+type Tally struct{ Passed, Failed, Skipped, Interrupted int }
 
 // EnvError is an error of the environment a case needs (a recording that cannot be read or
 // written, a server that fails): the run stops.

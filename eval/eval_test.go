@@ -220,6 +220,10 @@ func TestInterruptCancelsJobs(t *testing.T) {
 	if rep == nil || len(rep.Results) != 2 || rep.Results[0].Status != Interrupted || rep.Results[1].Job != "job_two" || rep.Summary() != "0 passed, 0 failed, 2 interrupted" {
 		t.Fatalf("report %+v", rep)
 	}
+	// --json's totals count them as interrupted, not skipped.
+	if b, err := json.Marshal(JSONReport{Report: rep}); err != nil || !strings.Contains(string(b), `"totals":{"passed":0,"failed":0,"skipped":0,"interrupted":2,`) {
+		t.Errorf("--json: %s %v", b, err)
+	}
 	slices.Sort(srv.cancelled)
 	if strings.Join(srv.cancelled, ",") != "job_one,job_two" {
 		t.Errorf("cancelled %v", srv.cancelled)
@@ -307,8 +311,8 @@ func TestApprovalsAskedTogetherAreAllAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if passed, failed, _ := rep.Counts(); passed != 1 || failed != 0 || strings.Join(srv.answered, ",") != "apr_1,apr_2" {
-		t.Errorf("passed %d failed %d, answered %v: %+v", passed, failed, srv.answered, rep)
+	if n := rep.Counts(); n.Passed != 1 || n.Failed != 0 || strings.Join(srv.answered, ",") != "apr_1,apr_2" {
+		t.Errorf("passed %d failed %d, answered %v: %+v", n.Passed, n.Failed, srv.answered, rep)
 	}
 }
 

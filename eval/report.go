@@ -56,14 +56,13 @@ func WriteTable(w io.Writer, r *Report) error {
 
 // Summary is the counts on one line: "3 passed, 1 failed, 1 skipped" (and "2 interrupted").
 func (r *Report) Summary() string {
-	passed, failed, skipped := r.Counts()
-	interrupted := r.Interrupteds()
-	s := fmt.Sprintf("%d passed, %d failed", passed, failed)
-	if skipped -= interrupted; skipped > 0 {
-		s += fmt.Sprintf(", %d skipped", skipped)
+	t := r.Counts()
+	s := fmt.Sprintf("%d passed, %d failed", t.Passed, t.Failed)
+	if t.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", t.Skipped)
 	}
-	if interrupted > 0 {
-		s += fmt.Sprintf(", %d interrupted", interrupted)
+	if t.Interrupted > 0 {
+		s += fmt.Sprintf(", %d interrupted", t.Interrupted)
 	}
 	return s
 }

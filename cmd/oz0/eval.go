@@ -547,7 +547,7 @@ func writeEvalReport(opts *evalReportOptions, report *eval.Report, baseline *eva
 			}
 		}
 	}
-	if _, failed, _ := report.Counts(); failed > 0 {
+	if failed := report.Counts().Failed; failed > 0 {
 		return &cmdutil.FindingsError{Msg: fmt.Sprintf("%d of %d cases failed", failed, len(report.Results))}
 	}
 	return nil

@@ -91,7 +91,7 @@ func evalMergeRun(opts *evalMergeOptions) error {
 	if err := writeEvalReport(&opts.evalReportOptions, report, baseline); err != nil {
 		return err
 	}
-	if n := report.Interrupteds(); n > 0 {
+	if n := report.Counts().Interrupted; n > 0 {
 		// A shard that was interrupted did not run all its cases: the run is not whole.
 		return &cmdutil.FindingsError{Msg: fmt.Sprintf("%d of %d cases were interrupted before they ended", n, len(report.Results))}
 	}
