@@ -6,6 +6,7 @@ Standard library only: `uv run pytest` and `python3 -m unittest discover -s test
 
 from __future__ import annotations
 
+import importlib
 import json
 import signal
 import sys
@@ -401,6 +402,22 @@ return 'ok'
         self.assertEqual(code, 1)
         self.assertEqual(events[0]["type"], "error")
         self.assertIn("protocol 1", events[0]["message"])
+
+
+class GatewayTLSTest(unittest.TestCase):
+    """gateway_tls(): no certificate store for the node's plain-HTTP gateway, and TLS through
+    such a client is checked against nothing, so it fails; the system's for an https:// one."""
+
+    def test_plain_http_trusts_nothing_and_still_verifies(self) -> None:
+        import ssl
+
+        harness = importlib.import_module(f"{PACKAGE}.harness")
+        ctx = harness.gateway_tls("http://127.0.0.1:4747/gateway/anthropic")
+        self.assertIsInstance(ctx, ssl.SSLContext)
+        self.assertEqual(ctx.verify_mode, ssl.CERT_REQUIRED)
+        self.assertTrue(ctx.check_hostname)
+        self.assertEqual(ctx.cert_store_stats()["x509_ca"], 0)
+        self.assertIs(harness.gateway_tls("https://gateway.example/anthropic"), True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ and run_agent(), which runs it.
 
 - model: ADK's AnthropicLlm on the plain Anthropic client, on the node's gateway with the
   session's key, sending the job's Oz0-Job and Oz0-Agent headers, with no retries (the gateway
-  refuses a call past a limit with 429). Never a model name string: ADK resolves claude-* to its
+  refuses a call past a limit with 429), loading no certificate store for a plain-HTTP gateway
+  (harness.gateway_tls). Never a model name string: ADK resolves claude-* to its
   Vertex class and anthropic/* to LiteLLM.
 - before_model_callback: ADK adds to an agent's instruction what its features need (sub-agent
   transfer, output schemas, planners), which stays, and a line naming the agent ('You are an
@@ -35,7 +36,7 @@ import os
 import re
 from typing import Any
 
-from anthropic import AsyncAnthropic
+from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.run_config import (
@@ -51,7 +52,7 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from .harness import Refused, Session, ToolCall, export_spans
+from .harness import Refused, Session, ToolCall, export_spans, gateway_tls
 
 MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
@@ -76,11 +77,13 @@ def on_the_gateway(session: Session) -> dict[str, Any]:
 
 def model(session: Session) -> AnthropicLlm:
     """ADK's model for the session's model record, on the node's gateway."""
+    base_url = os.environ["ANTHROPIC_BASE_URL"]
     client = AsyncAnthropic(
-        base_url=os.environ["ANTHROPIC_BASE_URL"],
+        base_url=base_url,
         api_key=os.environ["ANTHROPIC_API_KEY"],
         default_headers={"Oz0-Job": session.job, "Oz0-Agent": session.agent},
         max_retries=0,
+        http_client=DefaultAsyncHttpxClient(verify=gateway_tls(base_url)),
     )
     return AnthropicLlm(model=session.model_name, max_tokens=MAX_TOKENS, client=client)
 

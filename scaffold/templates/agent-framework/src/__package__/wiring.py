@@ -33,9 +33,9 @@ from typing import Any
 from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware, MiddlewareTypes
 from agent_framework.observability import enable_instrumentation
 from agent_framework.openai import OpenAIChatCompletionClient
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from .harness import Refused, Session, export_spans
+from .harness import Refused, Session, export_spans, gateway_tls
 
 MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
@@ -55,11 +55,13 @@ def on_the_gateway(session: Session, middleware: Sequence[MiddlewareTypes] = ())
 
 def client(session: Session) -> OpenAIChatCompletionClient:
     """The framework's chat client for the session's model record, on the node's gateway."""
+    base_url = os.environ["OPENAI_BASE_URL"]
     openai = AsyncOpenAI(
-        base_url=os.environ["OPENAI_BASE_URL"],
+        base_url=base_url,
         api_key=os.environ["OPENAI_API_KEY"],
         default_headers={"Oz0-Job": session.job, "Oz0-Agent": session.agent},
         max_retries=0,
+        http_client=DefaultAsyncHttpxClient(verify=gateway_tls(base_url)),
     )
     return OpenAIChatCompletionClient(model=session.model_name, async_client=openai)
 

@@ -34,7 +34,7 @@ from strands.hooks import (
 )
 from strands.tools.executors import SequentialToolExecutor
 
-from .harness import Refused, Session, ToolCall
+from .harness import Refused, Session, ToolCall, gateway_tls
 
 MAX_TOKENS = 8192
 """The most tokens one model answer may take."""
@@ -83,14 +83,17 @@ def model(session: Session) -> Any:
             # reasoning models, is max_completion_tokens on Chat Completions.
             params={"max_completion_tokens": MAX_TOKENS},
         )
+    from anthropic import DefaultAsyncHttpxClient
     from strands.models.anthropic import AnthropicModel
 
+    base_url = os.environ["ANTHROPIC_BASE_URL"]
     return AnthropicModel(
         client_args={
-            "base_url": os.environ["ANTHROPIC_BASE_URL"],
+            "base_url": base_url,
             "api_key": os.environ["ANTHROPIC_API_KEY"],
             "default_headers": headers,
             "max_retries": 0,
+            "http_client": DefaultAsyncHttpxClient(verify=gateway_tls(base_url)),
         },
         model_id=session.model_name,
         max_tokens=MAX_TOKENS,
