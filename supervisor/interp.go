@@ -18,9 +18,10 @@ func runsInterpreter(command []string) bool {
 
 // AskAhead asks, in the background, what Start(spec) would ask as the session starts (which
 // interpreter the Python program on the session's PATH runs, when spec's tier runs that
-// interpreter), so that the first sessions find it answered: a node calls it when it starts and
-// when a plugin reloads. Only Command, PluginDir, Env and Sandbox.Tier of spec are read. It
-// returns at once; what goes wrong is the sessions' to say.
+// interpreter), and compiles the plugin's own modules (sandbox.CompileSource), so that the first
+// sessions find it done: a node calls it when it starts and when a plugin reloads. Only Command,
+// PluginDir, Env and Sandbox.Tier of spec are read. It returns at once; what goes wrong is the
+// sessions' to say.
 func AskAhead(spec Spec) {
 	if !runsInterpreter(spec.Command) {
 		return
@@ -37,4 +38,7 @@ func AskAhead(spec Spec) {
 		return
 	}
 	sandbox.AskPythonInterpreter(argv[0], env, dir, pluginDir)
+	if src := filepath.Join(pluginDir, "src"); isDir(src) {
+		sandbox.CompileSourceAhead(argv[0], pluginDir, []string{src})
+	}
 }
