@@ -271,8 +271,9 @@ export class AskTheJob {
       return { result: `refused: ${err.reason}` }; // the tool's answer: ADK does not run it
     }
     // ADK runs the tool with this very object: the job's arguments replace the model's.
+    const allowed = { ...call.arguments };
     for (const key of Object.keys(args)) delete args[key];
-    Object.assign(args, call.arguments);
+    Object.assign(args, allowed);
     if (context.functionCallId) this.calls.set(context.functionCallId, call);
     return undefined;
   }
