@@ -8,11 +8,13 @@
  */
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { pathToFileURL } from "node:url";
 
-import { INSTRUCTIONS, JOB, MODEL_NAME, NAME, ROOT, SESSION_KEY, TICKET, Sessions, allow, deny, says } from "./sessions.mjs";
+import { HARNESS_URL, INSTRUCTIONS, JOB, MODEL_NAME, NAME, ROOT, SESSION_KEY, TICKET, Sessions, allow, deny, says } from "./sessions.mjs";
 
 const MANIFEST = readFileSync(join(ROOT, "oz0-plugin.yaml"), "utf8");
 const FORMATS = (MANIFEST.match(/formats:\s*\[([^\]]*)\]/)?.[1] ?? "").split(",").map((f) => f.trim()).filter(Boolean);
@@ -111,4 +113,31 @@ test("GatewayLlm is ADK's model interface: ADK takes it as the agent's model", a
   assert.ok(agent.canonicalModel instanceof BaseLlm);
   assert.ok(isBaseLlm(agent.canonicalModel));
   assert.equal(agent.canonicalModel.model, MODEL_NAME);
+});
+
+test("a tool that throws is the call's error in the job; ADK's model reads it and goes on", async (t) => {
+  const s = await Sessions.start(t);
+  s.api.toolCalls = [["look_up_order", { order_id: "A-17" }]];
+  // An agent of the test's own, in a directory beside the plugin's packages.
+  const dir = mkdtempSync(join(tmpdir(), "oz0-agent-test-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  writeFileSync(join(dir, "main.mjs"), `
+import { FunctionTool, LlmAgent } from "@google/adk";
+import { z } from "zod";
+import { main } from ${JSON.stringify(HARNESS_URL)};
+import { onTheGateway, runAgent } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "wiring.mjs")).href)};
+const lookUpOrder = new FunctionTool({
+  name: "look_up_order",
+  description: "Look up an order.",
+  parameters: z.object({ order_id: z.string() }),
+  execute: async ({ order_id }) => { throw new Error("no order " + order_id); },
+});
+main((session) => runAgent(session, new LlmAgent({ name: "triage", tools: [lookUpOrder], ...onTheGateway(session) })));
+`);
+  const { events, code, run } = await s.session({ answer: allow, argv: [process.execPath, join(dir, "main.mjs")], request: s.request({ tools: ["look_up_order"] }) });
+  assert.equal(code, 0, await run.log());
+  const asked = events.find((e) => e.type === "permission_request");
+  assert.deepEqual(events.filter((e) => e.type === "tool_result"), [{ type: "tool_result", id: asked?.id, tool: "look_up_order", error: "Error: Error in tool 'look_up_order': no order A-17" }]);
+  assert.match(events.at(-1)?.output, /^The tool answered: .*no order A-17/);
 });
