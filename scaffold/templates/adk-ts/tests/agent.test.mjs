@@ -141,3 +141,36 @@ main((session) => runAgent(session, new LlmAgent({ name: "triage", tools: [lookU
   assert.deepEqual(events.filter((e) => e.type === "tool_result"), [{ type: "tool_result", id: asked?.id, tool: "look_up_order", error: "Error: Error in tool 'look_up_order': no order A-17" }]);
   assert.match(events.at(-1)?.output, /^The tool answered: .*no order A-17/);
 });
+
+test("an agent given as a tool (AgentTool) is asked by its name, then runs on the gateway", async (t) => {
+  const s = await Sessions.start(t);
+  s.api.script = (_body, answers, offered) => {
+    if (!offered.includes("billing")) return { text: "Refunded the second charge.", calls: [] }; // billing's own call
+    if (answers.length) return { text: "The tool answered: " + answers.join("; "), calls: [] };
+    return { text: "", calls: [["billing", { request: "Refund the second charge." }]] };
+  };
+  const dir = mkdtempSync(join(tmpdir(), "oz0-agent-test-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  writeFileSync(join(dir, "main.mjs"), `
+import { AgentTool, LlmAgent } from "@google/adk";
+import { main } from ${JSON.stringify(HARNESS_URL)};
+import { onTheGateway, runAgent } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "wiring.mjs")).href)};
+main((session) => {
+  const billing = new LlmAgent({ name: "billing", description: "Answers billing questions.", instruction: "You answer billing questions.", ...onTheGateway(session) });
+  return runAgent(session, new LlmAgent({ name: "triage", tools: [new AgentTool({ agent: billing })], ...onTheGateway(session) }));
+});
+`);
+  const { events, code, run } = await s.session({ answer: allow, argv: [process.execPath, join(dir, "main.mjs")], request: s.request({ tools: ["billing"] }) });
+  assert.equal(code, 0, await run.log());
+  assert.deepEqual(events.filter((e) => e.type === "permission_request").map((e) => [e.tool, e.arguments]), [["billing", { request: "Refund the second charge." }]]);
+  assert.deepEqual(events.filter((e) => e.type === "tool_result").map((e) => [e.tool, e.result]), [["billing", "Refunded the second charge."]]);
+  assert.equal(events.at(-1)?.output, "The tool answered: Refunded the second charge.");
+  const calls = s.api.calls();
+  assert.equal(calls.length, 3, "triage, billing, triage");
+  for (const { path, headers } of calls) {
+    assert.equal(path, "/gateway/anthropic/v1/messages");
+    assert.equal(headers["x-api-key"], SESSION_KEY);
+  }
+  assert.match(systemText(calls[1].body), /You answer billing questions\./);
+});
