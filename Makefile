@@ -78,8 +78,9 @@ lint-templates: build test-deps
 	@scripts/lint-templates.sh $(BIN)
 
 # Framework drift: every template against the newest release of its framework (the Python ones
-# by uv without the tests' fixed date, strands-ts with the newest @strands-agents/sdk), in
-# temporary copies; a report of what passes and what breaks, the pins untouched. Network needed.
+# by uv without the tests' fixed date, strands-ts with the newest @strands-agents/sdk, adk-ts with
+# the newest @google/adk), in temporary copies; a report of what passes and what breaks, the pins
+# untouched. Network needed.
 # .github/workflows/frameworks-latest.yml runs it weekly.
 test-frameworks-latest: build test-deps
 	@mkdir -p $(OZ0_TEST_ARTIFACTS)

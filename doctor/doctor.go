@@ -60,8 +60,9 @@ type Env struct {
 var MinPython = [2]int{3, 10}
 
 // MinNode is the oldest Node the Node kit and its templates support: what @strands-agents/sdk
-// declares, what the templates' engines.node and scripts/node.env say and what the tests run on
-// (TestOneNode keeps them one); Node 20 reached its end of life on 2026-04-30.
+// declares (@google/adk, of adk-ts, needs 20), what the templates' engines.node and
+// scripts/node.env say and what the tests run on (TestOneNode keeps them one); Node 20 reached its
+// end of life on 2026-04-30.
 const MinNode = 22
 
 // Run runs every check, in order: Node's for a Node plugin (a package.json and no

@@ -283,9 +283,9 @@ func checkPluginIn(dir string) Result {
 	return checkPlugin(Env{PluginDir: dir}, rep, err)
 }
 
-// One Node everywhere: the Node templates' engines.node, scripts/node.env (the Node the tests run
-// on, installed by make test-deps where the machine's is older), the README and oz0 doctor's floor
-// are one major, which @strands-agents/sdk declares (engines.node >=22).
+// One Node everywhere: the Node templates' engines.node and their READMEs, scripts/node.env (the
+// Node the tests run on, installed by make test-deps where the machine's is older), the README and
+// oz0 doctor's floor are one major, which @strands-agents/sdk declares (engines.node >=22).
 func TestOneNode(t *testing.T) {
 	env, err := os.ReadFile("../scripts/node.env")
 	if err != nil {
@@ -306,6 +306,13 @@ func TestOneNode(t *testing.T) {
 		}
 		if want := fmt.Sprintf(`"node": ">=%d"`, MinNode); !strings.Contains(string(data), want) {
 			t.Errorf("%s: its engines.node is not %s, oz0 doctor's floor", p, want)
+		}
+		readme, err := os.ReadFile(filepath.Join(filepath.Dir(p), "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("needs Node %d or later", MinNode); !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), want) {
+			t.Errorf("%s: its README does not say %q", filepath.Dir(p), want)
 		}
 	}
 	readme, err := os.ReadFile("../README.md")

@@ -79,6 +79,8 @@ var catalogue = []Template{
 		NextSteps: pythonSteps, NeedsTool: "uv", layers: []string{agentLayer, pythonLayer, frameworkLayer, mcpLayer, "strands"}},
 	{Name: "strands-ts", Description: "Node (TypeScript): AWS Strands Agents, on Anthropic or OpenAI",
 		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "strands-ts"}},
+	{Name: "adk-ts", Description: "Node (TypeScript): Google ADK, on Anthropic Messages",
+		NextSteps: nodeSteps, NeedsTool: "npm", layers: []string{agentLayer, nodeLayer, "adk-ts"}},
 }
 
 // Templates returns the catalogue.

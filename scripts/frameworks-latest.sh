@@ -6,8 +6,9 @@
 #   - a Python template: its [project] dependencies' `==X` pins become `>=X`, and `uv lock` resolves
 #     them without UV_EXCLUDE_NEWER (the tests' fixed date), so the newest releases; then the same
 #     steps as lint-templates: uv sync, uv run pytest, oz0 plugin lint, oz0 plugin test.
-#   - a Node template: npm install of the newest release of its framework (@strands-agents/sdk; the
-#     other dependencies as locked), then npm run check, npm test, oz0 plugin lint, oz0 plugin test.
+#   - a Node template: npm install of the newest release of its framework (node_framework below:
+#     @strands-agents/sdk, @google/adk; the other dependencies as locked), then npm run check, npm
+#     test, oz0 plugin lint, oz0 plugin test.
 #
 #   scripts/frameworks-latest.sh [path/to/oz0] [TEMPLATE...]
 #
@@ -53,6 +54,15 @@ last_step() {
     if [ -f "$logs/$t.$s.log" ]; then last=$s; fi
   done
   echo "$last (log: $logs/$t.$last.log)"
+}
+
+# node_framework TEMPLATE: the npm package that is a Node template's framework.
+node_framework() {
+  case $1 in
+    strands-ts) echo @strands-agents/sdk ;;
+    adk-ts) echo @google/adk ;;
+    *) echo "frameworks-latest: no framework is named for the Node template $1: add it to node_framework" >&2; return 1 ;;
+  esac
 }
 
 failed=0
@@ -103,12 +113,13 @@ print(", ".join(out) or "no framework (the standard library)")
 PY
 )
   elif [ -f "$src/package.json" ]; then
-    pinned=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["dependencies"]["@strands-agents/sdk"])' "$dir/package.json")
+    framework=$(node_framework "$t")
+    pinned=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["dependencies"][sys.argv[2]])' "$dir/package.json" "$framework")
     steps=(npm-ci npm-install npm-check npm-test plugin-lint plugin-test)
     if ! (
       cd "$dir" || exit 1
       step "$t" npm-ci npm ci --no-audit --no-fund --loglevel=error || exit 1
-      step "$t" npm-install npm install --no-audit --no-fund --loglevel=error @strands-agents/sdk@latest || exit 1
+      step "$t" npm-install npm install --no-audit --no-fund --loglevel=error "$framework@latest" || exit 1
       step "$t" npm-check npm run check || exit 1
       step "$t" npm-test npm test || exit 1
       step "$t" plugin-lint "$OZ0" plugin lint || exit 1
@@ -116,8 +127,8 @@ PY
     ); then
       broke=$(last_step "$t" "${steps[@]}")
     fi
-    newest=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' "$dir/node_modules/@strands-agents/sdk/package.json" 2>/dev/null || echo "?")
-    versions="@strands-agents/sdk $pinned → $newest"
+    newest=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' "$dir/node_modules/$framework/package.json" 2>/dev/null || echo "?")
+    versions="$framework $pinned → $newest"
   else
     continue
   fi

@@ -159,7 +159,7 @@ func BenchmarkFirstEventSandbox(b *testing.B) {
 	}{
 		{"go", func() supervisor.Spec { sp := spec(b, "ok"); os.Chmod(sp.PluginDir, 0o755); return sp }},
 		{"python", func() supervisor.Spec { return templateSpec(b, dir, ts.URL) }},
-		{"strands-ts", func() supervisor.Spec { return strandsTSSpec(b, ts.URL) }},
+		{"strands-ts", func() supervisor.Spec { return nodeTemplateSpec(b, "strands-ts", ts.URL) }},
 	} {
 		for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
 			b.Run(h.name+"/"+string(tier), func(b *testing.B) {

@@ -17,9 +17,10 @@ import (
 // BenchmarkFirstEventNode: start to first event of a Node harness, against the fake model API;
 // the baseline is the same node started with os/exec running nothing. bare: the complete
 // standard-library harness of docs/protocol.md (its say "Sorting the ticket. ", before its model
-// call). strands-ts: the template on the real Strands (its dependencies as make test-deps
-// installs them): its first event is the tool call the fake model asks for, after Node has
-// loaded the framework and made one streamed model call. Goal: 300 ms or less.
+// call). strands-ts and adk-ts: the template on its real framework, Strands or ADK (its
+// dependencies as make test-deps installs them): its first event is the tool call the fake model
+// asks for, after Node has loaded the framework and made one streamed model call. Goal: 300 ms or
+// less.
 func BenchmarkFirstEventNode(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -43,24 +44,26 @@ func BenchmarkFirstEventNode(b *testing.B) {
 		sp.Command = []string{"node", "harness.mjs"}
 		firstEvent(b, sp, baseline)
 	})
-	b.Run("strands-ts", func(b *testing.B) {
-		firstEvent(b, strandsTSSpec(b, ts.URL), baseline)
-	})
+	for _, template := range []string{"strands-ts", "adk-ts"} {
+		b.Run(template, func(b *testing.B) {
+			firstEvent(b, nodeTemplateSpec(b, template, ts.URL), baseline)
+		})
+	}
 }
 
-// strandsTSSpec is a session of the strands-ts template, its dependencies linked from the cache
-// make test-deps fills, against the model API at url.
-func strandsTSSpec(b *testing.B, url string) supervisor.Spec {
-	modules, installed, err := nodedeps.NodeModules("../scaffold/templates", "strands-ts")
+// nodeTemplateSpec is a session of a Node template, its dependencies linked from the cache make
+// test-deps fills, against the model API at url.
+func nodeTemplateSpec(b *testing.B, template, url string) supervisor.Spec {
+	modules, installed, err := nodedeps.NodeModules("../scaffold/templates", template)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if !installed {
-		b.Skip(nodedeps.Missing("strands-ts", modules))
+		b.Skip(nodedeps.Missing(template, modules))
 	}
 	parent := b.TempDir()
 	os.Chmod(parent, 0o755) // a root node's sandboxed harness runs as nobody
-	if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: "strands-ts", Description: "Sorts support tickets", Parent: parent}); err != nil {
+	if _, err := scaffold.Create(scaffold.Options{Name: "acme-triage", Template: template, Description: "Sorts support tickets", Parent: parent}); err != nil {
 		b.Fatal(err)
 	}
 	dir := filepath.Join(parent, "acme-triage")

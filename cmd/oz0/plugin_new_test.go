@@ -149,6 +149,7 @@ func TestPluginNewNextStepsWithoutUV(t *testing.T) {
 		{"byo-agent without uv", "byo-agent", false, steps + fallback},
 		{"adk without uv", "adk", false, steps},
 		{"strands-ts", "strands-ts", false, "Next steps:\n  cd p\n  npm ci\n  npm test\n  oz0 plugin lint\n"},
+		{"adk-ts", "adk-ts", false, "Next steps:\n  cd p\n  npm ci\n  npm test\n  oz0 plugin lint\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, dir := newTestFactory(t, false, nil)

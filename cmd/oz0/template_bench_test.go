@@ -22,7 +22,7 @@ const templateRuns = 10
 
 // BenchmarkTemplateRuns times one run of each template's generated plugin, as a user meets it:
 // `oz0 plugin new`, its dependencies installed as its author installs them (uv lock && uv sync;
-// for strands-ts the locked node_modules make test-deps installs, as npm ci would), then `oz0
+// for a Node template the locked node_modules make test-deps installs, as npm ci would), then `oz0
 // dev` on its built-in fake model and a job submitted and followed to its end, one at a time
 // (the median of templateRuns, after one that is not counted: the first reads the interpreter's
 // and the framework's files from disk).
@@ -36,7 +36,7 @@ func BenchmarkTemplateRuns(b *testing.B) {
 	base := os.Getenv("OZ0_BENCH_BASE_BIN")
 	uv := peersUV(b)
 	devFlags := strings.Fields(os.Getenv("OZ0_BENCH_DEV_FLAGS"))
-	for _, template := range []string{"byo-agent", "adk", "strands", "agent-framework", "strands-ts"} {
+	for _, template := range []string{"byo-agent", "adk", "strands", "agent-framework", "strands-ts", "adk-ts"} {
 		b.Run(template, func(b *testing.B) {
 			plugin := templatePlugin(b, bin, uv, template)
 			c, _ := startTemplateDev(b, bin, plugin, devFlags)
@@ -79,7 +79,7 @@ func templatePlugin(b *testing.B, bin string, uv peerUV, template string) string
 	parent := b.TempDir()
 	runBin(b, bin, parent, "plugin", "new", "acme-triage", "--template", template, "--description", "Sorts support tickets")
 	dir := filepath.Join(parent, "acme-triage")
-	if template == "strands-ts" {
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err == nil {
 		modules, installed, err := nodedeps.NodeModules(templatesDir, template)
 		if err != nil {
 			b.Fatal(err)

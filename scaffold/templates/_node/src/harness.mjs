@@ -329,12 +329,30 @@ export class Session {
   #inbox;
   #steps = 0;
   #ids = 0;
+  /** @type {string | undefined} who said the last text: undefined is the session's own agent */
+  #speaker = undefined;
+  #said = false;
 
   // -- the job's live view and trace ------------------------------------------------------
 
-  /** Streams text to the job's live view. @param {string} text */
-  say(text) {
-    this.#writer.send({ type: "say", text: String(text) });
+  /**
+   * Streams text to the job's live view.
+   *
+   * `by` names the agent that says it when the session's code runs several (a framework's
+   * sub-agents); left out, it is the session's own agent. When the speaker changes, the text
+   * starts on a line of its own, another agent's with its name, "[billing] ", so that the live
+   * view (which shows the job's agent) says which agent spoke.
+   * @param {string} text
+   * @param { {by?: string}} [options]
+   */
+  say(text, { by } = {}) {
+    text = String(text);
+    if (text && by !== this.#speaker) {
+      text = (this.#said ? "\n" : "") + (by === undefined ? "" : `[${by}] `) + text;
+      this.#speaker = by;
+    }
+    this.#said ||= text !== "";
+    this.#writer.send({ type: "say", text });
   }
 
   /**

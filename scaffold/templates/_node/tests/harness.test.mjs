@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { JOB, INSTRUCTIONS, MODEL_NAME, NAME, SESSION_KEY, TICKET, Sessions, agent, allow, deny } from "./sessions.mjs";
+import { JOB, INSTRUCTIONS, MODEL_NAME, NAME, SESSION_KEY, TICKET, Sessions, agent, allow, deny, says } from "./sessions.mjs";
 
 const NOTIFY = agent(`
   try {
@@ -213,6 +213,22 @@ test("stray output does not reach stdout", async (t) => {
   ]);
   const log = await run.log();
   for (const stray of ["a stray console.log", "a stray console.info", "console.dir", "no newline"]) assert.ok(log.includes(stray), stray + log);
+});
+
+test("a second agent's text starts a line of its own, under its name", async (t) => {
+  const s = await Sessions.start(t);
+  const { events, code, run } = await s.session({
+    argv: agent(`
+      session.say("");
+      session.say("Over to billing.");
+      session.say("Charged ", { by: "billing" });
+      session.say("twice.", { by: "billing" });
+      session.say("Done.");
+      return "ok";
+    `),
+  });
+  assert.equal(code, 0, await run.log());
+  assert.equal(says(events), "Over to billing.\n[billing] Charged twice.\nDone.");
 });
 
 test("what JSON cannot hold is sent as text; nothing is null", async (t) => {

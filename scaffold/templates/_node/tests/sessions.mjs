@@ -38,21 +38,31 @@ export const TIMEOUT = 120_000;
  * @typedef { {path: string, headers: Record<string, string | string[] | undefined>, body: any}} Call
  *   a request the fake model API received
  * @typedef {(run: Run, event: Message) => void} Answer answers a permission request
+ * @typedef { {text: string, calls: [string, Record<string, unknown>][]}} Turn what the model says:
+ *   its text, and the tools it calls with their arguments
+ * @typedef {(body: Message, answers: string[], offered: string[]) => Turn} Script
  */
 
 /**
  * Anthropic's Messages API and OpenAI's Chat Completions, streamed (server-sent events, as the
  * SDKs ask for with stream: true) or not, scripted: records every request and answers `text`.
  * With `toolArguments` set, it answers as a model that uses tools: a request that offers tools
- * gets a call of the first, with those arguments; one that ends with the tool's answer gets
- * "The tool answered: <the answer>". With `status` set, it answers that HTTP error instead.
- * Streamed text comes a word at a time.
+ * gets a call of the first, with those arguments; with `toolCalls` set, one turn calling each of
+ * those [name, arguments]. A request that ends with the tools' answers gets "The tool answered:
+ * <the answers, joined by "; ">". With `script` set, it decides every answer: script(body,
+ * answers, offered) returns the turn from the request's body, the tools' answers it ends with
+ * and the names of the tools it offers (a test of an agent that hands over to another, say).
+ * With `status` set, it answers that HTTP error instead. Streamed text comes a word at a time.
  */
 export class FakeModelAPI {
   constructor(text = "") {
     this.text = text;
     /** @type {Record<string, unknown> | null} */
     this.toolArguments = null;
+    /** @type {[string, Record<string, unknown>][]} */
+    this.toolCalls = [];
+    /** @type {Script | null} */
+    this.script = null;
     this.status = 0;
     /** @type {Call[]} */
     this.requests = [];
@@ -118,45 +128,58 @@ export class FakeModelAPI {
     json(res, 404, { type: "error", error: { type: "not_found_error", message: `no route ${path}` } });
   }
 
+  /**
+   * What the model says to a request: its text and tool calls. answers are the tools' answers the
+   * request ends with; offered the names of the tools it offers.
+   * @param {Message} body
+   * @param {string[]} answers
+   * @param {string[]} offered
+   * @returns {Turn}
+   */
+  turn(body, answers, offered) {
+    if (this.script) return this.script(body, answers, offered);
+    const args = this.toolArguments;
+    if (args === null && !this.toolCalls.length) return { text: this.text, calls: [] };
+    if (answers.length) return { text: "The tool answered: " + answers.join("; "), calls: [] };
+    if (this.toolCalls.length) return { text: "", calls: [...this.toolCalls] };
+    if (offered.length && args !== null) return { text: "", calls: [[offered[0], args]] };
+    return { text: this.text, calls: [] };
+  }
+
   /** The answer to an Anthropic request. @param {Message} body */
   anthropic(body) {
-    /** @type {Message[]} */
-    let content = [{ type: "text", text: this.text }];
-    let stop = "end_turn";
     const messages = Array.isArray(body.messages) && body.messages.length ? body.messages : [{}];
     const last = messages[messages.length - 1].content;
-    const results = Array.isArray(last) ? last.filter((b) => b?.type === "tool_result") : [];
-    if (this.toolArguments !== null && results.length) {
-      content = [{ type: "text", text: "The tool answered: " + textOf(results[0]) }];
-    } else if (this.toolArguments !== null && body.tools?.length) {
-      content = [{ type: "tool_use", id: "toolu_fake1", name: body.tools[0].name, input: this.toolArguments }];
-      stop = "tool_use";
-    }
+    const answers = Array.isArray(last) ? last.filter((b) => b?.type === "tool_result").map(textOf) : [];
+    const offered = (body.tools ?? []).map((/** @type {Message} */ t) => String(t.name));
+    const { text, calls } = this.turn(body, answers, offered);
+    /** @type {Message[]} */
+    const content = calls.length ? [] : [{ type: "text", text }];
+    calls.forEach(([name, input], i) => content.push({ type: "tool_use", id: `toolu_fake${i + 1}`, name, input }));
     return {
       id: "msg_fake_1", type: "message", role: "assistant", model: body.model, content,
-      stop_reason: stop, stop_sequence: null, usage: { input_tokens: 42, output_tokens: 17 },
+      stop_reason: calls.length ? "tool_use" : "end_turn", stop_sequence: null, usage: { input_tokens: 42, output_tokens: 17 },
     };
   }
 
   /** The answer to an OpenAI request. @param {Message} body */
   openai(body) {
+    /** @type {string[]} */
+    const answers = [];
+    for (const message of [...(body.messages ?? [])].reverse()) {
+      if (message?.role !== "tool") break;
+      answers.unshift(textOf(message));
+    }
+    const offered = (body.tools ?? []).map((/** @type {Message} */ t) => String(t.function?.name));
+    const { text, calls } = this.turn(body, answers, offered);
     /** @type {Message} */
-    let message = { role: "assistant", content: this.text };
-    let finish = "stop";
-    const messages = Array.isArray(body.messages) && body.messages.length ? body.messages : [{}];
-    const last = messages[messages.length - 1];
-    if (this.toolArguments !== null && last.role === "tool") {
-      message.content = "The tool answered: " + textOf(last);
-    } else if (this.toolArguments !== null && body.tools?.length) {
-      message = {
-        role: "assistant", content: null,
-        tool_calls: [{ id: "call_fake1", type: "function", function: { name: body.tools[0].function.name, arguments: JSON.stringify(this.toolArguments) } }],
-      };
-      finish = "tool_calls";
+    const message = { role: "assistant", content: calls.length ? null : text };
+    if (calls.length) {
+      message.tool_calls = calls.map(([name, args], i) => ({ id: `call_fake${i + 1}`, type: "function", function: { name, arguments: JSON.stringify(args) } }));
     }
     return {
       id: "chatcmpl-fake1", object: "chat.completion", created: 0, model: body.model,
-      choices: [{ index: 0, finish_reason: finish, message }],
+      choices: [{ index: 0, finish_reason: calls.length ? "tool_calls" : "stop", message }],
       usage: { prompt_tokens: 42, completion_tokens: 17, total_tokens: 59 },
     };
   }
