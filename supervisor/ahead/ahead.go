@@ -547,7 +547,8 @@ func loaderSpec(spec supervisor.Spec, fork bool) (supervisor.Spec, error) {
 		spec.Command = append([]string{spec.Command[0], "--input-type=module", "-e", nodeLoader, dir}, entry...)
 		return spec, nil
 	}
-	args := []string{spec.Command[0], "-c", loaderScript(), dir, pythonPath}
+	// -S: the loader does site's work itself, without a sitecustomize of the plugin's (loader.py).
+	args := []string{spec.Command[0], "-S", "-c", loaderScript(), dir, pythonPath}
 	if fork {
 		args = append(args, "--fork")
 	}

@@ -19,7 +19,8 @@ import (
 )
 
 // testPlugin writes a plugin whose harness (python -m plug) imports a dependency, fakedep,
-// installed in the plugin's .venv, and answers with what it saw: when fakedep was imported, when
+// installed in the plugin's .venv (where its own package is installed editable, as uv sync
+// does), and answers with what it saw: when fakedep was imported, when
 // each module of the plugin's own ran (its package, its agent, a sitecustomize in its src/), its
 // environment and arguments.
 func testPlugin(t *testing.T) string {
@@ -37,13 +38,15 @@ func testPlugin(t *testing.T) string {
 		t.Fatalf("no site-packages in the .venv: %v", sites)
 	}
 	mark := func(name string) string {
-		return fmt.Sprintf("import builtins, time\nbuiltins.__dict__.setdefault('oz0_test_ran', {})[%q] = time.time()\n", name)
+		return fmt.Sprintf("import builtins, time\nbuiltins.__dict__.setdefault('oz0_test_ran', {}).setdefault(%q, time.time())\n", name) // its first run
 	}
 	files := map[string]string{
-		filepath.Join(sites[0], "fakedep", "__init__.py"): "import time\nIMPORTED_AT = time.time()\n",
-		filepath.Join(dir, "src", "plug", "__init__.py"):  mark("package"),
-		filepath.Join(dir, "src", "sitecustomize.py"):     mark("sitecustomize"),
-		filepath.Join(dir, "src", "plug", "agent.py"):     mark("agent") + "import fakedep\n",
+		// As uv sync installs the plugin's own package: editable, its src/ on the .venv's path.
+		filepath.Join(sites[0], "_editable_impl_plug.pth"): filepath.Join(dir, "src") + "\n",
+		filepath.Join(sites[0], "fakedep", "__init__.py"):  "import time\nIMPORTED_AT = time.time()\n",
+		filepath.Join(dir, "src", "plug", "__init__.py"):   mark("package"),
+		filepath.Join(dir, "src", "sitecustomize.py"):      mark("sitecustomize"),
+		filepath.Join(dir, "src", "plug", "agent.py"):      mark("agent") + "import fakedep\n",
 		filepath.Join(dir, "src", "plug", "__main__.py"): `import builtins, json, os, sys
 request = json.loads(sys.stdin.readline())
 from . import agent

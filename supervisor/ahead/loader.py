@@ -1,5 +1,6 @@
 # oz0's loader of a Python session made ahead of its job (reader.py and warmups.py are put before
-# this, in one script run with -c by the harness's interpreter, in the session's sandbox).
+# this, in one script run with -S -c by the harness's interpreter, in the session's sandbox: _site
+# does site's work, without the plugin's sitecustomize).
 #
 # Arguments: PLUGIN_DIR PYTHONPATH (-m MODULE | FILE) ARGS... : the harness's command as the node
 # resolved it, and the plugin's own import path, which the environment leaves out until the job.
@@ -55,6 +56,30 @@ def _replay_stderr(log, real):
         tail = b"(the start of what loading printed is left out)\n" + tail.split(b"\n", 1)[-1]
     if tail:
         os.write(2, tail)
+
+
+def _site(pythonpath):
+    """What site does as Python starts (this runs with -S) but run a sitecustomize of the
+    plugin's own, which the .pth of its editable install (uv sync's) puts on the path: that is the
+    plugin's code, which runs with its job (_bind), never before. The plugin's own directories
+    leave sys.path; a sitecustomize (and usercustomize) outside them runs now, as at a session's
+    start, unless the plugin has its own (first on a session's path, it is the one that runs)."""
+    import site
+
+    own = {os.path.realpath(p) for p in pythonpath.split(os.pathsep) if p}
+    hooks = ("sitecustomize", "usercustomize")
+    for name in hooks:
+        sys.modules[name] = None  # site's import of it fails, quietly
+    try:
+        site.main()
+    finally:
+        for name in hooks:
+            sys.modules.pop(name, None)
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p) not in own]
+    if not any(os.path.isfile(os.path.join(d, "sitecustomize.py")) for d in own):
+        site.execsitecustomize()
+    if site.ENABLE_USER_SITE:
+        site.execusercustomize()
 
 
 def _load(plugin_dir, pythonpath, entry):
@@ -150,6 +175,7 @@ def _main():
     entry, args = (rest[:2], rest[2:]) if rest[0] == "-m" else (rest[:1], rest[1:])
     started = _time.monotonic()
     log, real_stderr = _capture_stderr()
+    _site(pythonpath)
     loaded, failed = _load(plugin_dir, pythonpath, entry)
     warmed, cold = _warm_up()
     _gc.collect()

@@ -11,12 +11,14 @@ import (
 	"github.com/orchestrator-zero/oz0/internal/lowprio"
 )
 
-// compileScript compiles, with the standard library alone, each stale .py file under the
-// directories it is given, where Python keeps its bytecode (__pycache__ beside the file). It
-// follows no symbolic link (a link to a directory outside the plugin would have it write there),
-// and skips hidden directories, caches and node_modules. A file that does not compile is left to
-// the session, whose import says why.
-const compileScript = `import compileall, os, sys
+// compileScript compiles, with the standard library alone, each .py file under the directories
+// it is given, where Python keeps its bytecode (__pycache__ beside the file). The bytecode is
+// checked against a hash of its source at each import, not its time and size: an edit saved in the
+// second it was compiled, to a file of the same size, is seen (a session would run the old code).
+// It follows no symbolic link (a link to a directory outside the plugin would have it write
+// there), and skips hidden directories, caches and node_modules. A file that does not compile is
+// left to the session, whose import says why.
+const compileScript = `import compileall, os, py_compile, sys
 for top in sys.argv[1:]:
     for root, dirs, files in os.walk(top):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules")
@@ -24,7 +26,7 @@ for top in sys.argv[1:]:
         for name in sorted(files):
             path = os.path.join(root, name)
             if name.endswith(".py") and not os.path.islink(path):
-                compileall.compile_file(path, quiet=2)
+                compileall.compile_file(path, quiet=2, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
 `
 
 // compileTimeout bounds one compilation of a plugin's source.

@@ -103,3 +103,36 @@ func TestCompileSourceRunsNoInterpreterOfThePlugins(t *testing.T) {
 }
 
 func quote(s string) string { return "'" + s + "'" }
+
+// An edit saved in the second the module was compiled, to a file of the same size, is what the
+// next import runs: the bytecode is checked against its source's hash, not its time and size.
+func TestCompiledBytecodeDoesNotHideAnEdit(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	mod := filepath.Join(src, "mod.py")
+	writeFiles(t, map[string]string{mod: "V = 1\n"})
+	exe, _ := pythonBinary(t)
+	python := filepath.Join(dir, ".venv", "bin", "python")
+	os.MkdirAll(filepath.Dir(python), 0o755)
+	if err := os.Symlink(exe, python); err != nil {
+		t.Fatal(err)
+	}
+	if err := CompileSource(python, dir, []string{src}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pycs(t, src)) != 1 {
+		t.Fatal("mod.py was not compiled")
+	}
+	info, err := os.Stat(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, map[string]string{mod: "V = 2\n"})
+	if err := os.Chtimes(mod, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(exe, "-B", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import mod; print(mod.V)", src).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "2" {
+		t.Errorf("the edited module imported as %q (%v); want V = 2", out, err)
+	}
+}
