@@ -28,8 +28,8 @@ const templateRuns = 10
 // and the framework's files from disk).
 //
 // OZ0_BENCH_BIN names the oz0 to time (bench_test.go); OZ0_BENCH_BASE_BIN a second one, an
-// earlier build say, whose `oz0 dev` serves the same plugin beside it, run for run in turn, so that
-// the ratio (run-ms/base) is of runs taken under the same load. OZ0_BENCH_DEV_FLAGS adds flags
+// earlier build say, whose `oz0 dev` serves the template as that build writes it beside it, run
+// for run in turn, so that the ratio (run-ms/base) is of runs taken under the same load. OZ0_BENCH_DEV_FLAGS adds flags
 // to each `oz0 dev` (--cold, say).
 func BenchmarkTemplateRuns(b *testing.B) {
 	bin := oz0Binary(b)
@@ -42,7 +42,8 @@ func BenchmarkTemplateRuns(b *testing.B) {
 			c, _ := startTemplateDev(b, bin, plugin, devFlags)
 			sides := []*client.Client{c}
 			if base != "" {
-				c, _ := startTemplateDev(b, base, plugin, devFlags)
+				// The earlier build's template too: what a plugin made by it runs.
+				c, _ := startTemplateDev(b, base, templatePlugin(b, base, uv, template), devFlags)
 				sides = append(sides, c)
 			}
 			for _, c := range sides {
