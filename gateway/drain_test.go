@@ -34,12 +34,21 @@ func (h *heldStream) ch(id string) chan struct{} {
 	return c
 }
 
-// releaseWhenGone is a request hook: the held end of a call is sent once the client's request to
-// the gateway has ended (its client has gone).
-func (h *heldStream) releaseWhenGone(r *http.Request) {
-	if id := r.Header.Get("X-Test-Call"); id != "" {
-		c := h.ch(id)
-		context.AfterFunc(r.Context(), func() { close(c) })
+// releaseWhenDraining is a request hook: the held end of a call is sent once the client's request
+// to the gateway has ended (its client has gone) and the gateway reads the stream for its usage
+// (draining says so). The request's end alone is not enough: the gateway learns of it through a
+// callback of its own on the same context, which may run after the end is sent and read.
+func (h *heldStream) releaseWhenDraining(draining func() bool) func(r *http.Request) {
+	return func(r *http.Request) {
+		if id := r.Header.Get("X-Test-Call"); id != "" {
+			c := h.ch(id)
+			context.AfterFunc(r.Context(), func() {
+				for deadline := time.Now().Add(liveness); !draining() && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+				close(c)
+			})
+		}
 	}
 }
 
@@ -122,8 +131,9 @@ func TestCutStreamMeteredToItsEnd(t *testing.T) {
 	for _, face := range Formats {
 		t.Run(string(face), func(t *testing.T) {
 			held := newHeldStream()
-			e := newEnv(t, helloScript, withUpstream(held), withRequestHook(held.releaseWhenGone))
 			job := "job_cut_" + string(face)
+			var e *env
+			e = newEnv(t, helloScript, withUpstream(held), withRequestHook(held.releaseWhenDraining(func() bool { return e.gw.draining(job) > 0 })))
 			key := e.issue(job, "a", Limits{MaxTokens: 1000}, Budget{})
 			if status := cutCall(t, e, face, key, "1"); status != 200 {
 				t.Fatalf("the first call: %d", status)
