@@ -23,12 +23,12 @@ def readme_files() -> dict[str, str]:
 class ReadmeCase(SessionCase):
     """A session of the package with README.md's files in it, answered by self.model."""
 
-    FILES = ["agent.py", "tickets_server.py"]
+    FILES = ("agent.py", "tickets_server.py")
 
     def setUp(self) -> None:
         super().setUp()
         self.files = readme_files()
-        self.assertEqual(sorted(self.files), self.FILES)
+        self.assertEqual(tuple(sorted(self.files)), self.FILES)
         self.api.script = self.model
 
     def model(

@@ -23,6 +23,7 @@ from sessions import (
     NAME,
     PACKAGE,
     SESSION_KEY,
+    SRC,
     TICKET,
     TIMEOUT,
     TRACEPARENT,
@@ -411,6 +412,8 @@ class GatewayTLSTest(unittest.TestCase):
     def test_plain_http_trusts_nothing_and_still_verifies(self) -> None:
         import ssl
 
+        if str(SRC) not in sys.path:  # unittest run without the package installed (no .venv)
+            sys.path.insert(0, str(SRC))
         harness = importlib.import_module(f"{PACKAGE}.harness")
         ctx = harness.gateway_tls("http://127.0.0.1:4747/gateway/anthropic")
         self.assertIsInstance(ctx, ssl.SSLContext)
