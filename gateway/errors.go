@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
@@ -17,6 +18,12 @@ type gwError struct {
 	noRetry bool
 	// quota asks OpenAI's insufficient_quota shape (budgets) rather than rate_limit_exceeded.
 	quota bool
+	// openaiType, when set, is the OpenAI error's type in place of the kind's ("tokens" for a
+	// rate limit of tokens, as OpenAI says it).
+	openaiType string
+	// retryAfter, when set, is sent as retry-after (whole seconds, rounded up) and retry-after-ms,
+	// which both official SDKs wait before they retry (when it is at most a minute).
+	retryAfter time.Duration
 }
 
 type errShape struct {
@@ -48,6 +55,9 @@ func (e *gwError) body(f Format) []byte {
 	var v any
 	if f == OpenAIChat {
 		typ, code := sh.openaiType, sh.openaiCode
+		if e.openaiType != "" {
+			typ = e.openaiType
+		}
 		if e.quota {
 			typ, code = "insufficient_quota", "insufficient_quota"
 		}
@@ -92,6 +102,10 @@ func (e *gwError) write(w http.ResponseWriter, f Format) {
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	if e.noRetry {
 		h.Set("X-Should-Retry", "false")
+	}
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((e.retryAfter+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After-Ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
 	}
 	w.WriteHeader(e.status)
 	w.Write(data)
