@@ -44,7 +44,7 @@ func Load(stateDir string) (Config, error) {
 		return Config{}, nil
 	}
 	if err != nil {
-		return Config{}, err
+		return Config{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
