@@ -27,7 +27,7 @@ func (s *Store) MeteredCalls(since time.Time) ([]MeteredCall, error) {
 		coalesce(CAST(json_extract(e.data, '$.cost_usd') AS REAL), 0),
 		coalesce(CAST(json_extract(e.data, '$.step') AS INTEGER), 0) > 0, coalesce(json_extract(e.data, '$.replayed'), 0)
 		FROM events e JOIN jobs j ON j.n = e.job
-		WHERE e.type = 'model_call' AND e.time >= ? ORDER BY e.time, e.id`, since.UnixNano()) 
+		WHERE e.type = 'model_call' AND e.time >= ? ORDER BY e.time, e.id`, since.UnixNano())
 	if err != nil {
 		return nil, s.readErr(err)
 	}
