@@ -108,7 +108,7 @@ func (t *tenantAdmin) KillTenant(record string) (apiv1.TenantKillAnswer, error) 
 	}
 	n := s.gw.KillTenant(record, at)
 	k := apiv1.TenantKill{Record: record, At: at}
-	s.say("tenant: %s (%d calls in flight stopped); oz0 tenant resume%s lets them through", killSummary(k), n, recordFlag(record))
+	s.say("tenant: %s (%s in flight stopped); oz0 tenant resume%s lets them through", killSummary(k), count(n, "call", "calls"), recordFlag(record))
 	return apiv1.TenantKillAnswer{Kill: k, Changed: !was, Stopped: n}, nil
 }
 
