@@ -368,19 +368,14 @@ func (g *Gateway) Charge(record string, at time.Time, u Usage, cost float64, req
 		s := t.scope(r)
 		s.charge(now, at, u.Total(), cost)
 		for _, q := range t.quotas {
-			if q.Record != r {
-				continue
-			}
-			switch b := &s.requests; q.Name {
-			case apiv1.QuotaRequestsPerMinute:
-				if request {
-					b.drain(at, rate(q))
-					b.used++
-				}
-			case apiv1.QuotaTokensPerMinute:
-				b = &s.tokens
-				b.drain(at, rate(q))
-				b.used += float64(u.Total())
+			switch {
+			case q.Record != r:
+			case q.Name == apiv1.QuotaRequestsPerMinute && request:
+				s.requests.drain(at, rate(q))
+				s.requests.used++
+			case q.Name == apiv1.QuotaTokensPerMinute:
+				s.tokens.drain(at, rate(q))
+				s.tokens.used += float64(u.Total())
 			}
 		}
 	}
