@@ -18,6 +18,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/internal/atomicfile"
+	"github.com/orchestrator-zero/oz0/internal/filelock"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
 
@@ -79,7 +80,7 @@ func Update(stateDir string, fn func(*Config) error) (Config, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return Config{}, fmt.Errorf("cannot make the state directory %s: %w", stateDir, err)
 	}
-	unlock, err := lockFile(Path(stateDir) + ".lock")
+	unlock, err := filelock.Lock(Path(stateDir) + ".lock")
 	if err != nil {
 		return Config{}, fmt.Errorf("cannot lock %s: %w", Path(stateDir), err)
 	}
