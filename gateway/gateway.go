@@ -657,12 +657,9 @@ func (c *call) admit() (*gwError, string) {
 				msg: fmt.Sprintf("oz0 gateway: limits.max_steps of %d reached for job %s (agent %s's session has made %d model calls)", l, g.Job, g.Agent, ss.steps)}, "limits.max_steps"
 		}
 	}
-	// The tenant's kill switches, then its quotas against the same reservation (tenant.go).
-	var res inFlight
-	if c.counted {
-		res = c.res
-	}
-	if e, what := c.g.tenant.admit(g.Record.Name, res); e != nil {
+	// The tenant's kill switches, then, for a step, its quotas against the same reservation
+	// (tenant.go; a call that is no step reserves nothing).
+	if e, what := c.g.tenant.admit(g.Record.Name, c.res); e != nil {
 		return e, what
 	}
 	if c.counted {
