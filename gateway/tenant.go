@@ -241,13 +241,13 @@ func (s *scopeAccount) check(q apiv1.Quota, now time.Time) *gwError {
 		s.requests.drain(now, rate(q))
 		if s.requests.used+1 > q.Limit+1e-9 { // past what the float's sums may have added
 			wait := secondsOf((s.requests.used + 1 - q.Limit) / rate(q))
-			return rateRefusal(q, whose, "requests", fmt.Sprintf("%s made in the last minute", requestsWord(s.requests.used)), wait)
+			return rateRefusal(q, whose, "requests", fmt.Sprintf("%s made in the last minute", requestsWord(s.requests.used)), wait, now)
 		}
 	case apiv1.QuotaTokensPerMinute:
 		s.tokens.drain(now, rate(q))
 		if s.tokens.used+float64(s.flight.tokens) >= q.Limit {
 			wait := secondsOf((s.tokens.used + float64(s.flight.tokens) - q.Limit + 1) / rate(q))
-			return rateRefusal(q, whose, "tokens", fmt.Sprintf("%.0f used in the last minute%s", math.Ceil(s.tokens.used), s.flight.tokensNote()), wait)
+			return rateRefusal(q, whose, "tokens", fmt.Sprintf("%.0f used in the last minute%s", math.Ceil(s.tokens.used), s.flight.tokensNote()), wait, now)
 		}
 	}
 	return nil
@@ -255,10 +255,11 @@ func (s *scopeAccount) check(q apiv1.Quota, now time.Time) *gwError {
 
 // rateRefusal is a per-minute quota's refusal: a rate limit in the provider's shape, with
 // retry-after (and retry-after-ms, which both official SDKs read first), so that an SDK's own
-// retries wait for the bucket and then succeed.
-func rateRefusal(q apiv1.Quota, whose, what, used string, wait time.Duration) *gwError {
+// retries wait for the bucket and then succeed, and the provider's rate-limit headers.
+func rateRefusal(q apiv1.Quota, whose, what, used string, wait time.Duration, now time.Time) *gwError {
 	return &gwError{status: http.StatusTooManyRequests, kind: "rate_limit", openaiType: what, retryAfter: wait,
-		msg: fmt.Sprintf("oz0 gateway: %s quota %s of %s reached (%s); retry in %s", whose, q.Label(), fmtLimit(q), used, wait)}
+		rateLimit: &rateLimitHeaders{what: what, limit: int64(q.Limit), reset: now.Add(wait), wait: wait},
+		msg:       fmt.Sprintf("oz0 gateway: %s quota %s of %s reached (%s); retry in %s", whose, q.Label(), fmtLimit(q), used, wait)}
 }
 
 // secondsOf is s seconds, rounded up to the millisecond (past what the float's sums may have

@@ -159,6 +159,17 @@ func TestTenantRateLimits(t *testing.T) {
 			if face == AnthropicMessages && typ != "rate_limit_error" || face == OpenAIChat && (typ != "requests" || code != "rate_limit_exceeded") {
 				t.Errorf("error shape %s/%s", typ, code)
 			}
+			// The provider's rate-limit headers, as its own rate limit sends them.
+			want := map[string]string{"Anthropic-Ratelimit-Requests-Limit": "2", "Anthropic-Ratelimit-Requests-Remaining": "0",
+				"Anthropic-Ratelimit-Requests-Reset": "2026-12-07T08:00:30Z"}
+			if face == OpenAIChat {
+				want = map[string]string{"X-Ratelimit-Limit-Requests": "2", "X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "20s"}
+			}
+			for k, v := range want {
+				if got := r.header.Get(k); got != v {
+					t.Errorf("%s: %q, want %q", k, got, v)
+				}
+			}
 			if !strings.Contains(msg, "record fake's quota record.fake.requests_per_minute of 2 reached (2 requests made in the last minute); retry in 20s") {
 				t.Errorf("message %q", msg)
 			}
