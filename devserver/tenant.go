@@ -54,6 +54,10 @@ func (s *Server) loadTenant() error {
 	return nil
 }
 
+// maxTenantKills bounds the kill switches thrown (one a record, and the tenant's): a client with
+// the token cannot grow the store's table without end.
+const maxTenantKills = 1000
+
 // tenantAdmin is the dev server as api.TenantView and api.TenantAdmin.
 type tenantAdmin Server
 
@@ -70,7 +74,9 @@ func (t *tenantAdmin) Tenant() (apiv1.Tenant, error) {
 func (t *tenantAdmin) SetQuota(q apiv1.Quota) error {
 	s := (*Server)(t)
 	cfg, err := tenantfile.Update(s.StateDir, func(c *tenantfile.Config) error {
-		c.Set(q)
+		if err := c.Set(q); err != nil {
+			return fmt.Errorf("%w: %w", api.ErrBadQuota, err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -100,7 +106,11 @@ func (t *tenantAdmin) RemoveQuota(record, name string) error {
 
 func (t *tenantAdmin) KillTenant(record string) (apiv1.TenantKillAnswer, error) {
 	s := (*Server)(t)
-	was := slices.ContainsFunc(s.gw.TenantKills(), func(k apiv1.TenantKill) bool { return k.Record == record })
+	kills := s.gw.TenantKills()
+	was := slices.ContainsFunc(kills, func(k apiv1.TenantKill) bool { return k.Record == record })
+	if !was && len(kills) >= maxTenantKills {
+		return apiv1.TenantKillAnswer{}, fmt.Errorf("%w: %d kill switches are thrown, the most there may be; oz0 tenant kill with no --record stops every call", api.ErrBadQuota, maxTenantKills)
+	}
 	// Recorded first: a kill the store could not keep would be lost at the next start.
 	at, err := s.store.KillTenant(record, time.Now())
 	if err != nil {

@@ -28,6 +28,13 @@ const FileName = "tenant.json"
 // maxFile bounds what is read of the file: a few quotas take a few hundred bytes.
 const maxFile = 1 << 20
 
+// MaxQuotas is the most quotas a tenant has: six a record, of far more records than a tenant
+// has, and well within maxFile.
+const MaxQuotas = 1000
+
+// ErrTooMany is Set's error past MaxQuotas.
+var ErrTooMany = fmt.Errorf("the tenant has %d quotas, the most it may; remove some (oz0 tenant quota rm) first", MaxQuotas)
+
 // Config is the file's content.
 type Config struct {
 	Quotas []apiv1.Quota `json:"quotas"`
@@ -108,15 +115,20 @@ func Update(stateDir string, fn func(*Config) error) (Config, error) {
 	return c, nil
 }
 
-// Set puts q in c, in place of the quota of the same label.
-func (c *Config) Set(q apiv1.Quota) {
+// Set puts q in c, in place of the quota of the same label; ErrTooMany when it would be one
+// past MaxQuotas.
+func (c *Config) Set(q apiv1.Quota) error {
 	for i := range c.Quotas {
 		if c.Quotas[i].Label() == q.Label() {
 			c.Quotas[i] = q
-			return
+			return nil
 		}
 	}
+	if len(c.Quotas) >= MaxQuotas {
+		return ErrTooMany
+	}
 	c.Quotas = append(c.Quotas, q)
+	return nil
 }
 
 // Remove takes the quota of name (of record, "" the tenant's) out of c; false when it has none.

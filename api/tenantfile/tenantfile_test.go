@@ -18,7 +18,7 @@ func TestUpdateAndLoad(t *testing.T) {
 	day := apiv1.Quota{Name: apiv1.QuotaTokensPerDay, Limit: 1000}
 	rpm := apiv1.Quota{Record: "anthropic", Name: apiv1.QuotaRequestsPerMinute, Limit: 50}
 	for _, q := range []apiv1.Quota{rpm, day, {Name: apiv1.QuotaTokensPerDay, Limit: 2000}} {
-		if _, err := Update(dir, func(c *Config) error { c.Set(q); return nil }); err != nil {
+		if _, err := Update(dir, func(c *Config) error { return c.Set(q) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestUpdateUnderALock(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			q := apiv1.Quota{Record: fmt.Sprintf("r%d", i), Name: apiv1.QuotaTokensPerDay, Limit: 1}
-			if _, err := Update(dir, func(c *Config) error { c.Set(q); return nil }); err != nil {
+			if _, err := Update(dir, func(c *Config) error { return c.Set(q) }); err != nil {
 				t.Error(err)
 			}
 		})
@@ -87,5 +87,20 @@ func TestBadFile(t *testing.T) {
 		if b, _ := os.ReadFile(Path(dir)); string(b) != tc.file {
 			t.Errorf("%s: the file was changed to %s", tc.file, b)
 		}
+	}
+}
+
+func TestSetBounded(t *testing.T) {
+	var c Config
+	for i := range MaxQuotas {
+		if err := c.Set(apiv1.Quota{Record: fmt.Sprintf("r%d", i), Name: apiv1.QuotaTokensPerDay, Limit: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Set(apiv1.Quota{Name: apiv1.QuotaTokensPerDay, Limit: 1}); err != ErrTooMany {
+		t.Errorf("one past the most: %v", err)
+	}
+	if err := c.Set(apiv1.Quota{Record: "r0", Name: apiv1.QuotaTokensPerDay, Limit: 2}); err != nil || c.Quotas[0].Limit != 2 {
+		t.Errorf("one set again: %v", err)
 	}
 }

@@ -177,7 +177,12 @@ func tenantQuotaSetRun(ctx context.Context, opts *tenantQuotaSetOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "oz0: quota %s set to %s; it holds now\n", q.Label(), quotaLimit(q))
 		return nil
 	}
-	if _, err := tenantfile.Update(dir, func(cfg *tenantfile.Config) error { cfg.Set(q); return nil }); err != nil {
+	if _, err := tenantfile.Update(dir, func(cfg *tenantfile.Config) error {
+		if err := cfg.Set(q); err != nil {
+			return cmdutil.Usagef("%s", err)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "oz0: quota %s set to %s in %s; oz0 dev holds to it from its start\n", q.Label(), quotaLimit(q), tenantfile.Path(dir))
