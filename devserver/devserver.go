@@ -192,7 +192,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	// The node is the first step that needs the tier: the probe has until then.
-	for _, step := range []func() error{s.startTelemetry, s.loadHooks, s.listen, s.startGateway, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
+	for _, step := range []func() error{s.startTelemetry, s.loadHooks, s.listen, s.startGateway, s.loadTenant, s.resolveSandbox, s.startNode, s.serveAPI, s.advertise} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -695,12 +695,13 @@ func (s *Server) serveAPI() error {
 	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
-		Recorder: s, UILogin: s.UILoginURL,
+		Recorder: s, UILogin: s.UILoginURL, Tenant: (*tenantAdmin)(s), TenantAdmin: (*tenantAdmin)(s),
 	})))
 	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
 	s.ui = ui.New(ui.Config{
-		API:     api.Routes(&api.Backend{Store: s.store, Node: s.node, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping}),
+		API: api.Routes(&api.Backend{Store: s.store, Node: s.node, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
+			Tenant: (*tenantAdmin)(s)}),
 		Port:    port,
 		OnLogin: func() { s.say("ui: a browser logged in; the next login link is %s", s.UILoginURL()) },
 	})
@@ -973,6 +974,7 @@ func (s *Server) banner() {
 	if note := s.otlpNote(); note != "" {
 		s.say("  otlp    %s", note)
 	}
+	s.tenantBanner()
 	if set := s.hooks.Set(); set.Len() > 0 {
 		s.say("  hooks   %d from %s: %s", set.Len(), s.hooksFile, strings.Join(set.Names(), ", "))
 	}

@@ -18,7 +18,12 @@ type apiError struct {
 	code       string // OpenAI's code; "": the kind's
 	nullCode   bool   // OpenAI's code is null whatever the kind
 	retryAfter time.Duration
+	limit      int // a rate limit's requests a minute, for its headers; 0: defaultRateLimit
 }
+
+// defaultRateLimit is the requests a minute a rate_limit error's headers say by default: the
+// lowest tier's of Anthropic's.
+const defaultRateLimit = 50
 
 type errKind struct {
 	anthStatus, openaiStatus int
@@ -132,6 +137,27 @@ func nullable(s string) *string {
 	return &s
 }
 
+// setRateLimitHeaders sets the headers a provider's rate limit answer carries: its limit, none
+// remaining, and when it resets (Anthropic: a time, RFC 3339; OpenAI: a duration such as 2s).
+func setRateLimitHeaders(h http.Header, api string, e *apiError, now time.Time) {
+	if e.kind != "rate_limit" {
+		return
+	}
+	limit := e.limit
+	if limit <= 0 {
+		limit = defaultRateLimit
+	}
+	if api == OpenAI {
+		h.Set("x-ratelimit-limit-requests", strconv.Itoa(limit))
+		h.Set("x-ratelimit-remaining-requests", "0")
+		h.Set("x-ratelimit-reset-requests", max(e.retryAfter, time.Millisecond).String())
+		return
+	}
+	h.Set("anthropic-ratelimit-requests-limit", strconv.Itoa(limit))
+	h.Set("anthropic-ratelimit-requests-remaining", "0")
+	h.Set("anthropic-ratelimit-requests-reset", now.Add(e.retryAfter).UTC().Format(time.RFC3339))
+}
+
 // setRetryAfter sets retry-after (whole seconds, rounded up) and retry-after-ms.
 func setRetryAfter(h http.Header, d time.Duration) {
 	if d <= 0 {
@@ -147,6 +173,6 @@ func scriptedError(e *ErrorReply, rule string, script string) *apiError {
 	if _, ok := errKinds[kind]; !ok {
 		kind = kindOfStatus(e.Status)
 	}
-	return &apiError{kind: kind, status: e.Status, message: e.Message, retryAfter: e.RetryAfter,
+	return &apiError{kind: kind, status: e.Status, message: e.Message, retryAfter: e.RetryAfter, limit: e.Limit,
 		note: fmt.Sprintf(" (oz0 fake model: %s of script %s)", rule, script)}
 }

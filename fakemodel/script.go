@@ -104,6 +104,8 @@ type ErrorReply struct {
 	Status     int    // 0: the kind's status for the provider
 	Message    string // "": a message like the provider's, naming the rule
 	RetryAfter time.Duration
+	// Limit is what a rate_limit error's headers say the provider allows a minute; 0: 50.
+	Limit int
 	// After, on a streamed request, is the number of the reply's events sent before the error
 	// event or the cut; nil: the error is the HTTP response (for cut: after 1 event).
 	After *int
@@ -377,6 +379,7 @@ func (p *parser) errorReply(path []string, m map[string]any) *ErrorReply {
 	}
 	e.Message, _ = m["message"].(string)
 	e.RetryAfter = p.duration(path, "retry_after", m)
+	e.Limit, _ = intOf(m["limit"])
 	if n, ok := intOf(m["after"]); ok {
 		e.After = &n
 	}

@@ -335,6 +335,7 @@ func (x *exchange) json(status int, v any) {
 func (x *exchange) fail(e *apiError) {
 	x.requestID(x.seed("error"))
 	setRetryAfter(x.w.Header(), e.retryAfter)
+	setRateLimitHeaders(x.w.Header(), x.api, e, time.Now())
 	x.json(e.statusFor(x.api), e.body(x.api))
 }
 

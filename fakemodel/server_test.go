@@ -70,8 +70,30 @@ func TestFakeModelErrorKinds(t *testing.T) {
 				} else if r.header.Get("retry-after") != "" {
 					t.Errorf("%s: a retry-after header", tc.yaml)
 				}
+				// A rate limit carries the provider's rate-limit headers, as its own does.
+				rateLimit := tc.anthStatus == 429
+				if got := r.header.Get("anthropic-ratelimit-requests-remaining"); rateLimit != (got == "0") || rateLimit && r.header.Get("anthropic-ratelimit-requests-limit") != "50" {
+					t.Errorf("%s: Anthropic's rate-limit headers %v", tc.yaml, r.header)
+				}
+				if reset, err := time.Parse(time.RFC3339, r.header.Get("anthropic-ratelimit-requests-reset")); rateLimit && (err != nil || time.Until(reset) > 3*time.Second) {
+					t.Errorf("%s: anthropic-ratelimit-requests-reset %q", tc.yaml, r.header.Get("anthropic-ratelimit-requests-reset"))
+				}
+				if got := r2.header.Get("x-ratelimit-remaining-requests"); rateLimit != (got == "0") || rateLimit && r2.header.Get("x-ratelimit-limit-requests") != "50" {
+					t.Errorf("%s: OpenAI's rate-limit headers %v", tc.yaml, r2.header)
+				}
+				if want := map[bool]string{true: "1.5s", false: "2s"}[strings.Contains(tc.yaml, "ms")]; rateLimit && r2.header.Get("x-ratelimit-reset-requests") != want {
+					t.Errorf("%s: x-ratelimit-reset-requests %q, want %q", tc.yaml, r2.header.Get("x-ratelimit-reset-requests"), want)
+				}
 			}
 		})
+	}
+	// limit: what the headers say the provider allows.
+	_, ts := serve(t, "rules:\n- reply:\n    error: {kind: rate_limit, retry_after: 1s, limit: 4000}\n")
+	if r := anthropic(t, ts, anthBody); r.header.Get("anthropic-ratelimit-requests-limit") != "4000" {
+		t.Errorf("limit: %v", r.header)
+	}
+	if r := openai(t, ts, openaiBody); r.header.Get("x-ratelimit-limit-requests") != "4000" {
+		t.Errorf("limit: %v", r.header)
 	}
 }
 

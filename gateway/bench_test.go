@@ -328,6 +328,16 @@ func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 // every 50 ms) is cut by Kill, timed from Kill to the client's read ending. The goal is 100 ms;
 // the tests check only that Kill ends the stream long before the upstream would have.
 func BenchmarkKillToStreamEnd(b *testing.B) {
+	killToStreamEnd(b, func(gw *Gateway, job string) { gw.Kill(job) })
+}
+
+// BenchmarkTenantKillToStreamEnd is the same with the tenant's kill switch (oz0 tenant kill),
+// thrown and taken back for each stream.
+func BenchmarkTenantKillToStreamEnd(b *testing.B) {
+	killToStreamEnd(b, func(gw *Gateway, _ string) { gw.KillTenant("", time.Time{}) })
+}
+
+func killToStreamEnd(b *testing.B, kill func(gw *Gateway, job string)) {
 	s, err := fakemodel.ParseScript("kill.yaml", []byte("rules:\n  - reply: {text: \"a b c d e f g h i j k l m n o p q r s t u v w x y z\", stream_delay: 50ms}\n"))
 	if err != nil {
 		b.Fatal(err)
@@ -366,9 +376,10 @@ func BenchmarkKillToStreamEnd(b *testing.B) {
 			ended <- time.Now()
 		}()
 		killed := time.Now()
-		gw.Kill(job)
+		kill(gw, job)
 		lat = append(lat, (<-ended).Sub(killed))
 		resp.Body.Close()
+		gw.ResumeTenant("")
 		gw.Forget(job)
 	}
 	slices.Sort(lat)

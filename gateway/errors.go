@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
@@ -17,6 +18,40 @@ type gwError struct {
 	noRetry bool
 	// quota asks OpenAI's insufficient_quota shape (budgets) rather than rate_limit_exceeded.
 	quota bool
+	// openaiType, when set, is the OpenAI error's type in place of the kind's ("tokens" for a
+	// rate limit of tokens, as OpenAI says it).
+	openaiType string
+	// retryAfter, when set, is sent as retry-after (whole seconds, rounded up) and retry-after-ms,
+	// which both official SDKs wait before they retry (when it is at most a minute).
+	retryAfter time.Duration
+	// rateLimit, when set, adds the provider's rate-limit headers, as its own rate limit sends
+	// them.
+	rateLimit *rateLimitHeaders
+}
+
+// rateLimitHeaders are a rate limit's headers: what it counts (requests or tokens), its limit a
+// minute, none remaining, and when it resets.
+type rateLimitHeaders struct {
+	what  string // requests or tokens
+	limit int64
+	reset time.Time
+	wait  time.Duration
+}
+
+// set writes them as face's provider does: Anthropic's anthropic-ratelimit-WHAT-limit,
+// -remaining and -reset (a time, RFC 3339), OpenAI's x-ratelimit-limit-WHAT,
+// x-ratelimit-remaining-WHAT and x-ratelimit-reset-WHAT (a duration, 1.5s).
+func (r *rateLimitHeaders) set(h http.Header, f Format) {
+	limit := strconv.FormatInt(r.limit, 10)
+	if f == OpenAIChat {
+		h.Set("X-Ratelimit-Limit-"+r.what, limit)
+		h.Set("X-Ratelimit-Remaining-"+r.what, "0")
+		h.Set("X-Ratelimit-Reset-"+r.what, r.wait.String())
+		return
+	}
+	h.Set("Anthropic-Ratelimit-"+r.what+"-Limit", limit)
+	h.Set("Anthropic-Ratelimit-"+r.what+"-Remaining", "0")
+	h.Set("Anthropic-Ratelimit-"+r.what+"-Reset", r.reset.UTC().Format(time.RFC3339))
 }
 
 type errShape struct {
@@ -48,6 +83,9 @@ func (e *gwError) body(f Format) []byte {
 	var v any
 	if f == OpenAIChat {
 		typ, code := sh.openaiType, sh.openaiCode
+		if e.openaiType != "" {
+			typ = e.openaiType
+		}
 		if e.quota {
 			typ, code = "insufficient_quota", "insufficient_quota"
 		}
@@ -92,6 +130,13 @@ func (e *gwError) write(w http.ResponseWriter, f Format) {
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	if e.noRetry {
 		h.Set("X-Should-Retry", "false")
+	}
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((e.retryAfter+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After-Ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
+	}
+	if e.rateLimit != nil {
+		e.rateLimit.set(h, f)
 	}
 	w.WriteHeader(e.status)
 	w.Write(data)

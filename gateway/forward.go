@@ -265,7 +265,7 @@ func (c *call) upstreamFailed(err error) {
 		c.clientGone = true
 	case AbortKilled:
 		c.aborted(reason)
-		c.fail(errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: job %s was killed; its calls are refused", c.grant.Job)))
+		c.fail(c.killedRefusal())
 	case AbortIdle:
 		c.aborted(reason)
 		c.fail(errorf(http.StatusGatewayTimeout, "timeout", fmt.Sprintf("oz0 gateway: the upstream of record %s sent no answer in %s", c.grant.Record.Name, c.wait)))
@@ -276,6 +276,25 @@ func (c *call) upstreamFailed(err error) {
 		}
 		c.fail(errorf(http.StatusBadGateway, "api", c.mask(msg)))
 	}
+}
+
+// killedRefusal answers a call the kill switch stopped before its answer began: the job's, or the
+// tenant's (a *killedError, which says whose).
+func (c *call) killedRefusal() *gwError {
+	var k *killedError
+	if errors.As(context.Cause(c.ctx), &k) {
+		return &gwError{status: http.StatusForbidden, kind: "permission", noRetry: true, msg: k.msg}
+	}
+	return errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: job %s was killed; its calls are refused", c.grant.Job))
+}
+
+// killedMessage says, in a stream's error event, which kill switch ended it.
+func (c *call) killedMessage() string {
+	var k *killedError
+	if errors.As(context.Cause(c.ctx), &k) {
+		return k.msg
+	}
+	return fmt.Sprintf("oz0 gateway: job %s was killed", c.grant.Job)
 }
 
 func (c *call) aborted(reason string) {
@@ -355,7 +374,7 @@ func (c *call) bodyFailed(status int, part []byte, err error) {
 		case AbortKilled:
 			// Drop what came: the job is killed.
 			c.w.Header().Del("Content-Length")
-			c.fail(errorf(http.StatusForbidden, "permission", fmt.Sprintf("oz0 gateway: job %s was killed; its calls are refused", c.grant.Job)))
+			c.fail(c.killedRefusal())
 			return
 		case AbortClient:
 			c.clientGone = true
@@ -483,7 +502,7 @@ func (c *call) stream(resp *http.Response, info reqInfo) {
 			case gone || reason == AbortClient:
 				c.clientGone = true
 			case reason == AbortKilled:
-				c.endStream(mw, rc, &gwError{kind: "permission", msg: fmt.Sprintf("oz0 gateway: job %s was killed", c.grant.Job)})
+				c.endStream(mw, rc, &gwError{kind: "permission", msg: c.killedMessage()})
 			case reason == AbortIdle:
 				c.endStream(mw, rc, &gwError{kind: "timeout", msg: fmt.Sprintf("oz0 gateway: the upstream of record %s sent nothing for %s", c.grant.Record.Name, c.g.idle)})
 			default:

@@ -105,6 +105,8 @@ type Config struct {
 	// upstream request; Gateway.StopDraining cuts it sooner. 0: DefaultDrainTimeout; < 0: the
 	// upstream request is cut at once.
 	DrainTimeout time.Duration
+	// Now is the clock of the tenant's quotas' windows (tenant.go); nil: time.Now. Tests set it.
+	Now func() time.Time
 }
 
 // Gateway is the model gateway, an http.Handler. It is safe for concurrent use.
@@ -123,6 +125,7 @@ type Gateway struct {
 	linger      time.Duration
 	drain       time.Duration // Config.DrainTimeout; < 0: none
 	after       *afterQueue
+	tenant      *tenant // the tenant's quotas and kill switches (tenant.go)
 
 	mu   sync.Mutex
 	jobs map[string]*jobState
@@ -183,7 +186,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{
 		resolver: cfg.Resolver, secrets: cfg.Secrets, meter: cfg.Meter, log: cfg.Logger, maskFn: cfg.Mask, rt: cfg.Transport,
 		idle: cfg.IdleTimeout, respTimeout: cfg.ResponseTimeout, maxBody: cfg.MaxRequestBytes, linger: cfg.MeterLinger, drain: cfg.DrainTimeout,
-		jobs: map[string]*jobState{}, after: newAfterQueue(),
+		jobs: map[string]*jobState{}, after: newAfterQueue(), tenant: newTenant(cfg.Now),
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -255,17 +258,22 @@ func (g *Gateway) Kill(job string) int {
 	js.killed = true
 	n := len(js.live)
 	for c := range js.live {
-		c.cancel(errKilled)
-		// A client that does not read could keep the handler blocked in a write: the last write
-		// (a stream's error event) gets killWriteGrace, then the connection is dropped. Done under
-		// the lock, so only while the call is live; finish clears it.
-		http.NewResponseController(c.w).SetWriteDeadline(time.Now().Add(killWriteGrace))
-		c.writeDeadline = true
+		c.kill(errKilled)
 	}
 	js.mu.Unlock()
 	g.log.LogAttrs(context.Background(), slog.LevelWarn, "gateway: job killed",
 		slog.String("job", job), slog.Int("live_calls", n))
 	return n
+}
+
+// kill cancels the live call c with cause (errKilled, or a *killedError); its job's lock is held.
+func (c *call) kill(cause error) {
+	c.cancel(cause)
+	// A client that does not read could keep the handler blocked in a write: the last write (a
+	// stream's error event) gets killWriteGrace, then the connection is dropped. Done under the
+	// job's lock, so only while the call is live; finish clears it.
+	http.NewResponseController(c.w).SetWriteDeadline(time.Now().Add(killWriteGrace))
+	c.writeDeadline = true
 }
 
 // JobUsage is the gateway's running account of a job.
@@ -648,6 +656,14 @@ func (c *call) admit() (*gwError, string) {
 			return &gwError{status: http.StatusTooManyRequests, kind: "rate_limit", noRetry: true,
 				msg: fmt.Sprintf("oz0 gateway: limits.max_steps of %d reached for job %s (agent %s's session has made %d model calls)", l, g.Job, g.Agent, ss.steps)}, "limits.max_steps"
 		}
+	}
+	// The tenant's kill switches, then, for a step, its quotas against the same reservation
+	// (tenant.go; a call that is no step reserves nothing).
+	if e, what := c.g.tenant.admit(g.Record.Name, c.res); e != nil {
+		return e, what
+	}
+	if c.counted {
+		ss := c.ss
 		ss.steps++
 		c.rec.Step = ss.steps
 		js.flight.add(c.res)
@@ -719,6 +735,13 @@ func (c *call) finish() {
 			c.ss.flight.sub(c.res)
 		}
 		js.mu.Unlock()
+		// The tenant's account, before the answer goes too: a call of any job made as soon as it
+		// is out is checked against the quotas with this call's use.
+		res := inFlight{}
+		if c.reserved {
+			res = c.res
+		}
+		c.g.tenant.end(c.grant.Record.Name, res, c.rec.Usage, c.rec.CostUSD, !c.rec.Replayed)
 	}
 	// Then the answer goes to the client, not when the handler returns: what follows (the
 	// recording's copy, the hand-over to the meter) is after it, where a bare reverse proxy would

@@ -43,7 +43,7 @@ const (
 const (
 	AbortClient   = "client"   // the client went away; the upstream request was cancelled
 	AbortUpstream = "upstream" // the upstream cut the response short
-	AbortKilled   = "killed"   // Gateway.Kill
+	AbortKilled   = "killed"   // Gateway.Kill, or the tenant's kill switch (Gateway.KillTenant)
 	AbortIdle     = "idle"     // no byte from upstream for Config.IdleTimeout (Config.ResponseTimeout before a non-streamed answer)
 )
 

@@ -502,6 +502,7 @@ const (
 	CodeBadInput      = "bad_input"      // 422: the input does not fit the agent
 	CodeNoModel       = "no_model"       // 422: the agent's model resolves to no record (model.use)
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
+	CodeBadQuota      = "bad_quota"      // 400 or 404: a quota or record refused, or no such quota
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
 	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
 	CodeInternal      = "internal"       // 500

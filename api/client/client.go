@@ -678,3 +678,44 @@ func (c *Client) RevokeRule(ctx context.Context, id string) (apiv1.Rule, error) 
 	var r apiv1.Rule
 	return r, c.do(ctx, http.MethodDelete, "/api/v1/approval-rules/"+url.PathEscape(id), nil, &r)
 }
+
+// Tenant is the tenant's quotas with their use, and its kill switches thrown.
+func (c *Client) Tenant(ctx context.Context) (apiv1.Tenant, error) {
+	var out apiv1.Tenant
+	return out, c.do(ctx, http.MethodGet, "/api/v1/tenant", nil, &out)
+}
+
+// SetQuota sets one of the tenant's quotas, in place of the one of its name and record.
+func (c *Client) SetQuota(ctx context.Context, q apiv1.Quota) (apiv1.Tenant, error) {
+	var out apiv1.Tenant
+	return out, c.do(ctx, http.MethodPut, "/api/v1/tenant/quotas", q, &out)
+}
+
+// RemoveQuota removes the quota name of record ("" the tenant's).
+func (c *Client) RemoveQuota(ctx context.Context, record, name string) (apiv1.Tenant, error) {
+	var out apiv1.Tenant
+	path := "/api/v1/tenant/quotas/" + url.PathEscape(name)
+	if record != "" {
+		path += "?record=" + url.QueryEscape(record)
+	}
+	return out, c.do(ctx, http.MethodDelete, path, nil, &out)
+}
+
+// KillTenant throws the kill switch of every model call of record ("" the tenant's).
+func (c *Client) KillTenant(ctx context.Context, record string) (apiv1.TenantKillAnswer, error) {
+	var out apiv1.TenantKillAnswer
+	return out, c.do(ctx, http.MethodPost, "/api/v1/tenant/kill", apiv1.TenantKillRequest{Record: record}, &out)
+}
+
+// ResumeTenant takes back the kill switch of record ("" the tenant's).
+func (c *Client) ResumeTenant(ctx context.Context, record string) (apiv1.TenantKillAnswer, error) {
+	var out apiv1.TenantKillAnswer
+	return out, c.do(ctx, http.MethodPost, "/api/v1/tenant/resume", apiv1.TenantKillRequest{Record: record}, &out)
+}
+
+// TenantUsage is the calendar month's model calls grouped by record, agent or day, with the
+// quotas' use.
+func (c *Client) TenantUsage(ctx context.Context, by string) (apiv1.TenantUsage, error) {
+	var out apiv1.TenantUsage
+	return out, c.do(ctx, http.MethodGet, "/api/v1/tenant/usage?by="+url.QueryEscape(by), nil, &out)
+}

@@ -194,7 +194,10 @@ func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
 		}
 		return opts.Write(opts.IO, j)
 	}
-	if err := jobRecord(opts, j); err != nil || !opts.Calls {
+	// The tenant's stops and quotas reached that hold the job's model record: why its calls are
+	// refused, if they are. An older oz0 dev without the call shows none.
+	tenant, _ := c.Tenant(ctx)
+	if err := jobRecord(opts, j, tenantNotes(tenant, j.ModelRecord)); err != nil || !opts.Calls {
 		return err
 	}
 	fmt.Fprintln(opts.IO.Out)
@@ -205,8 +208,34 @@ func jobShowRun(ctx context.Context, opts *jobShowOptions) error {
 	return render.Calls(opts.IO.Out, calls.Calls)
 }
 
-// jobRecord prints a job's record, a field a line.
-func jobRecord(opts *jobShowOptions, j apiv1.Job) error {
+// tenantNotes says the tenant's kill switches thrown and quotas reached that refuse the calls of
+// record.
+func tenantNotes(t apiv1.Tenant, record string) []string {
+	var notes []string
+	for _, k := range t.Kills {
+		if k.Record == "" || k.Record == record {
+			flag := ""
+			if k.Record != "" {
+				flag = " --record " + k.Record
+			}
+			notes = append(notes, fmt.Sprintf("%s: model calls stopped since %s (oz0 tenant kill%s); oz0 tenant resume%s lets them through",
+				k.Label(), k.At.Local().Format(time.RFC3339), flag, flag))
+		}
+	}
+	for _, q := range t.Quotas {
+		if (q.Record == "" || q.Record == record) && q.Used+q.InFlight >= q.Limit {
+			note := fmt.Sprintf("%s: %s of %s used", q.Label(), quotaAmount(q.Quota, q.Used), quotaLimit(q.Quota))
+			if !q.Resets.IsZero() {
+				note += "; resets at " + q.Resets.Local().Format(time.RFC3339)
+			}
+			notes = append(notes, note)
+		}
+	}
+	return notes
+}
+
+// jobRecord prints a job's record, a field a line, and notes on the tenant's stops and quotas.
+func jobRecord(opts *jobShowOptions, j apiv1.Job, tenant []string) error {
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -233,6 +262,7 @@ func jobRecord(opts *jobShowOptions, j apiv1.Job) error {
 	row("session", render.SessionStart(j.Session))
 	row("took", took(j))
 	row("model calls", fmt.Sprintf("%d (%d input, %d output tokens)", j.Usage.ModelCalls, j.Usage.InputTokens, j.Usage.OutputTokens))
+	row("tenant", strings.Join(tenant, "\n"))
 	return tw.Flush()
 }
 

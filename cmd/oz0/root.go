@@ -52,6 +52,7 @@ Start with a plugin from a template, check it, and run its tests:`,
 	root.AddCommand(newCmdDev(f, nil))
 	root.AddCommand(newCmdRun(f, nil))
 	root.AddCommand(newCmdSecret(f))
+	root.AddCommand(newCmdTenant(f))
 	root.AddCommand(newCmdJob(f))
 	root.AddCommand(newCmdApproval(f))
 	root.AddCommand(newCmdUI(f, nil))

@@ -41,6 +41,11 @@ type Backend struct {
 	// UILogin makes a one-time login link of the dev UI, for POST /api/v1/ui/login (oz0 ui);
 	// only Handler serves it, behind the token: nil, not at all.
 	UILogin func() string
+	// Tenant is the tenant's quotas, their use and its kill switches, read (GET /api/v1/tenant,
+	// /api/v1/tenant/usage); nil: not served. TenantAdmin changes them; nil: not served (the dev
+	// UI shows them and changes none).
+	Tenant      TenantView
+	TenantAdmin TenantAdmin
 	// Stopping is closed when the server stops: the feeds, which follow changes for as long as
 	// the client stays, end then. nil never closes.
 	Stopping <-chan struct{}
@@ -184,6 +189,18 @@ func (b *Backend) routes() []Route {
 		{"DELETE /api/v1/approval-rules/{id}", b.revokeRule},
 		{"GET /api/v1/usage", b.usage},
 		{"GET /api/v1/feed", b.feed},
+	}
+	if b.Tenant != nil {
+		rs = append(rs,
+			Route{"GET /api/v1/tenant", b.tenant},
+			Route{"GET /api/v1/tenant/usage", b.tenantUsage})
+	}
+	if b.TenantAdmin != nil {
+		rs = append(rs,
+			Route{"PUT /api/v1/tenant/quotas", b.setQuota},
+			Route{"DELETE /api/v1/tenant/quotas/{name}", b.removeQuota},
+			Route{"POST /api/v1/tenant/kill", b.killTenant},
+			Route{"POST /api/v1/tenant/resume", b.resumeTenant})
 	}
 	if b.Secrets != nil {
 		rs = append(rs,

@@ -39,6 +39,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/filelock"
 )
 
 // FileName is the secrets file in the state directory.
@@ -268,7 +269,7 @@ func (s *Store) Remove(name string) error {
 func (s *Store) change(fn func(map[string]entry) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	unlock, err := lockFile(s.path + ".lock")
+	unlock, err := filelock.Lock(s.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrFile, err)
 	}

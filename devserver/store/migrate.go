@@ -93,6 +93,16 @@ var migrations = []migration{
 		// of lines); NULL for a job that has none.
 		`ALTER TABLE jobs ADD COLUMN traceback TEXT`,
 	}},
+	{"the tenant's quotas and kill switches", []string{
+		// The model calls by the time they were metered: the tenant's quotas are counted from
+		// the calls of the last month (MeteredCalls), which oz0 dev reads at its start.
+		`CREATE INDEX events_model_calls_by_time ON events (time) WHERE type = 'model_call'`,
+		// The kill switches thrown (oz0 tenant kill): of the tenant (record '') or of one record.
+		`CREATE TABLE tenant_kills (
+			record    TEXT    PRIMARY KEY,
+			killed_at INTEGER NOT NULL              -- Unix nanoseconds, UTC
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

@@ -309,6 +309,57 @@ func TestBrowser(t *testing.T) {
 		br.shot("usage")
 	})
 
+	t.Run("quota bars", func(t *testing.T) {
+		br.t = t
+		// A daily token quota of twice what the jobs used so far: the bar is half full; a record's
+		// monthly cost quota on a record with no calls: empty. Set through the API, as oz0 tenant
+		// quota set does with oz0 dev running.
+		var used int64
+		jobs, err := get[apiv1.UsageReport](d, "/api/v1/usage")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range jobs.Usage {
+			used += r.InputTokens + r.OutputTokens + r.CacheReadTokens + r.CacheCreationTokens
+		}
+		for _, q := range []apiv1.Quota{{Name: apiv1.QuotaTokensPerDay, Limit: float64(2 * used)}, {Record: "anthropic", Name: apiv1.QuotaCostPerMonth, Limit: 20}} {
+			if _, err := d.client.SetQuota(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.client.KillTenant(ctx, "anthropic"); err != nil {
+			t.Fatal(err)
+		}
+		day := `#quotas li[data-key="tenant.tokens_per_day"]`
+		month := `#quotas li[data-key="record.anthropic.cost_usd_per_month"]`
+		br.do("the quotas on Usage", chromedp.Navigate(base+"#/usage"), chromedp.Reload(), chromedp.WaitVisible(day),
+			br.waitText(day, "tenant.tokens_per_day"), br.waitText(day, grouped(used)+" of "+grouped(2*used)),
+			br.waitText(month, "$0 of $20"),
+			br.waitText("#tenant-kills", "Every model call of record anthropic is stopped since"))
+		if v := evaluate[float64](br, `document.querySelector('`+day+` meter').value / document.querySelector('`+day+` meter').max`); v != 0.5 {
+			t.Errorf("the day's bar is %v full, want 0.5", v)
+		}
+		if v := evaluate[float64](br, `document.querySelector('`+month+` meter').value`); v != 0 {
+			t.Errorf("the month's bar is at %v, want 0", v)
+		}
+		if reached := evaluate[bool](br, `document.querySelector('`+day+`').classList.contains('reached')`); reached {
+			t.Error("a quota half used shows as reached")
+		}
+		br.noUnlabelled()
+		br.shot("usage-quotas")
+		// Lifted and resumed: the page says so once read again.
+		for _, q := range []apiv1.Quota{{Name: apiv1.QuotaTokensPerDay}, {Record: "anthropic", Name: apiv1.QuotaCostPerMonth}} {
+			if _, err := d.client.RemoveQuota(ctx, q.Record, q.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.client.ResumeTenant(ctx, "anthropic"); err != nil {
+			t.Fatal(err)
+		}
+		br.do("no quotas", chromedp.Reload(), br.waitText("#quotas-empty", "No quotas"),
+			poll(`document.querySelectorAll('#quotas li, #tenant-kills li').length === 0`))
+	})
+
 	t.Run("another origin is refused", func(t *testing.T) {
 		br.t = t
 		before, err := d.client.Jobs(ctx, "", "", 100)

@@ -1,17 +1,20 @@
 // Usage: model calls and tokens by model record, per agent and per job. Read again when a job's
 // record changes (the feed says so), one read at a time.
 import {fmtCount, h, setText, syncList} from './dom.js';
+import {quotaSection} from './quotas.js';
 
 export function mount(root, app) {
   const byAgent = usageTable('usage-agents', 'Per agent', ['Agent']);
   const byJob = usageTable('usage-jobs', 'Per job', ['Job', 'Agent']);
+  const quotas = quotaSection(app);
   root.append(
     h('h1', null, 'Usage'),
     h('p', {class: 'lede'}, 'Model calls through the gateway and their tokens, by model record. Refused calls are not counted as calls.'),
+    quotas.el,
     h('h2', {id: 'usage-agents-title'}, 'Per agent'), byAgent.table,
     h('h2', {id: 'usage-jobs-title'}, 'Per job'), byJob.table);
   const load = reloader(async () => {
-    const [agents, jobs] = await Promise.all([app.call('GET', 'usage'), app.call('GET', 'usage?by=job')]);
+    const [agents, jobs] = await Promise.all([app.call('GET', 'usage'), app.call('GET', 'usage?by=job'), quotas.load()]);
     byAgent.fill(agents.usage, (r) => [r.agent]);
     byJob.fill(jobs.usage, (r) => [h('a', {href: `#/jobs/${r.job}`, class: 'mono'}, r.job), r.agent]);
   }, app);
