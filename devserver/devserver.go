@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
@@ -122,7 +123,9 @@ type Server struct {
 	ui          *ui.UI
 	http        *http.Server
 	listener    net.Listener
-	self        *selfListener // the server's calls to itself (limits.go)
+	self        *selfListener  // the server's calls to itself (limits.go)
+	selfAPI     *client.Client // its API called in memory (evals.go)
+	selfOnce    sync.Once
 	selfHTTP    *http.Server
 	conns       *countedListener
 	plugins     atomic.Pointer[[]*plugin.Plugin]
@@ -695,12 +698,12 @@ func (s *Server) serveAPI() error {
 	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
-		Recorder: s, UILogin: s.UILoginURL,
+		Recorder: s, Evals: evals{s}, UILogin: s.UILoginURL,
 	})))
 	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
 	s.ui = ui.New(ui.Config{
-		API:     api.Routes(&api.Backend{Store: s.store, Node: s.node, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping}),
+		API:     api.Routes(&api.Backend{Store: s.store, Node: s.node, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping, Recorder: s, Evals: evals{s}}),
 		Port:    port,
 		OnLogin: func() { s.say("ui: a browser logged in; the next login link is %s", s.UILoginURL()) },
 	})

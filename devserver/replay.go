@@ -148,10 +148,7 @@ func (s *Server) Script(id string) ([]byte, error) {
 	if len(exs) == 0 {
 		return nil, fmt.Errorf("%w: job %s has no kept model call to write as a script", api.ErrNotRecorded, j.ID)
 	}
-	ref := s.cfg.Ref
-	if ref == "" {
-		ref = "main"
-	}
+	ref := s.ref()
 	// The script shows the calls decoded: a secret they escaped is masked first.
 	mask := s.secrets.Masker()
 	for i := range exs {
@@ -159,3 +156,6 @@ func (s *Server) Script(id string) ([]byte, error) {
 	}
 	return recording.Script(j.ID, j.InputText, exs, schemas.URLAt(ref, fakemodel.SchemaName))
 }
+
+// ref is the git ref of oz0's repository whose schemas the files the server writes point at.
+func (s *Server) ref() string { return cmp.Or(s.cfg.Ref, "main") }

@@ -504,5 +504,58 @@ const (
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
 	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
+	CodeBadEvalCase   = "bad_eval_case"  // 422: a job that cannot be saved as an eval case as asked (a name the file has, calls not kept)
+	CodeReadOnly      = "read_only"      // 403: the plugin's files cannot be written by the dev server
 	CodeInternal      = "internal"       // 500
 )
+
+// EvalCaseRequest is the body of POST /api/v1/jobs/{id}/eval-case: a job saved as an eval case
+// of its plugin. File is an eval file's name in the plugin's evals directory ("" the first of
+// the agent's, else AGENT.yaml); Name the case's ("" one made from the input). Without Write the
+// case is proposed, not written.
+type EvalCaseRequest struct {
+	File  string `json:"file,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Write bool   `json:"write,omitempty"`
+}
+
+// EvalCase is the answer: the eval file whole as it is (or will be) written, the case's own
+// lines, and its recording; the same `oz0 eval add JOB` writes.
+type EvalCase struct {
+	Plugin    string   `json:"plugin"`
+	File      string   `json:"file"` // its name in the evals directory: triage.yaml
+	Path      string   `json:"path"` // relative to the plugin: evals/triage.yaml
+	Name      string   `json:"name"`
+	Agent     string   `json:"agent"`
+	Job       string   `json:"job"`
+	Existing  bool     `json:"existing"` // the file was there: the case is added at the end of its cases
+	YAML      string   `json:"yaml"`
+	CaseYAML  string   `json:"case_yaml"`
+	Recording string   `json:"recording"` // relative to the plugin: evals/recordings/triage/billing.json
+	Written   bool     `json:"written"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// EvalFiles is the answer of GET /api/v1/evals: the eval files of the plugins the dev server
+// serves.
+type EvalFiles struct {
+	Files []EvalFileInfo `json:"files"`
+}
+
+// EvalFileInfo is one eval file: its plugin, name, agent and cases (or the problems that keep it
+// from running).
+type EvalFileInfo struct {
+	Plugin   string         `json:"plugin"`
+	File     string         `json:"file"` // its name in the evals directory
+	Path     string         `json:"path"` // relative to the plugin
+	Agent    string         `json:"agent,omitempty"`
+	Cases    []EvalCaseInfo `json:"cases"`
+	Problems []string       `json:"problems,omitempty"` // its lint findings: it does not run until they are mended
+}
+
+// EvalCaseInfo is a case of an eval file.
+type EvalCaseInfo struct {
+	Name   string `json:"name"`
+	Line   int    `json:"line"`
+	Source string `json:"source"` // recording, script or live
+}

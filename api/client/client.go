@@ -58,6 +58,14 @@ func newClient(ctx apiv1.Context, answerTimeout time.Duration) *Client {
 	}}
 }
 
+// NewDial returns a client for the dev server of ctx that connects with dial: the dev server's
+// calls to itself (its eval runs), in memory, take none of its port's connections.
+func NewDial(ctx apiv1.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Client {
+	c := New(ctx)
+	c.http.Transport.(*http.Transport).DialContext = dial
+	return c
+}
+
 // FromEnv returns a client for the dev server in OZ0_CONTEXT, read with getenv. The error of an
 // unset or malformed OZ0_CONTEXT says how to mend it.
 func FromEnv(getenv func(string) string) (*Client, error) {

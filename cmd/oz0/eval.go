@@ -205,7 +205,7 @@ interrupted (Ctrl-C).`,
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.NoFileCompletions)
 	cmd.ValidArgsFunction = completeDir
-	cmd.AddCommand(newCmdEvalMerge(f, nil))
+	cmd.AddCommand(newCmdEvalMerge(f, nil), newCmdEvalAdd(f, nil))
 	return cmd
 }
 

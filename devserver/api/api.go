@@ -35,6 +35,8 @@ type Backend struct {
 	Inbox Answerer
 	// Recorder records and replays jobs; nil: the calls that need it answer 501.
 	Recorder Recorder
+	// Evals reads and writes the plugins' eval files and runs them; nil: those calls answer 501.
+	Evals Evals
 	Secrets  SecretStore
 	Info     func() apiv1.Info
 	Logger   *slog.Logger
@@ -73,6 +75,22 @@ type Recorder interface {
 	// errors, one wrapping ErrBadAnswers.
 	SubmitAnswered(agent, input string, a apiv1.Answers, record bool) (store.Job, error)
 }
+
+// Evals is the plugins' eval files as the API serves them: the dev server, through oz0 eval's
+// engine.
+type Evals interface {
+	// Files lists the eval files of the plugins served.
+	Files() (apiv1.EvalFiles, error)
+	// Case proposes job as an eval case, and writes it when req.Write. Its errors wrap
+	// store.ErrNotFound, ErrBadEvalCase or ErrReadOnly, or are the environment's.
+	Case(ctx context.Context, job string, req apiv1.EvalCaseRequest) (apiv1.EvalCase, error)
+}
+
+// ErrBadEvalCase is wrapped by Evals' errors for a case that cannot be made as asked.
+var ErrBadEvalCase = errors.New("the eval case cannot be made")
+
+// ErrReadOnly is wrapped by Evals' errors for a plugin whose files the dev server may not write.
+var ErrReadOnly = errors.New("the plugin is read-only")
 
 // ErrBadAnswers is wrapped by a Recorder's error for answers it cannot use: a recorded call or a
 // script that does not read.
@@ -173,6 +191,8 @@ func (b *Backend) routes() []Route {
 		{"GET /api/v1/jobs/{id}/trace", b.trace},
 		{"POST /api/v1/jobs/{id}/replay", b.replayJob},
 		{"GET /api/v1/jobs/{id}/script", b.script},
+		{"POST /api/v1/jobs/{id}/eval-case", b.evalCase},
+		{"GET /api/v1/evals", b.evalFiles},
 		{"GET /api/v1/jobs/{id}/calls", b.calls},
 		{"GET /api/v1/jobs/{id}/calls/{seq}", b.call},
 		{"GET /api/v1/jobs/{id}/calls/{seq}/diff", b.callDiff},

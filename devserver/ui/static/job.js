@@ -4,6 +4,7 @@
 import {syncPending} from './approvals.js';
 import {LIVE, fmtDuration, fmtTime, h, jobDuration, setText, statusBadge, text, updateBadge} from './dom.js';
 import * as call from './call.js';
+import * as evalcase from './evalcase.js';
 import * as timeline from './timeline.js';
 import {reloader, usageTable} from './usage.js';
 
@@ -37,6 +38,8 @@ export function mount(root, app, {id}) {
   const stream = h('pre', {class: 'stream', id: 'stream', role: 'log', 'aria-label': 'Live stream', tabindex: '0'});
   const outcome = h('div', {class: 'outcome', id: 'outcome', role: 'status'});
   const trace = h('div', {class: 'timeline', id: 'timeline'});
+  const actions = h('div', {class: 'job-actions', id: 'job-actions'});
+  evalcase.mount(actions, app, id);
   const usage = usageTable('job-usage', 'Model calls of this job by model record', []);
 
   root.append(
@@ -45,6 +48,7 @@ export function mount(root, app, {id}) {
     h('div', {class: 'actions'}, h('label', {for: 'trace-command'}, 'Trace'), commandField, copy, copyNote, cancel),
     waiting, pending,
     h('h2', null, 'Live stream'), stream, outcome,
+    actions,
     h('h2', null, 'Timeline'), trace,
     h('h2', null, 'Usage'), usage.table);
 

@@ -1,0 +1,59 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+)
+
+// evalCase proposes a job as an eval case of its plugin, and writes it when asked.
+func (b *Backend) evalCase(w http.ResponseWriter, r *http.Request) {
+	if b.Evals == nil {
+		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server has no eval files")
+		return
+	}
+	var req apiv1.EvalCaseRequest
+	if !decodeBody(w, r, maxSmallBody, &req, "a JSON eval case request", true) {
+		return
+	}
+	c, err := b.Evals.Case(r.Context(), r.PathValue("id"), req)
+	if b.evalError(w, err) {
+		return
+	}
+	status := http.StatusOK
+	if c.Written {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, c)
+}
+
+func (b *Backend) evalFiles(w http.ResponseWriter, r *http.Request) {
+	if b.Evals == nil {
+		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server has no eval files")
+		return
+	}
+	fs, err := b.Evals.Files()
+	if b.evalError(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, fs)
+}
+
+// evalError answers the errors of the eval calls; false for none.
+func (b *Backend) evalError(w http.ResponseWriter, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrNotFound):
+		b.jobError(w, err)
+	case errors.Is(err, ErrBadEvalCase):
+		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeBadEvalCase, err.Error())
+	case errors.Is(err, ErrReadOnly):
+		writeError(w, http.StatusForbidden, apiv1.CodeReadOnly, err.Error())
+	default:
+		b.storeError(w, err)
+	}
+	return true
+}

@@ -1,0 +1,95 @@
+package ui_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
+)
+
+// What an author does in the dev UI beyond watching jobs: a job saved as an eval case, run again
+// and replayed, the agents drawn, usage charted, the eval cases run. A dev server of its own
+// (TestBrowser's edits its plugin as it goes), on the byo-agent template with notify_team needing
+// a person's approval.
+func TestBrowserAuthoring(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test starts oz0 dev and Chromium")
+	}
+	exe := chromium(t)
+	oz0 := testbin.Build(t, "github.com/orchestrator-zero/oz0/cmd/oz0")
+	dir := t.TempDir()
+	run(t, dir, oz0, "plugin", "new", "acme-triage", "--template", "byo-agent", "--description", "Sorts support tickets")
+	plugin := filepath.Join(dir, "acme-triage")
+	edit(t, filepath.Join(plugin, "agents", "acme-triage.yaml"), "# requires_approval: [notify_team]", "requires_approval: [notify_team]")
+
+	d := startDev(t, oz0, plugin)
+	br := newBrowser(t, exe)
+	ctx := context.Background()
+	base := d.ctx.URL + "/ui/"
+	br.do("log in", chromedp.Navigate(d.login), chromedp.WaitVisible("#jobs"), br.waitText("#conn", "live"))
+
+	j, err := d.client.CreateJob(ctx, apiv1.JobRequest{Agent: "acme-triage", Input: "I was charged twice for my order"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.approveAll(t, j.ID)
+	first := j.ID
+
+	t.Run("save a job as an eval case", func(t *testing.T) {
+		br.t = t
+		panel := "#eval-case"
+		br.do("open the job and its Save as eval case", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
+			chromedp.Click(panel+" summary"), br.waitText("#case-yaml mark.added", "  - name: i-was-charged-twice\n"),
+			br.waitText("#case-where", "Added at the end of acme-triage/evals/triage.yaml, its recording evals/recordings/triage/i-was-charged-twice.json."))
+		// The file is the template's, whole, the case at its end; the file answers notify_team's
+		// approvals already, so the case does not.
+		template, err := os.ReadFile(filepath.Join(plugin, "evals", "triage.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := evaluate[string](br, `document.getElementById('case-yaml').textContent`); !strings.HasPrefix(got, string(template)) || strings.Contains(got[len(template):], "approvals") {
+			t.Errorf("the proposed file:\n%s", got)
+		}
+		br.do("name it", chromedp.SetValue("#case-name", "double-charge"), chromedp.Evaluate[chromedp.Void](`document.getElementById('case-name').dispatchEvent(new Event('change'))`),
+			br.waitText("#case-yaml mark.added", "  - name: double-charge\n"),
+			br.waitText("#case-yaml mark.added", "      - called: {name: notify_team, arguments: {summary: I was charged twice for my order, team: billing}}\n"),
+			br.waitText("#case-yaml mark.added", "      - equals: 'billing: Sorry about the double charge; we have refunded the second one.'\n"))
+		shown := evaluate[string](br, `document.getElementById('case-yaml').textContent`)
+		br.noUnlabelled()
+		br.shot("job-eval-case")
+		br.do("save", chromedp.Click("#case-save"), br.waitText("#case-done", "Written: evals/triage.yaml has case double-charge."))
+		written, err := os.ReadFile(filepath.Join(plugin, "evals", "triage.yaml"))
+		if err != nil || string(written) != shown {
+			t.Errorf("the file written is not the one shown (%v):\n%s", err, written)
+		}
+		// The file lints clean and oz0 eval replays the case offline.
+		if out, err := oz0In(plugin, oz0, "plugin", "lint"); err != nil {
+			t.Errorf("oz0 plugin lint: %v\n%s", err, out)
+		}
+		out, err := oz0In(plugin, oz0, "eval", "evals/triage.yaml")
+		if err != nil || !strings.Contains(out, "evals/triage.yaml double-charge  passed") || !strings.Contains(out, "4 passed, 0 failed") {
+			t.Errorf("oz0 eval: %v\n%s", err, out)
+		}
+		br.do("the same name again is refused", chromedp.Click("#case-preview"), br.waitText("#alert-text", "has a case double-charge already: choose another name"))
+	})
+}
+
+// oz0In runs oz0 in dir, outside the dev server's context, and returns its output.
+func oz0In(dir, exe string, args ...string) (string, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, apiv1.ContextEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
