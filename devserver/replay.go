@@ -111,7 +111,21 @@ func (s *Server) Replay(id string, upstream bool) (store.Job, error) {
 		Replay: recording.NewReplay(j.ID, exs, s.secrets.Masker(), upstream),
 		Model:  &node.ModelAs{Record: j.ModelRecord, Name: j.ModelName, Format: recording.Format(exs)},
 		Record: s.cfg.Record,
+		Origin: &store.Origin{Job: j.ID, How: store.OriginReplay},
 	})
+}
+
+// RunAgain starts a job of the agent of job from, on input, on the agent's model as it resolves
+// now, linked to from.
+func (s *Server) RunAgain(from, agent, input string) (store.Job, error) {
+	j, err := s.store.GetJob(from)
+	if err != nil {
+		return store.Job{}, err
+	}
+	if agent != "" && agent != j.Agent {
+		return store.Job{}, fmt.Errorf("%w: job %s is agent %s's, not %s's", api.ErrOtherAgent, from, j.Agent, agent)
+	}
+	return s.node.SubmitWith(j.Agent, input, node.SubmitOptions{Origin: &store.Origin{Job: j.ID, How: store.OriginRunAgain}})
 }
 
 // SubmitAnswered starts a job of agent on input whose model calls are answered as a says: from

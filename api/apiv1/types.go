@@ -70,7 +70,22 @@ type Job struct {
 	// Traceback is the traceback its harness failed with, as it printed it on stderr (Python's,
 	// Node's stack; paths in the plugin relative to it), bounded; its error event carries it too.
 	Traceback []string `json:"traceback,omitempty"`
+	// From is the job this one was made from: run again (the UI's Run again, a request's from)
+	// or replayed from its recording (oz0 job replay, the UI's Replay).
+	From *JobOrigin `json:"from,omitempty"`
 }
+
+// JobOrigin is the job a job was made from, and how: OriginRunAgain or OriginReplay.
+type JobOrigin struct {
+	Job string `json:"job"`
+	How string `json:"how"`
+}
+
+// The ways a job is made from another.
+const (
+	OriginRunAgain = "run again"
+	OriginReplay   = "replay"
+)
 
 // SessionStart says how a job's session was made: the data of its EventSession.
 type SessionStart struct {
@@ -118,6 +133,9 @@ type JobRequest struct {
 	// instead of its model (oz0 eval): a call the recording cannot answer fails the job with a
 	// diff, as a replay does.
 	Answers *Answers `json:"answers,omitempty"`
+	// From, when set, is the job this one runs again (the dev UI's Run again): the same agent, on
+	// its model as it resolves now, the new job's from naming it. Not with Answers.
+	From string `json:"from,omitempty"`
 }
 
 // Answers is where a job's model calls are answered from instead of its model: recorded calls

@@ -36,10 +36,10 @@ type Backend struct {
 	// Recorder records and replays jobs; nil: the calls that need it answer 501.
 	Recorder Recorder
 	// Evals reads and writes the plugins' eval files and runs them; nil: those calls answer 501.
-	Evals Evals
-	Secrets  SecretStore
-	Info     func() apiv1.Info
-	Logger   *slog.Logger
+	Evals   Evals
+	Secrets SecretStore
+	Info    func() apiv1.Info
+	Logger  *slog.Logger
 	// UILogin makes a one-time login link of the dev UI, for POST /api/v1/ui/login (oz0 ui);
 	// only Handler serves it, behind the token: nil, not at all.
 	UILogin func() string
@@ -74,7 +74,13 @@ type Recorder interface {
 	// recording or a fake model script), its own calls kept when record. Besides Submit's
 	// errors, one wrapping ErrBadAnswers.
 	SubmitAnswered(agent, input string, a apiv1.Answers, record bool) (store.Job, error)
+	// RunAgain starts a job of agent, the agent of job from, on input, linked to from. Besides
+	// Submit's errors, store.ErrNotFound for no job from, and one wrapping ErrOtherAgent.
+	RunAgain(from, agent, input string) (store.Job, error)
 }
+
+// ErrOtherAgent is wrapped by RunAgain's error for an agent that is not the job's.
+var ErrOtherAgent = errors.New("a job is run again by its own agent")
 
 // Evals is the plugins' eval files as the API serves them: the dev server, through oz0 eval's
 // engine.
@@ -291,9 +297,22 @@ func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 	var j store.Job
 	var err error
 	switch {
-	case (req.Record != nil || req.Answers != nil) && b.Recorder == nil:
+	case (req.Record != nil || req.Answers != nil || req.From != "") && b.Recorder == nil:
 		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not record jobs")
 		return
+	case req.From != "" && (req.Answers != nil || req.Record != nil):
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "from runs a job again on its model: it takes no answers and no record")
+		return
+	case req.From != "":
+		j, err = b.Recorder.RunAgain(req.From, req.Agent, req.Input)
+		if errors.Is(err, store.ErrNotFound) {
+			b.jobError(w, err)
+			return
+		}
+		if errors.Is(err, ErrOtherAgent) {
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, err.Error())
+			return
+		}
 	case req.Answers != nil:
 		j, err = b.Recorder.SubmitAnswered(req.Agent, req.Input, *req.Answers, req.Record != nil && *req.Record)
 		if errors.Is(err, ErrBadAnswers) {

@@ -93,6 +93,11 @@ var migrations = []migration{
 		// of lines); NULL for a job that has none.
 		`ALTER TABLE jobs ADD COLUMN traceback TEXT`,
 	}},
+	{"job origins", []string{
+		// The job a job was made from (run again, replayed from its recording); NULL for others.
+		`ALTER TABLE jobs ADD COLUMN from_job TEXT`,
+		`ALTER TABLE jobs ADD COLUMN from_how TEXT`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

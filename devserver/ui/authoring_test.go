@@ -79,6 +79,40 @@ func TestBrowserAuthoring(t *testing.T) {
 		}
 		br.do("the same name again is refused", chromedp.Click("#case-preview"), br.waitText("#alert-text", "has a case double-charge already: choose another name"))
 	})
+
+	t.Run("replay a job and run it again", func(t *testing.T) {
+		br.t = t
+		br.do("open the job's Run again or replay", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
+			chromedp.Click("#run-again summary"), poll(`document.getElementById('again-input').value === 'I was charged twice for my order'`))
+		br.noUnlabelled()
+		br.do("replay it", chromedp.Click("#replay"), poll(`location.hash.startsWith('#/jobs/job_') && location.hash !== '#/jobs/`+first+`'`))
+		replayed := strings.TrimPrefix(evaluate[string](br, "location.hash"), "#/jobs/")
+		d.approveAll(t, replayed)
+		if j, err := d.client.Job(ctx, replayed); err != nil || j.From == nil || *j.From != (apiv1.JobOrigin{Job: first, How: apiv1.OriginReplay}) {
+			t.Fatalf("the replayed job: %+v %v", j.From, err)
+		}
+		br.do("the replay names its job, and its calls are the recording's", br.waitText("h1 .status", "succeeded"),
+			br.waitText("#job-from", first+" (replay)"), br.waitText("#origin", "Replayed from "+first),
+			br.waitText(`#origin .origin-call[data-n="1"] .same`, "The same request as call 1 of "+first+"."),
+			br.waitText("#timeline .span.k-model .detail", "status 200"))
+		br.shot("job-replay")
+
+		br.do("back to the job; run it again on another input", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
+			chromedp.Click("#run-again summary"), poll(`document.getElementById('again-input').value !== ''`),
+			chromedp.SetValue("#again-input", "I was charged three times for my order"), chromedp.Click("#again-start"),
+			poll(`location.hash.startsWith('#/jobs/job_') && location.hash !== '#/jobs/`+first+`'`))
+		again := strings.TrimPrefix(evaluate[string](br, "location.hash"), "#/jobs/")
+		d.approveAll(t, again)
+		j, err := d.client.Job(ctx, again)
+		if err != nil || j.From == nil || *j.From != (apiv1.JobOrigin{Job: first, How: apiv1.OriginRunAgain}) || j.InputText != "I was charged three times for my order" {
+			t.Fatalf("the job run again: %+v %+v %v", j, j.From, err)
+		}
+		br.do("what changed from the job it came from", br.waitText("#job-from", first+" (run again)"), br.waitText("#origin", "Run again from "+first),
+			br.waitText(`#origin .origin-call[data-n="1"] .diff .del`, "charged twice"), br.waitText(`#origin .origin-call[data-n="1"] .diff .add`, "charged three times"))
+		br.do("its model call's Compare is with that job's", chromedp.Click("#timeline .span.k-model summary"), chromedp.Click("#timeline .span.k-model .call .t-compare"),
+			br.waitText("#timeline .span.k-model .call .diff-result", "What changed from call 1 of "+first))
+		br.shot("job-run-again")
+	})
 }
 
 // oz0In runs oz0 in dir, outside the dev server's context, and returns its output.

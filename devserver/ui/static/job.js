@@ -4,6 +4,7 @@
 import {syncPending} from './approvals.js';
 import {LIVE, fmtDuration, fmtTime, h, jobDuration, setText, statusBadge, text, updateBadge} from './dom.js';
 import * as call from './call.js';
+import * as again from './again.js';
 import * as evalcase from './evalcase.js';
 import * as timeline from './timeline.js';
 import {reloader, usageTable} from './usage.js';
@@ -39,7 +40,10 @@ export function mount(root, app, {id}) {
   const outcome = h('div', {class: 'outcome', id: 'outcome', role: 'status'});
   const trace = h('div', {class: 'timeline', id: 'timeline'});
   const actions = h('div', {class: 'job-actions', id: 'job-actions'});
+  const runAgain = again.mount(actions, app, id);
   evalcase.mount(actions, app, id);
+  const originBox = h('section', {class: 'origin', id: 'origin', hidden: true});
+  const showOrigin = again.origin(originBox, app, id);
   const usage = usageTable('job-usage', 'Model calls of this job by model record', []);
 
   root.append(
@@ -49,6 +53,7 @@ export function mount(root, app, {id}) {
     waiting, pending,
     h('h2', null, 'Live stream'), stream, outcome,
     actions,
+    originBox,
     h('h2', null, 'Timeline'), trace,
     h('h2', null, 'Usage'), usage.table);
 
@@ -68,7 +73,10 @@ export function mount(root, app, {id}) {
       h('dt', null, 'Model'), h('dd', null, `${job.model_record || '—'}${job.model_name ? ` (${job.model_name})` : ''}`),
       h('dt', null, 'Started'), h('dd', null, fmtTime(job.started_at || job.created_at)),
       h('dt', null, 'Duration'), h('dd', {id: 'job-duration'}, fmtDuration(jobDuration(job))),
-      h('dt', null, 'Input'), h('dd', {class: 'input'}, job.input_text));
+      h('dt', null, 'Input'), h('dd', {class: 'input'}, job.input_text),
+      ...(job.from ? [h('dt', null, 'From'), h('dd', {id: 'job-from'}, h('a', {href: `#/jobs/${job.from.job}`, class: 'mono'}, job.from.job), ` (${job.from.how})`)] : []));
+    runAgain.show(job);
+    if (!live) showOrigin(job);
     if (job.status === 'succeeded') {
       outcome.className = 'outcome ok';
       outcome.replaceChildren(h('strong', null, 'Result'), h('pre', {id: 'result'}, text(job.output)));
@@ -101,7 +109,7 @@ export function mount(root, app, {id}) {
     requestAnimationFrame(() => {
       drawing = false;
       timeline.render(trace, timeline.spans(events), job && LIVE.includes(job.status),
-        (el, seq, calls) => call.mount(el, app, id, seq, calls));
+        (el, seq, calls) => call.mount(el, app, id, seq, calls, job?.from?.job));
     });
   };
 
