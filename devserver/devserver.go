@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -937,6 +938,13 @@ func (s *Server) info() apiv1.Info {
 				ai.Record = "none: " + err.Error()
 			}
 			ai.Note = s.recordNote(ai, recs)
+			for _, t := range a.Harness.Tools {
+				ti := apiv1.ToolInfo{Name: t, RequiresApproval: slices.Contains(a.Harness.RequiresApproval, t)}
+				for _, m := range s.hooks.Set().Marks(a.Name, a.HarnessName(), t) {
+					ti.Rules = append(ti.Rules, apiv1.ToolRule{Hook: m.Hook, Decision: string(m.Decision), Reason: m.Reason, Conditional: m.Conditional})
+				}
+				ai.Tools = append(ai.Tools, ti)
+			}
 			ai.Stale = s.staleNote(p.Dir)
 			i.Agents = append(i.Agents, ai)
 		}

@@ -434,6 +434,25 @@ type AgentInfo struct {
 	// Stale says why its jobs run an earlier version of its plugin: the plugin's files have lint
 	// errors (or do not load) since that version loaded; "" when they run the files as they are.
 	Stale string `json:"stale,omitempty"`
+	// Tools are the tools its harness may call (the agent's harness.tools), in its order.
+	Tools []ToolInfo `json:"tools,omitempty"`
+}
+
+// ToolInfo is a tool an agent may call: whether a person must approve each call (the agent's
+// requires_approval), and the tenant's rules (hooks.yaml) that deny or ask for its calls.
+type ToolInfo struct {
+	Name             string     `json:"name"`
+	RequiresApproval bool       `json:"requires_approval,omitempty"`
+	Rules            []ToolRule `json:"rules,omitempty"`
+}
+
+// ToolRule is a rule of the tenant's hooks that decides a tool's calls: deny or ask; Conditional
+// when it decides only some of them (its when or unless reads the arguments or the job).
+type ToolRule struct {
+	Hook        string `json:"hook"`
+	Decision    string `json:"decision"`
+	Reason      string `json:"reason,omitempty"`
+	Conditional bool   `json:"conditional,omitempty"`
 }
 
 // SecretChange is the answer of PUT and DELETE /api/v1/secrets/{name}: what the change did to the

@@ -29,7 +29,18 @@ func TestBrowserAuthoring(t *testing.T) {
 	plugin := filepath.Join(dir, "acme-triage")
 	edit(t, filepath.Join(plugin, "agents", "acme-triage.yaml"), "# requires_approval: [notify_team]", "requires_approval: [notify_team]")
 
-	d := startDev(t, oz0, plugin)
+	// The tenant's rule: notify_team's calls for the legal team are refused.
+	hooks := filepath.Join(dir, "hooks.yaml")
+	if err := os.WriteFile(hooks, []byte(`hooks:
+  - name: legal-by-person
+    match: "*.notify_team"
+    when: {arguments: {team: "^legal$"}}
+    decide: deny
+    reason: the legal team is told by a person
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDev(t, oz0, plugin, "--hooks", hooks)
 	br := newBrowser(t, exe)
 	ctx := context.Background()
 	base := d.ctx.URL + "/ui/"
@@ -112,6 +123,39 @@ func TestBrowserAuthoring(t *testing.T) {
 		br.do("its model call's Compare is with that job's", chromedp.Click("#timeline .span.k-model summary"), chromedp.Click("#timeline .span.k-model .call .t-compare"),
 			br.waitText("#timeline .span.k-model .call .diff-result", "What changed from call 1 of "+first))
 		br.shot("job-run-again")
+	})
+
+	t.Run("the agents drawn, and a job's drawing lit", func(t *testing.T) {
+		br.t = t
+		tool := `#agent-acme-triage svg .n-tool[data-name="notify_team"]`
+		br.do("open Agents", chromedp.Click(`nav a[data-nav="agents"]`), chromedp.WaitVisible("#agent-acme-triage svg"),
+			br.waitText(`#agent-acme-triage svg .n-agent[data-name="acme-triage"]`, "model fake"),
+			br.waitText(`#agent-acme-triage svg .n-harness`, "acme-triage"),
+			br.waitText(tool+" .p-approval", "approval"), br.waitText(tool+" .p-deny", "may be refused"),
+			br.waitText(tool+" title", "rule legal-by-person sometimes refused: the legal team is told by a person"))
+		if n := evaluate[int](br, `document.querySelectorAll('#agent-acme-triage svg .edge').length`); n != 2 {
+			t.Errorf("%d edges, want agent → harness → notify_team", n)
+		}
+		// Nothing of the drawing is fetched: it is the page's own SVG, with the system's font.
+		if n := evaluate[int](br, `performance.getEntriesByType('resource').filter((e) => !e.name.startsWith(location.origin)).length`); n != 0 {
+			t.Errorf("%d resources from elsewhere", n)
+		}
+		br.shot("agents")
+		lit := `#job-drawing svg .n-tool[data-name="notify_team"]`
+		br.do("the job's drawing lit with its call", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
+			br.waitText(lit, "called 1×"), poll(`document.querySelector('`+lit+`').classList.contains('lit')`),
+			br.waitText(`#job-drawing svg .n-harness`, "1 model call"))
+		// The sub-agents a framework's spans name, with the tools their spans ran.
+		got := evaluate[string](br, `import('/ui/agents.js').then((m) => JSON.stringify(m.litOf([
+			{type: 'span', data: {span_id: 'a', parent_span_id: 'root', name: 'invoke_agent acme-triage'}},
+			{type: 'span', data: {span_id: 'b', parent_span_id: 'a', name: 'invoke_agent', attributes: {'gen_ai.agent.name': 'researcher'}}},
+			{type: 'span', data: {span_id: 'c', parent_span_id: 'b', name: 'execute_tool search'}},
+			{type: 'span', data: {span_id: 'd', parent_span_id: 'b', name: 'x', attributes: {'gen_ai.tool.name': 'search'}}},
+			{type: 'span', data: {span_id: 'e', parent_span_id: 'a', name: 'execute_tool notify_team'}},
+		], 'acme-triage').subAgents))`, chromedp.EvalAwaitPromise)
+		if want := `[{"name":"researcher","tools":[["search",2]]}]`; got != want {
+			t.Errorf("the sub-agents from spans: %s, want %s", got, want)
+		}
 	})
 }
 

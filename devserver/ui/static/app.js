@@ -2,6 +2,7 @@
 // approvals), and the one feed of the page, opened anew for each view with what it follows.
 import {APIError, call, loadSession, logout, openFeed} from './api.js';
 import {setText} from './dom.js';
+import * as agents from './agents.js';
 import * as approvals from './approvals.js';
 import * as job from './job.js';
 import * as jobs from './jobs.js';
@@ -92,7 +93,7 @@ function follow(params) {
   feed = openFeed(params, handlers);
 }
 
-const views = {jobs, job, approvals, run, usage};
+const views = {jobs, job, approvals, run, agents, usage};
 
 function route() {
   const [path, query] = location.hash.replace(/^#\/?/, '').split('?');

@@ -5,6 +5,7 @@ import {syncPending} from './approvals.js';
 import {LIVE, fmtDuration, fmtTime, h, jobDuration, setText, statusBadge, text, updateBadge} from './dom.js';
 import * as call from './call.js';
 import * as again from './again.js';
+import * as agents from './agents.js';
 import * as evalcase from './evalcase.js';
 import * as timeline from './timeline.js';
 import {reloader, usageTable} from './usage.js';
@@ -42,6 +43,7 @@ export function mount(root, app, {id}) {
   const actions = h('div', {class: 'job-actions', id: 'job-actions'});
   const runAgain = again.mount(actions, app, id);
   evalcase.mount(actions, app, id);
+  const picture = h('div', {class: 'drawing', id: 'job-drawing'});
   const originBox = h('section', {class: 'origin', id: 'origin', hidden: true});
   const showOrigin = again.origin(originBox, app, id);
   const usage = usageTable('job-usage', 'Model calls of this job by model record', []);
@@ -55,6 +57,7 @@ export function mount(root, app, {id}) {
     actions,
     originBox,
     h('h2', null, 'Timeline'), trace,
+    h('h2', null, 'What it called'), picture,
     h('h2', null, 'Usage'), usage.table);
 
   let job = app.jobs.get(id) || null;
@@ -108,6 +111,8 @@ export function mount(root, app, {id}) {
     drawing = true;
     requestAnimationFrame(() => {
       drawing = false;
+      const agent = job && app.info.agents.find((a) => a.name === job.agent);
+      if (agent) picture.replaceChildren(agents.draw(agent, agents.litOf(events, agent.name)));
       timeline.render(trace, timeline.spans(events), job && LIVE.includes(job.status),
         (el, seq, calls) => call.mount(el, app, id, seq, calls, job?.from?.job));
     });
@@ -123,6 +128,7 @@ export function mount(root, app, {id}) {
     app.call('GET', `jobs/${encodeURIComponent(id)}`).then((j) => {
       job = app.jobs.get(id) || j;
       showJob();
+      draw();
     }).catch((err) => {
       root.replaceChildren(h('h1', null, 'No such job'), h('p', null, err.message), h('p', null, h('a', {href: '#/jobs'}, 'All jobs')));
     });
@@ -144,6 +150,7 @@ export function mount(root, app, {id}) {
     snapshot() {
       job = app.jobs.get(id) || job;
       showJob();
+      draw(); // the drawing needs the job's agent, which the snapshot may be first to give
     },
     job(j) {
       if (j.id !== id) return;
