@@ -2,11 +2,15 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -155,6 +159,66 @@ func TestBrowserAuthoring(t *testing.T) {
 		], 'acme-triage').subAgents))`, chromedp.EvalAwaitPromise)
 		if want := `[{"name":"researcher","tools":[["search",2]]}]`; got != want {
 			t.Errorf("the sub-agents from spans: %s, want %s", got, want)
+		}
+	})
+
+	t.Run("usage charts whose figures are oz0 job list's", func(t *testing.T) {
+		br.t = t
+		// What oz0 job list --json says, summed per hour and agent, and per hour and model record.
+		cmd := exec.Command(oz0, "job", "list", "--json", "--limit", "1000")
+		cmd.Env = append(os.Environ(), apiv1.ContextEnv+"="+d.ctx.URL+"#"+d.ctx.Token)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("oz0 job list --json: %v", err)
+		}
+		var jobs []apiv1.Job
+		if err := json.Unmarshal(out, &jobs); err != nil || len(jobs) < 3 {
+			t.Fatalf("oz0 job list --json: %d jobs, %v", len(jobs), err)
+		}
+		want := func(by string) map[string]int64 {
+			m := map[string]int64{}
+			for _, j := range jobs {
+				if j.Usage.ModelCalls == 0 && j.Usage.InputTokens == 0 {
+					continue
+				}
+				g := j.Agent
+				if by == "record" {
+					g = j.ModelRecord
+				}
+				m[fmt.Sprintf("%d|%s", j.CreatedAt.Truncate(time.Hour).UnixMilli(), g)] += j.Usage.InputTokens + j.Usage.OutputTokens
+			}
+			return m
+		}
+		bars := `Object.fromEntries([...document.querySelectorAll('#usage-chart .seg')].map((r) => [r.dataset.bucket + '|' + r.dataset.group, Number(r.dataset.tokens)]))`
+		br.do("open Usage: the chart above the tables", chromedp.Click(`nav a[data-nav="usage"]`), chromedp.WaitVisible("#usage-chart .seg"),
+			chromedp.WaitVisible("#usage-agents tbody tr"), poll(`document.getElementById('chart-per').value === 'hour'`))
+		if got := evaluate[map[string]int64](br, bars); !reflect.DeepEqual(got, want("agent")) {
+			t.Errorf("the chart's tokens per hour by agent: %v, want oz0 job list's %v", got, want("agent"))
+		}
+		br.do("by model record", chromedp.SetValue("#chart-by", "record"), chromedp.Evaluate[chromedp.Void](`document.getElementById('chart-by').dispatchEvent(new Event('change'))`),
+			poll(`document.querySelector('#usage-chart .seg').dataset.group === 'fake'`))
+		if got := evaluate[map[string]int64](br, bars); !reflect.DeepEqual(got, want("record")) {
+			t.Errorf("the chart's tokens per hour by model record: %v, want %v", got, want("record"))
+		}
+		var total int64
+		for _, v := range want("record") {
+			total += v
+		}
+		br.do("hover a bar: its figures", chromedp.Evaluate[chromedp.Void](`document.querySelector('#usage-chart .seg').dispatchEvent(new MouseEvent('mouseenter'))`),
+			br.waitText("#chart-readout", " · fake: "+grouped(total)+" tokens ("))
+		br.noUnlabelled()
+		br.shot("usage-charts")
+
+		j, err := d.client.Job(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bar := `#calls-chart .call-bar[data-n="1"]`
+		br.do("a job's calls, a bar each", chromedp.Navigate(base+"#/jobs/"+first), chromedp.WaitVisible(bar),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('`+bar+`').dispatchEvent(new MouseEvent('mouseenter'))`),
+			br.waitText("#calls-readout", fmt.Sprintf("call 1 · fake (fake-model) · %s in · %s out", grouped(j.Usage.InputTokens), grouped(j.Usage.OutputTokens))))
+		if n := evaluate[int](br, `document.querySelectorAll('#calls-chart .call-bar').length`); int64(n) != j.Usage.ModelCalls {
+			t.Errorf("%d bars, want a bar for each of the job's %d model calls", n, j.Usage.ModelCalls)
 		}
 	})
 }

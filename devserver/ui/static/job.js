@@ -9,6 +9,7 @@ import * as agents from './agents.js';
 import * as evalcase from './evalcase.js';
 import * as timeline from './timeline.js';
 import {reloader, usageTable} from './usage.js';
+import {callsChart} from './charts.js';
 
 export function mount(root, app, {id}) {
   const badge = statusBadge('queued');
@@ -46,6 +47,7 @@ export function mount(root, app, {id}) {
   const picture = h('div', {class: 'drawing', id: 'job-drawing'});
   const originBox = h('section', {class: 'origin', id: 'origin', hidden: true});
   const showOrigin = again.origin(originBox, app, id);
+  const calls = callsChart();
   const usage = usageTable('job-usage', 'Model calls of this job by model record', []);
 
   root.append(
@@ -58,7 +60,7 @@ export function mount(root, app, {id}) {
     originBox,
     h('h2', null, 'Timeline'), trace,
     h('h2', null, 'What it called'), picture,
-    h('h2', null, 'Usage'), usage.table);
+    h('h2', null, 'Usage'), calls.el, usage.table);
 
   let job = app.jobs.get(id) || null;
   const events = [];
@@ -113,6 +115,8 @@ export function mount(root, app, {id}) {
       drawing = false;
       const agent = job && app.info.agents.find((a) => a.name === job.agent);
       if (agent) picture.replaceChildren(agents.draw(agent, agents.litOf(events, agent.name)));
+      // A bar a model call, from their model_call events (the meter), numbered as GET …/calls does.
+      calls.fill(events.filter((e) => e.type === 'model_call').map((e, i) => ({n: i + 1, meter: e.data})));
       timeline.render(trace, timeline.spans(events), job && LIVE.includes(job.status),
         (el, seq, calls) => call.mount(el, app, id, seq, calls, job?.from?.job));
     });

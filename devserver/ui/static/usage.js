@@ -1,19 +1,23 @@
 // Usage: model calls and tokens by model record, per agent and per job. Read again when a job's
 // record changes (the feed says so), one read at a time.
+import {usageChart} from './charts.js';
 import {fmtCount, h, setText, syncList} from './dom.js';
 
 export function mount(root, app) {
+  const chart = usageChart(app);
   const byAgent = usageTable('usage-agents', 'Per agent', ['Agent']);
   const byJob = usageTable('usage-jobs', 'Per job', ['Job', 'Agent']);
   root.append(
     h('h1', null, 'Usage'),
     h('p', {class: 'lede'}, 'Model calls through the gateway and their tokens, by model record. Refused calls are not counted as calls.'),
+    chart.el,
     h('h2', {id: 'usage-agents-title'}, 'Per agent'), byAgent.table,
     h('h2', {id: 'usage-jobs-title'}, 'Per job'), byJob.table);
   const load = reloader(async () => {
     const [agents, jobs] = await Promise.all([app.call('GET', 'usage'), app.call('GET', 'usage?by=job')]);
     byAgent.fill(agents.usage, (r) => [r.agent]);
     byJob.fill(jobs.usage, (r) => [h('a', {href: `#/jobs/${r.job}`, class: 'mono'}, r.job), r.agent]);
+    await chart.load();
   }, app);
   load();
   return {snapshot: load, job: load};
