@@ -15,9 +15,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +127,7 @@ type Server struct {
 	self        *selfListener  // the server's calls to itself (limits.go)
 	selfAPI     *client.Client // its API called in memory (evals.go)
 	selfOnce    sync.Once
+	evalRuns    *evalRuns // the dev UI's eval runs (evalruns.go)
 	selfHTTP    *http.Server
 	conns       *countedListener
 	plugins     atomic.Pointer[[]*plugin.Plugin]
@@ -739,6 +740,8 @@ func (s *Server) serveAPI() error {
 		}
 		return nil
 	})
+	// Undone before the API stops: a run in progress is stopped, and kept, while its calls work.
+	s.startEvalRuns()
 	return nil
 }
 

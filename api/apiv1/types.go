@@ -543,6 +543,7 @@ const (
 	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
 	CodeBadEvalCase   = "bad_eval_case"  // 422: a job that cannot be saved as an eval case as asked (a name the file has, calls not kept)
 	CodeReadOnly      = "read_only"      // 403: the plugin's files cannot be written by the dev server
+	CodeEvalBusy      = "eval_busy"      // 409: an eval run is running already
 	CodeInternal      = "internal"       // 500
 )
 
@@ -595,4 +596,49 @@ type EvalCaseInfo struct {
 	Name   string `json:"name"`
 	Line   int    `json:"line"`
 	Source string `json:"source"` // recording, script or live
+}
+
+// EvalRunRequest is the body of POST /api/v1/eval-runs: the dev UI runs the plugins' eval cases
+// as oz0 eval --dev does, through the same engine. File ("" every eval file) is a file's path as
+// GET /api/v1/evals names it (evals/triage.yaml; with several plugins, Plugin says whose); Case,
+// with File, one case of it. Live runs every case on the live model records; else each is
+// answered from its recording or script, offline.
+type EvalRunRequest struct {
+	Plugin string `json:"plugin,omitempty"`
+	File   string `json:"file,omitempty"`
+	Case   string `json:"case,omitempty"`
+	Live   bool   `json:"live,omitempty"`
+}
+
+// EvalRun is a run of eval cases by the dev server: what was asked, how far it is (Done of
+// Cases), and its report, oz0 eval --json's (the cases' results, the totals, and the deltas from
+// the run before it as --baseline gives them: baseline), the cases ended so far while it runs.
+// The list (GET /api/v1/eval-runs) leaves the report out; Totals say how it went.
+type EvalRun struct {
+	ID        int64           `json:"id"`
+	Request   EvalRunRequest  `json:"request"`
+	Status    string          `json:"status"` // running, done, failed, interrupted
+	StartedAt time.Time       `json:"started_at"`
+	EndedAt   time.Time       `json:"ended_at,omitzero"`
+	Cases     int             `json:"cases"`
+	Done      int             `json:"done"`
+	Totals    *EvalTotals     `json:"totals,omitempty"`
+	Error     string          `json:"error,omitempty"` // why a failed run could not go on
+	Notes     []string        `json:"notes,omitempty"` // what a person should know while it runs (a job waiting for an approval)
+	Report    json.RawMessage `json:"report,omitempty"`
+}
+
+// EvalTotals are a run's totals, as oz0 eval --json's.
+type EvalTotals struct {
+	Passed     int     `json:"passed"`
+	Failed     int     `json:"failed"`
+	Skipped    int     `json:"skipped"`
+	Tokens     int64   `json:"tokens"`
+	CostUSD    float64 `json:"cost_usd"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+// EvalRuns is the answer of GET /api/v1/eval-runs: the runs kept, newest first.
+type EvalRuns struct {
+	Runs []EvalRun `json:"runs"`
 }

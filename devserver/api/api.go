@@ -90,7 +90,18 @@ type Evals interface {
 	// Case proposes job as an eval case, and writes it when req.Write. Its errors wrap
 	// store.ErrNotFound, ErrBadEvalCase or ErrReadOnly, or are the environment's.
 	Case(ctx context.Context, job string, req apiv1.EvalCaseRequest) (apiv1.EvalCase, error)
+	// StartRun starts running the cases req names, one run at a time (else ErrEvalBusy).
+	StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error)
+	// Runs lists the runs kept, newest first, without their reports.
+	Runs() (apiv1.EvalRuns, error)
+	// Run is run id with its report (so far, while it runs).
+	Run(id int64) (apiv1.EvalRun, error)
+	// StopRun stops run id if it runs.
+	StopRun(id int64) (apiv1.EvalRun, error)
 }
+
+// ErrEvalBusy is wrapped by StartRun's error while another run runs.
+var ErrEvalBusy = errors.New("an eval run is running")
 
 // ErrBadEvalCase is wrapped by Evals' errors for a case that cannot be made as asked.
 var ErrBadEvalCase = errors.New("the eval case cannot be made")
@@ -199,6 +210,10 @@ func (b *Backend) routes() []Route {
 		{"GET /api/v1/jobs/{id}/script", b.script},
 		{"POST /api/v1/jobs/{id}/eval-case", b.evalCase},
 		{"GET /api/v1/evals", b.evalFiles},
+		{"POST /api/v1/eval-runs", b.startEvalRun},
+		{"GET /api/v1/eval-runs", b.evalRuns},
+		{"GET /api/v1/eval-runs/{id}", b.evalRun},
+		{"POST /api/v1/eval-runs/{id}/stop", b.stopEvalRun},
 		{"GET /api/v1/jobs/{id}/calls", b.calls},
 		{"GET /api/v1/jobs/{id}/calls/{seq}", b.call},
 		{"GET /api/v1/jobs/{id}/calls/{seq}/diff", b.callDiff},

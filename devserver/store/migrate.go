@@ -98,6 +98,19 @@ var migrations = []migration{
 		`ALTER TABLE jobs ADD COLUMN from_job TEXT`,
 		`ALTER TABLE jobs ADD COLUMN from_how TEXT`,
 	}},
+	{"eval runs", []string{
+		// The dev UI's runs of the plugins' eval cases, the newest kept (MaxEvalRuns): what was
+		// run (JSON), and once ended, the report (oz0 eval --json's) or why it failed.
+		`CREATE TABLE eval_runs (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			started_at INTEGER NOT NULL,
+			ended_at INTEGER,
+			request TEXT NOT NULL,
+			status TEXT NOT NULL,
+			report TEXT,
+			error TEXT
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

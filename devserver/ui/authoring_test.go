@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +222,66 @@ func TestBrowserAuthoring(t *testing.T) {
 			t.Errorf("%d bars, want a bar for each of the job's %d model calls", n, j.Usage.ModelCalls)
 		}
 	})
+
+	t.Run("run the evals from the page; a failing case's diff; the run before", func(t *testing.T) {
+		br.t = t
+		file := `#eval-files .eval-file[data-file="evals/triage.yaml"]`
+		br.do("open Evals", chromedp.Click(`nav a[data-nav="evals"]`), chromedp.WaitVisible(file),
+			poll(`document.querySelectorAll('`+file+` tbody tr').length === 4`), br.waitText(file+` tr[data-case="double-charge"]`, "recording"))
+		br.noUnlabelled()
+		br.do("run all: every case passes, offline", chromedp.Click("#evals-run-all"), br.waitText("#eval-run h2", "every case"),
+			br.waitText("#eval-run-status", "done"), br.waitText("#eval-totals", "4 passed, 0 failed"),
+			br.waitText(`#eval-results tr[data-case="double-charge"]`, "passed"))
+		firstRun := evaluate[int64](br, `Number(document.querySelector('#eval-runs tr[data-run]').dataset.run)`)
+
+		// The prompt changes: the recorded calls no longer answer the case's, which fails with the
+		// diff oz0 eval prints.
+		drain(d)
+		edit(t, filepath.Join(plugin, "prompts", "acme-triage.md"), "You sort support tickets", "You sort tickets for a help desk")
+		d.waitLine(t, regexp.MustCompile(`^reload: acme-triage reloaded`))
+		row := `#eval-results tr[data-case="double-charge"]`
+		br.do("run one case: it fails, with the diff of its request", chromedp.Click(file+` tr[data-case="double-charge"] button.run-case`),
+			br.waitText("#eval-run h2", "evals/triage.yaml · double-charge"), br.waitText("#eval-run-status", "done"),
+			br.waitText(row, "failed"), br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, "evals/triage.yaml:"),
+			br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, ": double-charge: job: the job failed: replay: model call 1 differs from call 1 of the recording of job "+first),
+			br.waitText(`#eval-run .failure .diff .del`, "You sort support tickets"), br.waitText(`#eval-run .failure .diff .add`, "You sort tickets for a help desk"),
+			br.waitText("#eval-baseline", "Now failing, since the run before: evals/triage.yaml double-charge."))
+		// The page's failure is oz0 eval's, word for word.
+		out, _ := oz0In(plugin, oz0, "eval", "evals/triage.yaml", "--json")
+		var cli struct {
+			Cases []struct {
+				Case     string `json:"case"`
+				Failures []struct {
+					Kind, Message string
+					Line, Col     int
+				} `json:"failures"`
+			} `json:"cases"`
+		}
+		// Its stdout's JSON, before the line it ends with on stderr.
+		if err := json.NewDecoder(strings.NewReader(out)).Decode(&cli); err != nil || len(cli.Cases) != 4 {
+			t.Fatalf("oz0 eval --json: %v\n%s", err, out)
+		}
+		for _, c := range cli.Cases {
+			if c.Case != "double-charge" || len(c.Failures) == 0 {
+				continue
+			}
+			f := c.Failures[0]
+			line, _, _ := strings.Cut(f.Message, "\n")
+			want := fmt.Sprintf("evals/triage.yaml:%d:%d: double-charge: %s: %s", f.Line, f.Col, f.Kind, line)
+			if got := evaluate[string](br, `document.querySelector('#eval-run .failure[data-case="double-charge"] .where').textContent`); got != want {
+				t.Errorf("the page's failure:\n%s\noz0 eval's:\n%s", got, want)
+			}
+			if got := evaluate[string](br, `document.querySelector('#eval-run .failure[data-case="double-charge"] pre').textContent`); !strings.Contains(f.Message, strings.TrimRight(got, "\n")) {
+				t.Errorf("the page's diff:\n%s\noz0 eval's message:\n%s", got, f.Message)
+			}
+		}
+		br.do("the runs kept", poll(`document.querySelectorAll('#eval-runs tr[data-run]').length === 2`),
+			br.waitText(file+` tr[data-case="double-charge"]`, "failed"))
+		br.shot("evals")
+		if got := evaluate[string](br, `document.querySelector('#eval-runs tr[data-run]:last-child').dataset.run`); got != fmt.Sprint(firstRun) {
+			t.Errorf("the oldest run listed: %s, want %d", got, firstRun)
+		}
+	})
 }
 
 // oz0In runs oz0 in dir, outside the dev server's context, and returns its output.
@@ -234,4 +295,15 @@ func oz0In(dir, exe string, args ...string) (string, error) {
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// drain drops what oz0 dev printed so far, so that a wait for a line waits for a new one.
+func drain(d *dev) {
+	for {
+		select {
+		case <-d.lines:
+		default:
+			return
+		}
+	}
 }

@@ -4,6 +4,7 @@ import {APIError, call, loadSession, logout, openFeed} from './api.js';
 import {setText} from './dom.js';
 import * as agents from './agents.js';
 import * as approvals from './approvals.js';
+import * as evals from './evals.js';
 import * as job from './job.js';
 import * as jobs from './jobs.js';
 import * as run from './run.js';
@@ -93,7 +94,7 @@ function follow(params) {
   feed = openFeed(params, handlers);
 }
 
-const views = {jobs, job, approvals, run, agents, usage};
+const views = {jobs, job, approvals, run, agents, evals, usage};
 
 function route() {
   const [path, query] = location.hash.replace(/^#\/?/, '').split('?');

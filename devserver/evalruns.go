@@ -1,0 +1,293 @@
+package devserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+
+	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/devserver/api"
+	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/diag"
+	"github.com/orchestrator-zero/oz0/eval"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/lint/evalfile"
+	"github.com/orchestrator-zero/oz0/plugin"
+)
+
+// The dev UI's eval runs: the plugins' cases run by eval.Run, oz0 eval's engine, on the server's
+// own API (as oz0 eval --dev runs them), one run at a time. The run in progress is held here (its
+// results so far, for the page's progress); each run, once ended, is kept in the store with its
+// report and the deltas from the run before it.
+
+// evalRuns is the run in progress, and how to stop the runs when the server stops.
+type evalRuns struct {
+	mu      sync.Mutex
+	current *liveEvalRun
+	ctx     context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+type liveEvalRun struct {
+	id      int64
+	cases   int
+	results []eval.Result
+	notes   []string
+	cancel  context.CancelFunc
+}
+
+// maxRunNotes bounds the notes a run keeps while it runs.
+const maxRunNotes = 100
+
+// startEvalRuns makes the runner; the server's undo stops a run in progress and waits for it to
+// be kept as interrupted.
+func (s *Server) startEvalRuns() {
+	ctx, stop := context.WithCancel(context.Background())
+	s.evalRuns = &evalRuns{ctx: ctx, stop: stop}
+	// Runs a stopped (or crashed) oz0 dev left running did not end.
+	if err := s.store.InterruptEvalRuns(); err != nil {
+		s.log.Warn("eval runs left running not marked interrupted", "err", err)
+	}
+	s.undo = append(s.undo, func() error {
+		stop()
+		s.evalRuns.wg.Wait()
+		return nil
+	})
+}
+
+// evalFiles lists the eval files of the plugins served (plugin's name "" all), with the names
+// the page gives them: evals/NAME.yaml, or PLUGIN/evals/NAME.yaml when oz0 dev serves several.
+func (s *Server) evalPaths(only string) (plugins []*plugin.Plugin, paths, shown [][]string, err error) {
+	ps := s.Plugins()
+	for _, p := range ps {
+		if only != "" && p.Manifest.Name != only {
+			continue
+		}
+		dir := filepath.Join(p.Dir, evalfile.Dir)
+		entries, err := os.ReadDir(dir)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, nil, nil, err
+		}
+		var ps1, sh1 []string
+		for _, e := range entries {
+			if evalfile.IsFile(e) {
+				ps1 = append(ps1, filepath.Join(dir, e.Name()))
+				sh1 = append(sh1, s.evalName(p, e.Name()))
+			}
+		}
+		plugins = append(plugins, p)
+		paths = append(paths, ps1)
+		shown = append(shown, sh1)
+	}
+	return plugins, paths, shown, nil
+}
+
+// evalName is how the page and the reports name an eval file of p.
+func (s *Server) evalName(p *plugin.Plugin, file string) string {
+	name := path.Join(evalfile.Dir, file)
+	if len(s.Plugins()) > 1 {
+		name = path.Join(p.Manifest.Name, name)
+	}
+	return name
+}
+
+func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
+	s := e.s
+	if req.Case != "" && req.File == "" {
+		return apiv1.EvalRun{}, fmt.Errorf("%w: a case is run with its file: give file too", api.ErrBadEvalCase)
+	}
+	plugins, paths, shown, err := s.evalPaths(req.Plugin)
+	if err != nil {
+		return apiv1.EvalRun{}, err
+	}
+	var files []*eval.File
+	rep := &diag.Report{}
+	var refs []eval.PluginRef
+	for i, p := range plugins {
+		fs, r, err := eval.Load(p, paths[i], shown[i])
+		if err != nil {
+			return apiv1.EvalRun{}, err
+		}
+		rep.Add(r.Diagnostics...)
+		files = append(files, fs...)
+		refs = append(refs, eval.PluginRef{Name: p.Manifest.Name, Version: p.Manifest.Version})
+	}
+	if rep.HasErrors() {
+		d := rep.Diagnostics[0]
+		return apiv1.EvalRun{}, fmt.Errorf("%w: the eval files have %s; nothing was run (oz0 plugin lint shows them): %s:%d:%d: %s", api.ErrBadEvalCase, diag.Summary(rep), d.File, d.Line, d.Col, d.Message)
+	}
+	if req.File != "" {
+		if files = eval.Only(files, req.File, req.Case); files == nil {
+			what := "eval file " + req.File
+			if req.Case != "" {
+				what = fmt.Sprintf("case %s in %s", req.Case, req.File)
+			}
+			return apiv1.EvalRun{}, fmt.Errorf("%w: no %s (GET /api/v1/evals lists them)", api.ErrBadEvalCase, what)
+		}
+	}
+	cases := 0
+	for _, f := range files {
+		cases += len(f.Cases)
+	}
+	if cases == 0 {
+		return apiv1.EvalRun{}, fmt.Errorf("%w: the plugins have no eval case to run: write cases in %s/*.yaml, or save a job as one", api.ErrBadEvalCase, evalfile.Dir)
+	}
+	mode := eval.Offline
+	if req.Live {
+		mode = eval.Live
+		if eval.HasJudge(files) {
+			return apiv1.EvalRun{}, fmt.Errorf("%w: a judge assertion runs on oz0 eval's own node, which has the judge: run these cases with oz0 eval --live, or offline here (judges are then skipped)", api.ErrBadEvalCase)
+		}
+	}
+	r := s.evalRuns
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil {
+		return apiv1.EvalRun{}, fmt.Errorf("%w: eval run %d is running; wait for it, or stop it", api.ErrEvalBusy, r.current.id)
+	}
+	if r.ctx.Err() != nil {
+		return apiv1.EvalRun{}, errors.New("oz0 dev is stopping")
+	}
+	reqJSON, _ := jsonutil.Marshal(req)
+	run, err := s.store.CreateEvalRun(reqJSON)
+	if err != nil {
+		return apiv1.EvalRun{}, err
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	live := &liveEvalRun{id: run.ID, cases: cases, cancel: cancel}
+	r.current = live
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		s.runEvals(ctx, live, files, mode, refs)
+	}()
+	return apiv1.EvalRun{ID: run.ID, Request: req, Status: store.EvalRunning, StartedAt: run.StartedAt, Cases: cases}, nil
+}
+
+// runEvals runs the cases and keeps the run's end.
+func (s *Server) runEvals(ctx context.Context, live *liveEvalRun, files []*eval.File, mode eval.Mode, refs []eval.PluginRef) {
+	r := s.evalRuns
+	opts := eval.Options{Mode: mode, Inbox: true,
+		Progress: func(res eval.Result) {
+			r.mu.Lock()
+			live.results = append(live.results, res)
+			r.mu.Unlock()
+		},
+		Note: func(msg string) {
+			r.mu.Lock()
+			if len(live.notes) < maxRunNotes {
+				live.notes = append(live.notes, msg)
+			}
+			r.mu.Unlock()
+		},
+	}
+	report, err := eval.Run(ctx, s.selfClient(), files, opts)
+	status, errText := store.EvalDone, ""
+	var interrupted *eval.InterruptedError
+	switch {
+	case errors.As(err, &interrupted):
+		status, errText = store.EvalInterrupted, interrupted.Error()
+	case err != nil:
+		status, errText = store.EvalFailed, err.Error()
+	}
+	var data json.RawMessage
+	if report != nil {
+		report.Plugins, report.OZ0Version = refs, s.cfg.Version
+		out := eval.JSONReport{Report: report}
+		if prev := s.previousReport(live.id); prev != nil {
+			out.Baseline = eval.Compare(prev, report)
+		}
+		data, _ = jsonutil.Marshal(out)
+	}
+	if err := s.store.FinishEvalRun(live.id, status, data, errText); err != nil {
+		s.log.Warn("eval run not kept", "run", live.id, "err", err)
+	}
+	r.mu.Lock()
+	r.current = nil
+	r.mu.Unlock()
+	s.log.Info("eval run ended", "run", live.id, "status", status)
+}
+
+// previousReport is the report of the latest run before id that has one.
+func (s *Server) previousReport(id int64) *eval.Report {
+	runs, err := s.store.EvalRuns()
+	if err != nil {
+		return nil
+	}
+	for _, run := range runs {
+		if run.ID >= id || run.Report == nil {
+			continue
+		}
+		var rep eval.Report
+		if json.Unmarshal(run.Report, &rep) == nil && rep.Results != nil {
+			return &rep
+		}
+	}
+	return nil
+}
+
+func (e evals) Runs() (apiv1.EvalRuns, error) {
+	runs, err := e.s.store.EvalRuns()
+	if err != nil {
+		return apiv1.EvalRuns{}, err
+	}
+	out := apiv1.EvalRuns{Runs: []apiv1.EvalRun{}}
+	for _, run := range runs {
+		w := e.wireRun(run)
+		w.Report = nil
+		out.Runs = append(out.Runs, w)
+	}
+	return out, nil
+}
+
+func (e evals) Run(id int64) (apiv1.EvalRun, error) {
+	run, err := e.s.store.GetEvalRun(id)
+	if err != nil {
+		return apiv1.EvalRun{}, err
+	}
+	return e.wireRun(run), nil
+}
+
+func (e evals) StopRun(id int64) (apiv1.EvalRun, error) {
+	r := e.s.evalRuns
+	r.mu.Lock()
+	if r.current != nil && r.current.id == id {
+		r.current.cancel()
+	}
+	r.mu.Unlock()
+	return e.Run(id)
+}
+
+// wireRun is a run as the API answers it: a running one with its results so far.
+func (e evals) wireRun(run store.EvalRun) apiv1.EvalRun {
+	w := apiv1.EvalRun{ID: run.ID, Status: run.Status, StartedAt: run.StartedAt, EndedAt: run.EndedAt, Error: run.Error, Report: run.Report}
+	_ = json.Unmarshal(run.Request, &w.Request)
+	r := e.s.evalRuns
+	r.mu.Lock()
+	if live := r.current; live != nil && live.id == run.ID && run.Status == store.EvalRunning {
+		rep := &eval.Report{Results: append([]eval.Result{}, live.results...)}
+		w.Report, _ = jsonutil.Marshal(eval.JSONReport{Report: rep})
+		w.Cases, w.Done, w.Notes = live.cases, len(live.results), append([]string(nil), live.notes...)
+	}
+	r.mu.Unlock()
+	if len(w.Report) > 0 {
+		var t struct {
+			Cases  []json.RawMessage `json:"cases"`
+			Totals apiv1.EvalTotals  `json:"totals"`
+		}
+		if json.Unmarshal(w.Report, &t) == nil {
+			w.Totals = &t.Totals
+			if run.Status != store.EvalRunning {
+				w.Cases, w.Done = len(t.Cases), len(t.Cases)
+			}
+		}
+	}
+	return w
+}
