@@ -686,3 +686,39 @@ func (c *Client) RevokeRule(ctx context.Context, id string) (apiv1.Rule, error) 
 	var r apiv1.Rule
 	return r, c.do(ctx, http.MethodDelete, "/api/v1/approval-rules/"+url.PathEscape(id), nil, &r)
 }
+
+// EvalFiles lists the eval files of the plugins the dev server serves.
+func (c *Client) EvalFiles(ctx context.Context) (apiv1.EvalFiles, error) {
+	var fs apiv1.EvalFiles
+	return fs, c.do(ctx, http.MethodGet, "/api/v1/evals", nil, &fs)
+}
+
+// EvalCase proposes job id as an eval case of its plugin, written when req.Write.
+func (c *Client) EvalCase(ctx context.Context, id string, req apiv1.EvalCaseRequest) (apiv1.EvalCase, error) {
+	var ec apiv1.EvalCase
+	return ec, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/eval-case", req, &ec)
+}
+
+// StartEvalRun starts running the eval cases req names on the dev server.
+func (c *Client) StartEvalRun(ctx context.Context, req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
+	var r apiv1.EvalRun
+	return r, c.do(ctx, http.MethodPost, "/api/v1/eval-runs", req, &r)
+}
+
+// EvalRuns lists the eval runs the dev server keeps, newest first.
+func (c *Client) EvalRuns(ctx context.Context) (apiv1.EvalRuns, error) {
+	var rs apiv1.EvalRuns
+	return rs, c.do(ctx, http.MethodGet, "/api/v1/eval-runs", nil, &rs)
+}
+
+// EvalRun reads eval run id with its report.
+func (c *Client) EvalRun(ctx context.Context, id int64) (apiv1.EvalRun, error) {
+	var r apiv1.EvalRun
+	return r, c.do(ctx, http.MethodGet, "/api/v1/eval-runs/"+strconv.FormatInt(id, 10), nil, &r)
+}
+
+// StopEvalRun stops eval run id if it runs.
+func (c *Client) StopEvalRun(ctx context.Context, id int64) (apiv1.EvalRun, error) {
+	var r apiv1.EvalRun
+	return r, c.do(ctx, http.MethodPost, "/api/v1/eval-runs/"+strconv.FormatInt(id, 10)+"/stop", nil, &r)
+}
