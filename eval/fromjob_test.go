@@ -114,8 +114,8 @@ func TestProposeRefuses(t *testing.T) {
 		"a name the file has":  {CaseRequest{File: "triage.yaml", Name: "billing"}, triage, nil, "has a case billing already"},
 		"another agent's file": {CaseRequest{File: "triage.yaml"}, strings.Replace(triage, "acme-triage", "other", 1), nil, "agent other's"},
 		"a bad name":           {CaseRequest{File: "triage.yaml", Name: "Bad Name"}, triage, nil, "lowercase"},
-		"calls not kept": {CaseRequest{File: "t.yaml"}, "", func(j *apiv1.Job, c *apiv1.Calls) { c.Calls = nil }, "were not kept"},
-		"a flow list":    {CaseRequest{File: "t.yaml"}, "agent: acme-triage\ncases: [{name: a, input: x}]\n", nil, "no list of cases written one item a line"},
+		"calls not kept":       {CaseRequest{File: "t.yaml"}, "", func(j *apiv1.Job, c *apiv1.Calls) { c.Calls = nil }, "were not kept"},
+		"a flow list":          {CaseRequest{File: "t.yaml"}, "agent: acme-triage\ncases: [{name: a, input: x}]\n", nil, "no list of cases written one item a line"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			j, c := job, calls
