@@ -3,21 +3,9 @@
 // for them. On a job's page the same drawing is lit with what the job did: the tools it called
 // (how often, and which calls were refused), and the sub-agents its framework's spans name, with
 // their tools. SVG made in the page: nothing loaded from elsewhere, no font but the system's.
-import {h} from './dom.js';
+import {h, svg as s} from './dom.js';
 
-const NS = 'http://www.w3.org/2000/svg';
 
-function s(tag, attrs, ...children) {
-  const el = document.createElementNS(NS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v !== null && v !== undefined && v !== false) el.setAttribute(k, String(v));
-  }
-  for (const c of children.flat()) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
 
 // The drawing's measures, in its own units (1 = 1 CSS pixel at full width).
 const COL = {agent: 10, harness: 270, tool: 520, sub: 820};

@@ -2,22 +2,10 @@
 // by model record, stacked (the Usage page, above its tables); a job's model calls, a bar each
 // (its page). Hovering or focusing a bar shows its figures. The figures are the jobs' own
 // (GET jobs: what oz0 job list --json prints), summed in the page.
-import {fmtCount, fmtDuration, h, setText} from './dom.js';
+import {fmtCount, fmtDuration, h, setText, svg as s} from './dom.js';
 
-const NS = 'http://www.w3.org/2000/svg';
 const COLORS = 8; // .c0 … .c7 in style.css
 
-function s(tag, attrs, ...children) {
-  const el = document.createElementNS(NS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v !== null && v !== undefined && v !== false) el.setAttribute(k, String(v));
-  }
-  for (const c of children.flat()) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
 
 const pad = (n) => String(n).padStart(2, '0');
 
