@@ -247,11 +247,10 @@ func caseNode(job apiv1.Job, events []apiv1.Event, name string, file *evalfile.F
 	var notes []string
 	m := mapping(false)
 	add(m, "name", scalar(name))
-	var input any
-	if json.Unmarshal(job.Input, &input) != nil {
-		input = job.InputText
-	}
-	add(m, "input", valueNode(input, false))
+	// The input as it was given, as text (a JSON agent's too): the harness is sent that text
+	// beside the parsed input, so a mapping written out again (its keys sorted, its spacing
+	// another) could make a request the recording does not have.
+	add(m, "input", valueNode(job.InputText, false))
 
 	// How a person (or an always rule) answered its approvals: the case answers them alike.
 	answers := map[string]string{}

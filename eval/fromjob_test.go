@@ -151,3 +151,18 @@ func TestProposeBeforeAKeyAfterCases(t *testing.T) {
 		t.Errorf("the file:\n%s", p.YAML)
 	}
 }
+
+// A JSON agent's input is written as the text it was given: the case sends the same text.
+func TestProposeKeepsAJSONInputsText(t *testing.T) {
+	job, events, calls := sampleJob()
+	job.InputText = `{"order": "A-1001",  "text": "refund me"}`
+	job.Input = json.RawMessage(`{"order":"A-1001","text":"refund me"}`)
+	p, err := Propose(job, events, calls, CaseRequest{File: "t.yaml", Name: "refund"}, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ds := evalfile.Parse("t.yaml", []byte(p.YAML))
+	if len(ds) > 0 || f.Cases[0].Input != job.InputText {
+		t.Errorf("the case's input: %q %v, want %q", f.Cases[0].Input, ds, job.InputText)
+	}
+}
