@@ -150,9 +150,10 @@ func TestBrowserAuthoring(t *testing.T) {
 		br.do("the job's drawing lit with its call", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
 			br.waitText(lit, "called 1×"), poll(`document.querySelector('`+lit+`').classList.contains('lit')`),
 			br.waitText(`#job-drawing svg .n-harness`, "1 model call"))
-		// The sub-agents a framework's spans name, with the tools their spans ran.
+		// The sub-agents a framework's spans name, with the tools their spans ran; its outermost
+		// agent span is the job's agent, whatever the framework names it.
 		got := evaluate[string](br, `import('/ui/agents.js').then((m) => JSON.stringify(m.litOf([
-			{type: 'span', data: {span_id: 'a', parent_span_id: 'root', name: 'invoke_agent acme-triage'}},
+			{type: 'span', data: {span_id: 'a', parent_span_id: 'root', name: 'invoke_agent triage', attributes: {'gen_ai.agent.name': 'triage'}}},
 			{type: 'span', data: {span_id: 'b', parent_span_id: 'a', name: 'invoke_agent', attributes: {'gen_ai.agent.name': 'researcher'}}},
 			{type: 'span', data: {span_id: 'c', parent_span_id: 'b', name: 'execute_tool search'}},
 			{type: 'span', data: {span_id: 'd', parent_span_id: 'b', name: 'x', attributes: {'gen_ai.tool.name': 'search'}}},

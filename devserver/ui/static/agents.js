@@ -102,8 +102,10 @@ export function draw(agent, lit) {
 }
 
 // litOf reads a job's events: the tools it asked for (calls, refused) and its model calls; the
-// sub-agents its framework's spans name (gen_ai.agent.name, or an invoke_agent span's name) other
-// than the job's agent, each with the tools its spans under it ran (gen_ai.tool.name).
+// sub-agents its framework's spans name (gen_ai.agent.name, or an invoke_agent span's name), each
+// with the tools its spans under it ran (gen_ai.tool.name, or an execute_tool span's name). An
+// agent span with no agent span above it is the job's agent itself, whatever the framework calls
+// it (Strands' "invoke_agent triage" of acme-triage): a sub-agent is one nested under another.
 export function litOf(events, agentName) {
   const lit = {tools: {}, modelCalls: 0, subAgents: []};
   const names = new Map(); // permission id → tool
@@ -128,23 +130,23 @@ export function litOf(events, agentName) {
       spans.set(d.span_id, {parent: d.parent_span_id, agent: agent && !tool ? agent : '', tool: tool || ''});
     }
   }
-  // A tool span belongs to the nearest agent span above it.
-  const subs = new Map();
-  const owner = (id) => {
+  // The nearest agent span above a span ('' none); a bounded walk, as spans come from the session.
+  const above = (id) => {
     for (let sp = spans.get(id), hops = 0; sp && hops < 64; sp = spans.get(sp.parent), hops++) {
-      if (sp.agent) return sp.agent;
+      if (sp.agent) return sp;
     }
-    return '';
+    return null;
   };
+  const sub = (sp) => sp && above(sp.parent) !== null; // nested under another agent's span
+  const subs = new Map();
   for (const sp of spans.values()) {
-    if (sp.agent && sp.agent !== agentName && !subs.has(sp.agent)) subs.set(sp.agent, new Map());
+    if (sp.agent && sub(sp) && sp.agent !== agentName && !subs.has(sp.agent)) subs.set(sp.agent, new Map());
   }
   for (const sp of spans.values()) {
     if (!sp.tool) continue;
-    const a = owner(sp.parent);
-    if (a && a !== agentName) {
-      if (!subs.has(a)) subs.set(a, new Map());
-      subs.get(a).set(sp.tool, (subs.get(a).get(sp.tool) || 0) + 1);
+    const a = above(sp.parent);
+    if (sub(a) && a.agent !== agentName) {
+      subs.get(a.agent).set(sp.tool, (subs.get(a.agent).get(sp.tool) || 0) + 1);
     }
   }
   lit.subAgents = [...subs].map(([name, tools]) => ({name, tools: [...tools]}));
