@@ -36,8 +36,7 @@ type evalRuns struct {
 
 type liveEvalRun struct {
 	id      int64
-	cases   int
-	results []eval.Result
+	results []eval.Result // the cases ended so far, kept in the store as each ends
 	notes   []string
 	cancel  context.CancelFunc
 }
@@ -155,12 +154,12 @@ func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
 		return apiv1.EvalRun{}, errors.New("oz0 dev is stopping")
 	}
 	reqJSON, _ := jsonutil.Marshal(req)
-	run, err := s.store.CreateEvalRun(reqJSON)
+	run, err := s.store.CreateEvalRun(reqJSON, cases)
 	if err != nil {
 		return apiv1.EvalRun{}, err
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	live := &liveEvalRun{id: run.ID, cases: cases, cancel: cancel}
+	live := &liveEvalRun{id: run.ID, cancel: cancel}
 	r.current = live
 	r.wg.Add(1)
 	go func() {
@@ -174,18 +173,28 @@ func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
 // runEvals runs the cases and keeps the run's end.
 func (s *Server) runEvals(ctx context.Context, live *liveEvalRun, files []*eval.File, mode eval.Mode, refs []eval.PluginRef) {
 	r := s.evalRuns
+	// Each case's end and each note is kept as it comes: the feed tells the page, which reads
+	// the run again. Kept in turn (eval.Run calls Progress one at a time; notes take r.mu).
+	keep := func() {
+		data, _ := jsonutil.Marshal(eval.JSONReport{Report: &eval.Report{Results: live.results}})
+		if err := s.store.EvalRunProgress(live.id, len(live.results), data, live.notes); err != nil {
+			s.log.Warn("eval run's progress not kept", "run", live.id, "err", err)
+		}
+	}
 	opts := eval.Options{Mode: mode, Inbox: true,
 		Progress: func(res eval.Result) {
 			r.mu.Lock()
+			defer r.mu.Unlock()
 			live.results = append(live.results, res)
-			r.mu.Unlock()
+			keep()
 		},
 		Note: func(msg string) {
 			r.mu.Lock()
+			defer r.mu.Unlock()
 			if len(live.notes) < maxRunNotes {
 				live.notes = append(live.notes, msg)
+				keep()
 			}
-			r.mu.Unlock()
 		},
 	}
 	report, err := eval.Run(ctx, s.selfClient(), files, opts)
@@ -198,7 +207,9 @@ func (s *Server) runEvals(ctx context.Context, live *liveEvalRun, files []*eval.
 		status, errText = store.EvalFailed, err.Error()
 	}
 	var data json.RawMessage
+	done := 0
 	if report != nil {
+		done = len(report.Results)
 		report.Plugins, report.OZ0Version = refs, s.cfg.Version
 		out := eval.JSONReport{Report: report}
 		if prev := s.previousReport(live.id); prev != nil {
@@ -206,7 +217,7 @@ func (s *Server) runEvals(ctx context.Context, live *liveEvalRun, files []*eval.
 		}
 		data, _ = jsonutil.Marshal(out)
 	}
-	if err := s.store.FinishEvalRun(live.id, status, data, errText); err != nil {
+	if err := s.store.FinishEvalRun(live.id, status, done, data, errText); err != nil {
 		s.log.Warn("eval run not kept", "run", live.id, "err", err)
 	}
 	r.mu.Lock()
@@ -265,28 +276,18 @@ func (e evals) StopRun(id int64) (apiv1.EvalRun, error) {
 	return e.Run(id)
 }
 
-// wireRun is a run as the API answers it: a running one with its results so far.
+// wireRun is a run as the API answers it, as the store keeps it (its results so far while it
+// runs).
 func (e evals) wireRun(run store.EvalRun) apiv1.EvalRun {
-	w := apiv1.EvalRun{ID: run.ID, Status: run.Status, StartedAt: run.StartedAt, EndedAt: run.EndedAt, Error: run.Error, Report: run.Report}
+	w := apiv1.EvalRun{ID: run.ID, Status: run.Status, StartedAt: run.StartedAt, EndedAt: run.EndedAt, Error: run.Error, Report: run.Report,
+		Cases: run.Cases, Done: run.Done, Notes: run.Notes}
 	_ = json.Unmarshal(run.Request, &w.Request)
-	r := e.s.evalRuns
-	r.mu.Lock()
-	if live := r.current; live != nil && live.id == run.ID && run.Status == store.EvalRunning {
-		rep := &eval.Report{Results: append([]eval.Result{}, live.results...)}
-		w.Report, _ = jsonutil.Marshal(eval.JSONReport{Report: rep})
-		w.Cases, w.Done, w.Notes = live.cases, len(live.results), append([]string(nil), live.notes...)
-	}
-	r.mu.Unlock()
 	if len(w.Report) > 0 {
 		var t struct {
-			Cases  []json.RawMessage `json:"cases"`
-			Totals apiv1.EvalTotals  `json:"totals"`
+			Totals apiv1.EvalTotals `json:"totals"`
 		}
 		if json.Unmarshal(w.Report, &t) == nil {
 			w.Totals = &t.Totals
-			if run.Status != store.EvalRunning {
-				w.Cases, w.Done = len(t.Cases), len(t.Cases)
-			}
 		}
 	}
 	return w

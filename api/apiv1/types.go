@@ -490,6 +490,7 @@ const (
 	FeedJob      = "job"      // data: Job
 	FeedApproval = "approval" // data: Approval
 	FeedEvent    = "event"    // data: FeedEventData
+	FeedEvalRun  = "eval_run" // data: EvalRun, without its report: a run started, a case of it ended, it ended
 )
 
 // FeedState is the data of a snapshot.

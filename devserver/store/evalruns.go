@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -13,15 +14,19 @@ import (
 const MaxEvalRuns = 50
 
 // EvalRun is a run of eval cases from the dev UI: what was asked (Request, JSON), its status
-// (EvalRunning until it ends; then EvalDone, EvalFailed or EvalInterrupted), and, once ended,
-// its report (oz0 eval --json's, JSON) or why it could not run.
+// (EvalRunning until it ends; then EvalDone, EvalFailed or EvalInterrupted), its cases and how
+// many have ended, its report (oz0 eval --json's, JSON: the cases ended so far while it runs),
+// what a person should know while it runs (Notes), or why it could not go on (Error).
 type EvalRun struct {
 	ID        int64
 	StartedAt time.Time
 	EndedAt   time.Time
 	Request   json.RawMessage
 	Status    string
+	Cases     int
+	Done      int
 	Report    json.RawMessage
+	Notes     []string
 	Error     string
 }
 
@@ -33,15 +38,16 @@ const (
 	EvalInterrupted = "interrupted" // stopped before its cases ended (oz0 dev stopping, Stop)
 )
 
-// CreateEvalRun keeps a new run of request, running, and removes the oldest past MaxEvalRuns.
-func (s *Store) CreateEvalRun(request json.RawMessage) (EvalRun, error) {
+// CreateEvalRun keeps a new run of request's cases, running, and removes the oldest past
+// MaxEvalRuns.
+func (s *Store) CreateEvalRun(request json.RawMessage, cases int) (EvalRun, error) {
 	if len(request) > MaxData {
 		return EvalRun{}, invalid("an eval run's request is %d bytes, over the limit of %d", len(request), MaxData)
 	}
-	r := EvalRun{StartedAt: time.Now().UTC(), Request: request, Status: EvalRunning}
+	r := EvalRun{StartedAt: time.Now().UTC(), Request: request, Status: EvalRunning, Cases: cases}
 	err := s.write(context.Background(), func(x execer) ([]Change, error) {
-		res, err := x.ExecContext(context.Background(), `INSERT INTO eval_runs (started_at, request, status) VALUES (?, ?, ?)`,
-			r.StartedAt.UnixNano(), string(request), r.Status)
+		res, err := x.ExecContext(context.Background(), `INSERT INTO eval_runs (started_at, request, status, cases) VALUES (?, ?, ?, ?)`,
+			r.StartedAt.UnixNano(), string(request), r.Status, cases)
 		if err != nil {
 			return nil, err
 		}
@@ -49,13 +55,27 @@ func (s *Store) CreateEvalRun(request json.RawMessage) (EvalRun, error) {
 			return nil, err
 		}
 		_, err = x.ExecContext(context.Background(), `DELETE FROM eval_runs WHERE id <= ?`, r.ID-MaxEvalRuns)
-		return nil, err
+		return []Change{evalRunChange(r.ID)}, err
 	})
 	return r, err
 }
 
-// FinishEvalRun ends run id with its status and report, or the error that stopped it.
-func (s *Store) FinishEvalRun(id int64, status string, report json.RawMessage, runErr string) error {
+func evalRunChange(id int64) Change {
+	return Change{Kind: ChangeEvalRun, ID: strconv.FormatInt(id, 10)}
+}
+
+// EvalRunProgress keeps how far run id is: done cases ended, the report of those, the notes.
+func (s *Store) EvalRunProgress(id int64, done int, report json.RawMessage, notes []string) error {
+	if len(report) > maxEvalReport {
+		return invalid("an eval run's report is %d bytes, over the limit of %d", len(report), maxEvalReport)
+	}
+	ns, _ := json.Marshal(notes)
+	return s.updateEvalRun(id, `UPDATE eval_runs SET done = ?, report = ?, notes = ? WHERE id = ? AND status = ?`, done, string(report), string(ns), id, EvalRunning)
+}
+
+// FinishEvalRun ends run id with its status, its report (nil: the one kept so far) and the
+// cases it has, or the error that stopped it.
+func (s *Store) FinishEvalRun(id int64, status string, done int, report json.RawMessage, runErr string) error {
 	if len(report) > maxEvalReport {
 		return invalid("an eval run's report is %d bytes, over the limit of %d", len(report), maxEvalReport)
 	}
@@ -63,16 +83,20 @@ func (s *Store) FinishEvalRun(id int64, status string, report json.RawMessage, r
 	if report != nil {
 		rep = string(report)
 	}
+	return s.updateEvalRun(id, `UPDATE eval_runs SET ended_at = ?, status = ?, done = max(done, ?), report = coalesce(?, report), error = ? WHERE id = ?`,
+		time.Now().UTC().UnixNano(), status, done, rep, runErr, id)
+}
+
+func (s *Store) updateEvalRun(id int64, query string, args ...any) error {
 	return s.write(context.Background(), func(x execer) ([]Change, error) {
-		res, err := x.ExecContext(context.Background(), `UPDATE eval_runs SET ended_at = ?, status = ?, report = ?, error = ? WHERE id = ?`,
-			time.Now().UTC().UnixNano(), status, rep, runErr, id)
+		res, err := x.ExecContext(context.Background(), query, args...)
 		if err != nil {
 			return nil, err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, fmt.Errorf("%w: eval run %d", ErrNotFound, id)
+			return nil, fmt.Errorf("%w: eval run %d, running", ErrNotFound, id)
 		}
-		return nil, nil
+		return []Change{evalRunChange(id)}, nil
 	})
 }
 
@@ -106,7 +130,8 @@ func (s *Store) GetEvalRun(id int64) (EvalRun, error) {
 	return r, s.readErr(err)
 }
 
-// InterruptEvalRuns marks the runs a stopped oz0 dev left running as interrupted.
+// InterruptEvalRuns marks the runs a stopped oz0 dev left running as interrupted. It is for the
+// server's start, before anyone watches: it publishes no change.
 func (s *Store) InterruptEvalRuns() error {
 	return s.write(context.Background(), func(x execer) ([]Change, error) {
 		_, err := x.ExecContext(context.Background(), `UPDATE eval_runs SET status = ?, ended_at = ?, error = ? WHERE status = ?`,
@@ -115,16 +140,19 @@ func (s *Store) InterruptEvalRuns() error {
 	})
 }
 
-const evalRunColumns = `id, started_at, ended_at, request, status, report, error`
+const evalRunColumns = `id, started_at, ended_at, request, status, cases, done, report, notes, error`
 
 func scanEvalRun(r scanner) (EvalRun, error) {
 	var e EvalRun
 	var started int64
 	var ended *int64
 	var request string
-	var report, errText *string
-	if err := r.Scan(&e.ID, &started, &ended, &request, &e.Status, &report, &errText); err != nil {
+	var report, notes, errText *string
+	if err := r.Scan(&e.ID, &started, &ended, &request, &e.Status, &e.Cases, &e.Done, &report, &notes, &errText); err != nil {
 		return e, err
+	}
+	if notes != nil {
+		_ = json.Unmarshal([]byte(*notes), &e.Notes)
 	}
 	e.StartedAt = fromNanos(started)
 	if ended != nil {

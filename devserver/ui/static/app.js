@@ -76,6 +76,9 @@ const handlers = {
   event(d) {
     view?.event?.(d);
   },
+  eval_run(r) {
+    view?.evalRun?.(r);
+  },
   async state(s) {
     if (s !== 'closed') return setConn(s);
     // The server refused the stream: logged out (a restarted oz0 dev), or gone.

@@ -3,8 +3,10 @@
 // recordings, or on the live model when asked. A run's progress as its cases end; each case's
 // assertions that failed at their lines, with the diff of a replay that departed from its
 // recording, as the CLI prints them; tokens and time; and the deltas from the run before (oz0
-// eval --baseline's). The runs are kept by oz0 dev (the newest 50).
+// eval --baseline's). The runs are kept by oz0 dev (the newest 50); the feed says when one
+// changes.
 import {fmtCount, fmtDuration, fmtTime, h} from './dom.js';
+import {reloader} from './usage.js';
 
 export function mount(root, app, {query}) {
   const live = h('input', {type: 'checkbox', id: 'evals-live'});
@@ -21,7 +23,6 @@ export function mount(root, app, {query}) {
 
   let files = [];
   let lastByCase = new Map(); // "file case" → the latest run's result
-  let timer = null;
   let shownRun = Number(query.get('run')) || 0;
 
   const start = async (req) => {
@@ -29,8 +30,7 @@ export function mount(root, app, {query}) {
     try {
       const run = await app.call('POST', 'eval-runs', {...req, live: live.checked});
       shownRun = run.id;
-      history.dataset.stale = '1';
-      follow(run.id);
+      readRun();
     } catch (err) {
       app.alert(`Not run: ${err.message}`);
     }
@@ -132,21 +132,16 @@ export function mount(root, app, {query}) {
     }
   };
 
-  const follow = (id) => {
-    clearTimeout(timer);
-    const tick = async () => {
-      try {
-        const run = await app.call('GET', `eval-runs/${id}`);
-        if (id !== shownRun) return;
-        showRun(run);
-        if (run.status === 'running') timer = setTimeout(tick, 400);
-        else loadRuns();
-      } catch (err) {
-        app.alert(`Could not read eval run ${id}: ${err.message}`);
-      }
-    };
-    tick();
-  };
+  // readRun reads the run shown, whole, and draws it: when it starts, and each time the feed
+  // says it changed (a case ended, it ended), one read at a time.
+  const readRun = reloader(async () => {
+    if (!shownRun) return;
+    const id = shownRun;
+    const run = await app.call('GET', `eval-runs/${id}`);
+    if (id !== shownRun) return;
+    showRun(run);
+    if (run.status !== 'running') await loadRuns();
+  }, app, 'the eval run');
 
   const loadRuns = async () => {
     const r = await app.call('GET', 'eval-runs');
@@ -168,12 +163,20 @@ export function mount(root, app, {query}) {
       await loadFiles();
       const runs = await loadRuns();
       if (!shownRun && runs.length) shownRun = runs[0].id;
-      if (shownRun) follow(shownRun);
+      readRun();
     } catch (err) {
       app.alert(`Could not read the evals: ${err.message}`);
     }
   })();
-  return {unmount: () => clearTimeout(timer)};
+  return {
+    // The feed says a run changed: the one shown, read again; a newer one (started in another
+    // tab), shown.
+    evalRun(r) {
+      if (r.id > shownRun && r.status === 'running') shownRun = r.id;
+      if (r.id === shownRun) readRun();
+      else if (r.status !== 'running') loadRuns().catch(() => {});
+    },
+  };
 }
 
 function signed(n, fmt = fmtCount) {

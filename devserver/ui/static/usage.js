@@ -23,8 +23,9 @@ export function mount(root, app) {
   return {snapshot: load, job: load};
 }
 
-// reloader runs load now, or once more after the run in progress when asked meanwhile.
-export function reloader(load, app) {
+// reloader runs load now, or once more after the run in progress when asked meanwhile; a failure
+// is said as not reading what (the usage, by default).
+export function reloader(load, app, what = 'the usage') {
   let running = false;
   let again = false;
   const run = async () => {
@@ -39,7 +40,7 @@ export function reloader(load, app) {
         await load();
       } while (again);
     } catch (err) {
-      app.alert(`Could not read the usage: ${err.message}`);
+      app.alert(`Could not read ${what}: ${err.message}`);
     } finally {
       running = false;
     }
