@@ -108,6 +108,19 @@ func evalAddRun(ctx context.Context, opts *evalAddOptions) error {
 	if err != nil {
 		return err
 	}
+	// The case is of this plugin's agent: a job of another plugin's would make a file that does
+	// not lint.
+	job, err := c.Job(ctx, opts.Job)
+	if err != nil {
+		return err
+	}
+	pl, _, err := lint.Load(opts.Dir)
+	if err != nil {
+		return err // a *diag.ReportError: the plugin's findings, as oz0 eval reports them
+	}
+	if pl.Agent(job.Agent) == nil {
+		return cmdutil.Usagef("job %s is agent %s's, and the plugin in %s has no such agent (its agents are %s): run oz0 eval add in that agent's plugin", job.ID, job.Agent, opts.Dir, strings.Join(pl.AgentNames(), ", "))
+	}
 	evalsDir := filepath.Join(opts.Dir, evalfile.Dir)
 	p, err := eval.ProposeCase(ctx, c, opts.Job, evalsDir, eval.CaseRequest{File: opts.File, Name: opts.Name}, schemas.URLAt(opts.Ref, evalfile.SchemaName))
 	if errors.Is(err, eval.ErrBadCase) {
