@@ -131,7 +131,7 @@ export function usageChart(app) {
         hover(readout, rect, text);
         svg.append(rect);
       }
-      if (i % every === 0) {
+      if ((shown.length - 1 - i) % every === 0) { // counted from the last: now is labelled
         svg.append(s('text', {class: 'axis', x: left + i * slot + slot / 2, y: H - 12, 'text-anchor': 'middle'}, bucketLabel(b, p).slice(p === 'day' ? 5 : 11)));
       }
     });
