@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
@@ -21,9 +22,9 @@ import (
 )
 
 // The dev UI's eval runs: the plugins' cases run by eval.Run, oz0 eval's engine, on the server's
-// own API (as oz0 eval --dev runs them), one run at a time. The run in progress is held here (its
-// results so far, for the page's progress); each run, once ended, is kept in the store with its
-// report and the deltas from the run before it.
+// own API (as oz0 eval --dev runs them), one run at a time. A run is kept in the store as it goes
+// (each case's result as it ends, which the feed tells the page), and once ended with its report
+// and the deltas from the run before it.
 
 // evalRuns is the run in progress, and how to stop the runs when the server stops.
 type evalRuns struct {
@@ -60,8 +61,8 @@ func (s *Server) startEvalRuns() {
 	})
 }
 
-// evalFiles lists the eval files of the plugins served (plugin's name "" all), with the names
-// the page gives them: evals/NAME.yaml, or PLUGIN/evals/NAME.yaml when oz0 dev serves several.
+// evalPaths lists the eval files of the plugins served (only, a plugin's name; "" all), each
+// with the name its reports give it (evalName).
 func (s *Server) evalPaths(only string) (plugins []*plugin.Plugin, paths, shown [][]string, err error) {
 	ps := s.Plugins()
 	for _, p := range ps {
@@ -87,7 +88,8 @@ func (s *Server) evalPaths(only string) (plugins []*plugin.Plugin, paths, shown 
 	return plugins, paths, shown, nil
 }
 
-// evalName is how the page and the reports name an eval file of p.
+// evalName is how a run's report names an eval file of p: evals/NAME.yaml, or
+// PLUGIN/evals/NAME.yaml when oz0 dev serves several plugins.
 func (s *Server) evalName(p *plugin.Plugin, file string) string {
 	name := path.Join(evalfile.Dir, file)
 	if len(s.Plugins()) > 1 {
@@ -122,7 +124,12 @@ func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
 		return apiv1.EvalRun{}, fmt.Errorf("%w: the eval files have %s; nothing was run (oz0 plugin lint shows them): %s:%d:%d: %s", api.ErrBadEvalCase, diag.Summary(rep), d.File, d.Line, d.Col, d.Message)
 	}
 	if req.File != "" {
-		if files = eval.Only(files, req.File, req.Case); files == nil {
+		// The file as GET /api/v1/evals names it (relative to its plugin), as the report does.
+		base, ok := strings.CutPrefix(req.File, evalfile.Dir+"/")
+		if !ok || strings.Contains(base, "/") || len(plugins) != 1 {
+			return apiv1.EvalRun{}, fmt.Errorf("%w: no eval file %s%s (GET /api/v1/evals lists them; with several plugins, say whose)", api.ErrBadEvalCase, req.File, pluginNote(req.Plugin))
+		}
+		if files = eval.Only(files, s.evalName(plugins[0], base), req.Case); files == nil {
 			what := "eval file " + req.File
 			if req.Case != "" {
 				what = fmt.Sprintf("case %s in %s", req.Case, req.File)
@@ -291,4 +298,11 @@ func (e evals) wireRun(run store.EvalRun) apiv1.EvalRun {
 		}
 	}
 	return w
+}
+
+func pluginNote(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " of plugin " + name
 }

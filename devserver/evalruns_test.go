@@ -21,7 +21,9 @@ func TestEvalRuns(t *testing.T) {
 		t.Skip("the template's harness needs python3")
 	}
 	state := t.TempDir()
-	s, err := Start(Config{PluginDirs: []string{templatePlugin(t)}, StateDir: state, Poll: -1})
+	// Two plugins: the report names an eval file by its plugin too.
+	other := goPlugin(t, "gosay", buildTestHarness(t), "ok")
+	s, err := Start(Config{PluginDirs: []string{templatePlugin(t), other}, StateDir: state, Poll: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestEvalRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	fs, err := c.EvalFiles(ctx)
-	if err != nil || len(fs.Files) != 1 || fs.Files[0].Path != "evals/triage.yaml" || len(fs.Files[0].Cases) != 3 {
+	if err != nil || len(fs.Files) != 1 || fs.Files[0].Path != "evals/triage.yaml" || fs.Files[0].Name != "acme-triage/evals/triage.yaml" || len(fs.Files[0].Cases) != 3 {
 		t.Fatalf("the eval files: %+v %v", fs, err)
 	}
 	first := runEvals(ctx, t, c, apiv1.EvalRunRequest{})
@@ -46,11 +48,12 @@ func TestEvalRuns(t *testing.T) {
 	if err := json.Unmarshal(first.Report, &rep); err != nil || len(rep.Cases) != 3 || rep.Cases[0].Job == "" || rep.Baseline != nil {
 		t.Errorf("the first run's report: %s %v", first.Report, err)
 	}
-	one := runEvals(ctx, t, c, apiv1.EvalRunRequest{File: "evals/triage.yaml", Case: "login"})
+	one := runEvals(ctx, t, c, apiv1.EvalRunRequest{Plugin: "acme-triage", File: "evals/triage.yaml", Case: "login"})
 	if err := json.Unmarshal(one.Report, &rep); err != nil || len(rep.Cases) != 1 || rep.Cases[0].Case != "login" || rep.Baseline == nil {
 		t.Errorf("one case, compared with the run before: %s %v", one.Report, err)
 	}
-	for _, bad := range []apiv1.EvalRunRequest{{File: "evals/none.yaml"}, {File: "evals/triage.yaml", Case: "none"}, {Case: "login"}} {
+	for _, bad := range []apiv1.EvalRunRequest{{Plugin: "acme-triage", File: "evals/none.yaml"}, {Plugin: "acme-triage", File: "evals/triage.yaml", Case: "none"},
+		{Case: "login"}, {File: "evals/triage.yaml"}, {Plugin: "acme-triage", File: "../evals/triage.yaml"}} {
 		var apiErr *client.APIError
 		if _, err := c.StartEvalRun(ctx, bad); !errors.As(err, &apiErr) || apiErr.Code != apiv1.CodeBadEvalCase {
 			t.Errorf("%+v: %v", bad, err)

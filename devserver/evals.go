@@ -127,7 +127,8 @@ func (e evals) Files() (apiv1.EvalFiles, error) {
 			if !evalfile.IsFile(en) {
 				continue
 			}
-			info := apiv1.EvalFileInfo{Plugin: p.Manifest.Name, File: en.Name(), Path: path.Join(evalfile.Dir, en.Name()), Cases: []apiv1.EvalCaseInfo{}}
+			info := apiv1.EvalFileInfo{Plugin: p.Manifest.Name, File: en.Name(), Path: path.Join(evalfile.Dir, en.Name()),
+				Name: e.s.evalName(p, en.Name()), Cases: []apiv1.EvalCaseInfo{}}
 			data, ds, err := evalfile.Read(filepath.Join(dir, en.Name()), info.Path)
 			if err != nil {
 				return out, err

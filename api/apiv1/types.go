@@ -584,9 +584,12 @@ type EvalFiles struct {
 // EvalFileInfo is one eval file: its plugin, name, agent and cases (or the problems that keep it
 // from running).
 type EvalFileInfo struct {
-	Plugin   string         `json:"plugin"`
-	File     string         `json:"file"` // its name in the evals directory
-	Path     string         `json:"path"` // relative to the plugin
+	Plugin string `json:"plugin"`
+	File   string `json:"file"` // its name in the evals directory
+	Path   string `json:"path"` // relative to the plugin
+	// Name is how an eval run's report names it: its path, or PLUGIN/PATH when the dev server
+	// serves several plugins.
+	Name     string         `json:"name"`
 	Agent    string         `json:"agent,omitempty"`
 	Cases    []EvalCaseInfo `json:"cases"`
 	Problems []string       `json:"problems,omitempty"` // its lint findings: it does not run until they are mended

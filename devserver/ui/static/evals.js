@@ -50,7 +50,7 @@ export function mount(root, app, {query}) {
     filesBox.replaceChildren(...files.map((f) => {
       const problems = (f.problems || []).length;
       const rows = f.cases.map((c) => {
-        const last = lastByCase.get(`${f.path} ${c.name}`);
+        const last = lastByCase.get(`${f.name} ${c.name}`);
         return h('tr', {dataset: {case: c.name}},
           h('td', {class: 'mono'}, c.name), h('td', null, c.source),
           h('td', null, last ? h('span', {class: `status e-${last.status}`}, last.status) : '—'),
@@ -59,8 +59,8 @@ export function mount(root, app, {query}) {
           h('td', null, h('button', {type: 'button', class: 'quiet run-case', disabled: problems > 0, 'aria-label': `Run ${c.name} of ${f.path}`,
             onclick: () => start({plugin: f.plugin, file: f.path, case: c.name})}, 'Run')));
       });
-      return h('section', {class: 'eval-file', dataset: {file: f.path}},
-        h('h2', null, h('span', {class: 'mono'}, f.path), f.agent ? h('span', {class: 'muted'}, ` · agent ${f.agent}`) : null,
+      return h('section', {class: 'eval-file', dataset: {file: f.name}},
+        h('h2', null, h('span', {class: 'mono'}, f.name), f.agent ? h('span', {class: 'muted'}, ` · agent ${f.agent}`) : null,
           h('button', {type: 'button', class: 'quiet run-file', disabled: problems > 0, 'aria-label': `Run the cases of ${f.path}`,
             onclick: () => start({plugin: f.plugin, file: f.path})}, 'Run file')),
         problems ? h('ul', {class: 'problems'}, f.problems.map((p) => h('li', {class: 'mono'}, p))) : null,
