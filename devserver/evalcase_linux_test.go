@@ -61,7 +61,7 @@ func TestEvalCaseWrites(t *testing.T) {
 	}
 	var apiErr *client.APIError
 	for _, bad := range []string{"../oz0-plugin.yaml", "sub/x.yaml", "/tmp/x.yaml"} {
-		if _, err := c.EvalCase(ctx, id, apiv1.EvalCaseRequest{File: bad, Write: true}); !errors.As(err, &apiErr) || apiErr.Code != apiv1.CodeBadEvalCase {
+		if _, err := c.EvalCase(ctx, id, apiv1.EvalCaseRequest{File: bad, Write: true}); !errors.As(err, &apiErr) || apiErr.Code != apiv1.CodeBadEval {
 			t.Errorf("file %s: %v", bad, err)
 		}
 	}

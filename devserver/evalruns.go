@@ -101,7 +101,7 @@ func (s *Server) evalName(p *plugin.Plugin, file string) string {
 func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
 	s := e.s
 	if req.Case != "" && req.File == "" {
-		return apiv1.EvalRun{}, fmt.Errorf("%w: a case is run with its file: give file too", api.ErrBadEvalCase)
+		return apiv1.EvalRun{}, fmt.Errorf("%w: a case is run with its file: give file too", api.ErrBadEvalRun)
 	}
 	plugins, paths, shown, err := s.evalPaths(req.Plugin)
 	if err != nil {
@@ -121,20 +121,20 @@ func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
 	}
 	if rep.HasErrors() {
 		d := rep.Diagnostics[0]
-		return apiv1.EvalRun{}, fmt.Errorf("%w: the eval files have %s; nothing was run (oz0 plugin lint shows them): %s:%d:%d: %s", api.ErrBadEvalCase, diag.Summary(rep), d.File, d.Line, d.Col, d.Message)
+		return apiv1.EvalRun{}, fmt.Errorf("%w: the eval files have %s; nothing was run (oz0 plugin lint shows them): %s:%d:%d: %s", api.ErrBadEvalRun, diag.Summary(rep), d.File, d.Line, d.Col, d.Message)
 	}
 	if req.File != "" {
 		// The file as GET /api/v1/evals names it (relative to its plugin), as the report does.
 		base, ok := strings.CutPrefix(req.File, evalfile.Dir+"/")
 		if !ok || strings.Contains(base, "/") || len(plugins) != 1 {
-			return apiv1.EvalRun{}, fmt.Errorf("%w: no eval file %s%s (GET /api/v1/evals lists them; with several plugins, say whose)", api.ErrBadEvalCase, req.File, pluginNote(req.Plugin))
+			return apiv1.EvalRun{}, fmt.Errorf("%w: no eval file %s%s (GET /api/v1/evals lists them; with several plugins, say whose)", api.ErrBadEvalRun, req.File, pluginNote(req.Plugin))
 		}
 		if files = eval.Only(files, s.evalName(plugins[0], base), req.Case); files == nil {
 			what := "eval file " + req.File
 			if req.Case != "" {
 				what = fmt.Sprintf("case %s in %s", req.Case, req.File)
 			}
-			return apiv1.EvalRun{}, fmt.Errorf("%w: no %s (GET /api/v1/evals lists them)", api.ErrBadEvalCase, what)
+			return apiv1.EvalRun{}, fmt.Errorf("%w: no %s (GET /api/v1/evals lists them)", api.ErrBadEvalRun, what)
 		}
 	}
 	cases := 0
@@ -142,13 +142,13 @@ func (e evals) StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
 		cases += len(f.Cases)
 	}
 	if cases == 0 {
-		return apiv1.EvalRun{}, fmt.Errorf("%w: the plugins have no eval case to run: write cases in %s/*.yaml, or save a job as one", api.ErrBadEvalCase, evalfile.Dir)
+		return apiv1.EvalRun{}, fmt.Errorf("%w: the plugins have no eval case to run: write cases in %s/*.yaml, or save a job as one", api.ErrBadEvalRun, evalfile.Dir)
 	}
 	mode := eval.Offline
 	if req.Live {
 		mode = eval.Live
 		if eval.HasJudge(files) {
-			return apiv1.EvalRun{}, fmt.Errorf("%w: a judge assertion runs on oz0 eval's own node, which has the judge: run these cases with oz0 eval --live, or offline here (judges are then skipped)", api.ErrBadEvalCase)
+			return apiv1.EvalRun{}, fmt.Errorf("%w: a judge assertion runs on oz0 eval's own node, which has the judge: run these cases with oz0 eval --live, or offline here (judges are then skipped)", api.ErrBadEvalRun)
 		}
 	}
 	r := s.evalRuns

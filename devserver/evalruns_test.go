@@ -55,7 +55,7 @@ func TestEvalRuns(t *testing.T) {
 	for _, bad := range []apiv1.EvalRunRequest{{Plugin: "acme-triage", File: "evals/none.yaml"}, {Plugin: "acme-triage", File: "evals/triage.yaml", Case: "none"},
 		{Case: "login"}, {File: "evals/triage.yaml"}, {Plugin: "acme-triage", File: "../evals/triage.yaml"}} {
 		var apiErr *client.APIError
-		if _, err := c.StartEvalRun(ctx, bad); !errors.As(err, &apiErr) || apiErr.Code != apiv1.CodeBadEvalCase {
+		if _, err := c.StartEvalRun(ctx, bad); !errors.As(err, &apiErr) || apiErr.Code != apiv1.CodeBadEval {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}

@@ -60,11 +60,8 @@ func (e evals) Case(ctx context.Context, id string, req apiv1.EvalCaseRequest) (
 	}
 	dir := filepath.Join(p.Dir, evalfile.Dir)
 	prop, err := eval.ProposeCase(ctx, s.selfClient(), id, dir, eval.CaseRequest{File: req.File, Name: req.Name}, schemas.URLAt(s.ref(), evalfile.SchemaName))
-	if errors.Is(err, eval.ErrBadCase) {
-		return apiv1.EvalCase{}, fmt.Errorf("%w: %s", api.ErrBadEvalCase, unwrapBad(err))
-	}
 	if err != nil {
-		return apiv1.EvalCase{}, err
+		return apiv1.EvalCase{}, err // an eval.ErrBadCase is the API's ErrBadEvalCase
 	}
 	c := apiv1.EvalCase{Plugin: p.Manifest.Name, File: prop.File, Path: path.Join(evalfile.Dir, prop.File), Name: prop.Name,
 		Agent: prop.Agent, Job: prop.Job, Existing: prop.Existing, YAML: prop.YAML, CaseYAML: prop.CaseYAML,
@@ -77,8 +74,6 @@ func (e evals) Case(ctx context.Context, id string, req apiv1.EvalCaseRequest) (
 	}
 	err = eval.WriteCase(dir, prop)
 	switch {
-	case errors.Is(err, eval.ErrBadCase):
-		return c, fmt.Errorf("%w: %s", api.ErrBadEvalCase, unwrapBad(err))
 	case readOnly(err):
 		return c, fmt.Errorf("%w: cannot write %s in %s: %v; save the case from a checkout oz0 dev may write (oz0 eval add %s there)", api.ErrReadOnly, c.Path, p.Dir, err, id)
 	case err != nil:
@@ -100,16 +95,6 @@ func writable(dir string) error {
 
 func readOnly(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
-}
-
-// unwrapBad is an eval.ErrBadCase's message without the sentinel's words, which the API's adds.
-func unwrapBad(err error) string {
-	msg := err.Error()
-	prefix := eval.ErrBadCase.Error() + ": "
-	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		return msg[len(prefix):]
-	}
-	return msg
 }
 
 func (e evals) Files() (apiv1.EvalFiles, error) {

@@ -542,7 +542,7 @@ const (
 	CodeBadSecret     = "bad_secret"     // 400 or 404: a secret name or value refused, or no such secret
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
 	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
-	CodeBadEvalCase   = "bad_eval_case"  // 422: a job that cannot be saved as an eval case as asked (a name the file has, calls not kept)
+	CodeBadEval       = "bad_eval"       // 422: a job that cannot be saved as an eval case as asked (a name the file has, calls not kept), or eval cases that cannot be run as asked
 	CodeReadOnly      = "read_only"      // 403: the plugin's files cannot be written by the dev server
 	CodeEvalBusy      = "eval_busy"      // 409: an eval run is running already
 	CodeInternal      = "internal"       // 500

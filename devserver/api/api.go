@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
@@ -89,6 +90,7 @@ type Evals interface {
 	Files() (apiv1.EvalFiles, error)
 	// Case proposes job as an eval case, and writes it when req.Write. Its errors wrap
 	// store.ErrNotFound, ErrBadEvalCase or ErrReadOnly, or are the environment's.
+	// StartRun's wrap ErrBadEvalRun or ErrEvalBusy.
 	Case(ctx context.Context, job string, req apiv1.EvalCaseRequest) (apiv1.EvalCase, error)
 	// StartRun starts running the cases req names, one run at a time (else ErrEvalBusy).
 	StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error)
@@ -103,8 +105,13 @@ type Evals interface {
 // ErrEvalBusy is wrapped by StartRun's error while another run runs.
 var ErrEvalBusy = errors.New("an eval run is running")
 
-// ErrBadEvalCase is wrapped by Evals' errors for a case that cannot be made as asked.
-var ErrBadEvalCase = errors.New("the eval case cannot be made")
+// ErrBadEvalCase is wrapped by Evals' errors for a case that cannot be made as asked: the eval
+// engine's own.
+var ErrBadEvalCase = eval.ErrBadCase
+
+// ErrBadEvalRun is wrapped by Evals' errors for cases that cannot be run as asked (no such file
+// or case, eval files with problems, none to run).
+var ErrBadEvalRun = errors.New("the eval cases cannot be run")
 
 // ErrReadOnly is wrapped by Evals' errors for a plugin whose files the dev server may not write.
 var ErrReadOnly = errors.New("the plugin is read-only")

@@ -50,8 +50,8 @@ func (b *Backend) evalError(w http.ResponseWriter, err error) bool {
 		return false
 	case errors.Is(err, store.ErrNotFound):
 		b.jobError(w, err)
-	case errors.Is(err, ErrBadEvalCase):
-		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeBadEvalCase, err.Error())
+	case errors.Is(err, ErrBadEvalCase), errors.Is(err, ErrBadEvalRun):
+		writeError(w, http.StatusUnprocessableEntity, apiv1.CodeBadEval, err.Error())
 	case errors.Is(err, ErrEvalBusy):
 		writeError(w, http.StatusConflict, apiv1.CodeEvalBusy, err.Error())
 	case errors.Is(err, ErrReadOnly):
