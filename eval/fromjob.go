@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -289,7 +290,7 @@ func caseNode(job apiv1.Job, events []apiv1.Event, name string, file *evalfile.F
 		}
 		if !alike {
 			am := mapping(true)
-			for _, t := range slices.Sorted(mapKeys(toAny(answers))) {
+			for _, t := range slices.Sorted(maps.Keys(answers)) {
 				add(am, t, scalar(answers[t]))
 			}
 			add(m, "approvals", am)
@@ -337,14 +338,6 @@ func caseNode(job apiv1.Job, events []apiv1.Event, name string, file *evalfile.F
 		add(m, "assert", asserts)
 	}
 	return m, notes
-}
-
-func toAny(m map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func mapping(flow bool) *yaml.Node {
