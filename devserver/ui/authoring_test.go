@@ -62,7 +62,7 @@ func TestBrowserAuthoring(t *testing.T) {
 		br.t = t
 		panel := "#eval-case"
 		br.do("open the job and its Save as eval case", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
-			chromedp.Click(panel+" summary"), br.waitText("#case-yaml mark.added", "  - name: i-was-charged-twice\n"),
+			press(panel+" summary"), br.waitText("#case-yaml mark.added", "  - name: i-was-charged-twice\n"),
 			br.waitText("#case-where", "Added at the end of acme-triage/evals/triage.yaml, its recording evals/recordings/triage/i-was-charged-twice.json."))
 		// The file is the template's, whole, the case at its end; the file answers notify_team's
 		// approvals already, so the case does not.
@@ -80,7 +80,7 @@ func TestBrowserAuthoring(t *testing.T) {
 		shown := evaluate[string](br, `document.getElementById('case-yaml').textContent`)
 		br.noUnlabelled()
 		br.shot("job-eval-case")
-		br.do("save", chromedp.Click("#case-save"), br.waitText("#case-done", "Written: evals/triage.yaml has case double-charge."))
+		br.do("save", press("#case-save"), br.waitText("#case-done", "Written: evals/triage.yaml has case double-charge."))
 		written, err := os.ReadFile(filepath.Join(plugin, "evals", "triage.yaml"))
 		if err != nil || string(written) != shown {
 			t.Errorf("the file written is not the one shown (%v):\n%s", err, written)
@@ -93,15 +93,15 @@ func TestBrowserAuthoring(t *testing.T) {
 		if err != nil || !strings.Contains(out, "evals/triage.yaml double-charge  passed") || !strings.Contains(out, "4 passed, 0 failed") {
 			t.Errorf("oz0 eval: %v\n%s", err, out)
 		}
-		br.do("the same name again is refused", chromedp.Click("#case-preview"), br.waitText("#alert-text", "has a case double-charge already: choose another name"))
+		br.do("the same name again is refused", press("#case-preview"), br.waitText("#alert-text", "has a case double-charge already: choose another name"))
 	})
 
 	t.Run("replay a job and run it again", func(t *testing.T) {
 		br.t = t
 		br.do("open the job's Run again or replay", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
-			chromedp.Click("#run-again summary"), poll(`document.getElementById('again-input').value === 'I was charged twice for my order'`))
+			press("#run-again summary"), poll(`document.getElementById('again-input').value === 'I was charged twice for my order'`))
 		br.noUnlabelled()
-		br.do("replay it", chromedp.Click("#replay"), poll(`location.hash.startsWith('#/jobs/job_') && location.hash !== '#/jobs/`+first+`'`))
+		br.do("replay it", press("#replay"), poll(`location.hash.startsWith('#/jobs/job_') && location.hash !== '#/jobs/`+first+`'`))
 		replayed := strings.TrimPrefix(evaluate[string](br, "location.hash"), "#/jobs/")
 		d.approveAll(t, replayed)
 		if j, err := d.client.Job(ctx, replayed); err != nil || j.From == nil || *j.From != (apiv1.JobOrigin{Job: first, How: apiv1.OriginReplay}) {
@@ -114,8 +114,8 @@ func TestBrowserAuthoring(t *testing.T) {
 		br.shot("job-replay")
 
 		br.do("back to the job; run it again on another input", chromedp.Navigate(base+"#/jobs/"+first), br.waitText("h1 .status", "succeeded"),
-			chromedp.Click("#run-again summary"), poll(`document.getElementById('again-input').value !== ''`),
-			chromedp.SetValue("#again-input", "I was charged three times for my order"), chromedp.Click("#again-start"),
+			press("#run-again summary"), poll(`document.getElementById('again-input').value !== ''`),
+			chromedp.SetValue("#again-input", "I was charged three times for my order"), press("#again-start"),
 			poll(`location.hash.startsWith('#/jobs/job_') && location.hash !== '#/jobs/`+first+`'`))
 		again := strings.TrimPrefix(evaluate[string](br, "location.hash"), "#/jobs/")
 		d.approveAll(t, again)
@@ -125,7 +125,7 @@ func TestBrowserAuthoring(t *testing.T) {
 		}
 		br.do("what changed from the job it came from", br.waitText("#job-from", first+" (run again)"), br.waitText("#origin", "Run again from "+first),
 			br.waitText(`#origin .origin-call[data-n="1"] .diff .del`, "charged twice"), br.waitText(`#origin .origin-call[data-n="1"] .diff .add`, "charged three times"))
-		br.do("its model call's Compare is with that job's", chromedp.Click("#timeline .span.k-model summary"), chromedp.Click("#timeline .span.k-model .call .t-compare"),
+		br.do("its model call's Compare is with that job's", press("#timeline .span.k-model summary"), press("#timeline .span.k-model .call .t-compare"),
 			br.waitText("#timeline .span.k-model .call .diff-result", "What changed from call 1 of "+first))
 		br.shot("job-run-again")
 	})
@@ -230,7 +230,7 @@ func TestBrowserAuthoring(t *testing.T) {
 		br.do("open Evals", chromedp.Click(`nav a[data-nav="evals"]`), chromedp.WaitVisible(file),
 			poll(`document.querySelectorAll('`+file+` tbody tr').length === 4`), br.waitText(file+` tr[data-case="double-charge"]`, "recording"))
 		br.noUnlabelled()
-		br.do("run all: every case passes, offline", chromedp.Click("#evals-run-all"), br.waitText("#eval-run h2", "every case"),
+		br.do("run all: every case passes, offline", press("#evals-run-all"), br.waitText("#eval-run h2", "every case"),
 			br.waitText("#eval-run-status", "done"), br.waitText("#eval-totals", "4 passed, 0 failed"),
 			br.waitText(`#eval-results tr[data-case="double-charge"]`, "passed"))
 		firstRun := evaluate[int64](br, `Number(document.querySelector('#eval-runs tr[data-run]').dataset.run)`)
@@ -241,7 +241,7 @@ func TestBrowserAuthoring(t *testing.T) {
 		edit(t, filepath.Join(plugin, "prompts", "acme-triage.md"), "You sort support tickets", "You sort tickets for a help desk")
 		d.waitLine(t, regexp.MustCompile(`^reload: acme-triage reloaded`))
 		row := `#eval-results tr[data-case="double-charge"]`
-		br.do("run one case: it fails, with the diff of its request", chromedp.Click(file+` tr[data-case="double-charge"] button.run-case`),
+		br.do("run one case: it fails, with the diff of its request", press(file+` tr[data-case="double-charge"] button.run-case`),
 			br.waitText("#eval-run h2", "evals/triage.yaml · double-charge"), br.waitText("#eval-run-status", "done"),
 			br.waitText(row, "failed"), br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, "evals/triage.yaml:"),
 			br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, ": double-charge: job: the job failed: replay: model call 1 differs from call 1 of the recording of job "+first),
@@ -307,4 +307,16 @@ func drain(d *dev) {
 			return
 		}
 	}
+}
+
+// press focuses the control and presses Enter, as a keyboard does: where it is on the page, which
+// a job's stream and timeline may still move as they fill, does not matter.
+func press(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := chromedp.Focus(sel)(ctx, t); err != nil {
+			return fmt.Errorf("focus %s: %w", sel, err)
+		}
+		_, err := chromedp.KeyEvent("\r")(ctx, t)
+		return err
+	})
 }
