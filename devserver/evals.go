@@ -9,12 +9,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/devserver/api"
 	"github.com/orchestrator-zero/oz0/eval"
+	"github.com/orchestrator-zero/oz0/internal/jsonutil"
+	"github.com/orchestrator-zero/oz0/internal/textclip"
 	"github.com/orchestrator-zero/oz0/lint/evalfile"
 	"github.com/orchestrator-zero/oz0/plugin"
 	"github.com/orchestrator-zero/oz0/schemas"
@@ -128,7 +131,12 @@ func (e evals) Files() (apiv1.EvalFiles, error) {
 					info.Problems = append(info.Problems, fmt.Sprintf("%s:%d:%d: the plugin has no agent `%s`", info.Path, f.AgentLine, f.AgentCol, f.Agent))
 				}
 				for _, c := range f.Cases {
-					info.Cases = append(info.Cases, apiv1.EvalCaseInfo{Name: c.Name, Line: c.Line, Source: string(c.Source)})
+					ci := apiv1.EvalCaseInfo{Name: c.Name, Line: c.Line, Source: string(c.Source), Asserts: []apiv1.EvalAssertInfo{}}
+					for _, a := range c.Asserts {
+						v, _ := jsonutil.Marshal(a.Value)
+						ci.Asserts = append(ci.Asserts, apiv1.EvalAssertInfo{Kind: a.Kind, Line: a.Line, Col: a.Col, Value: textclip.ClipN(strings.TrimSpace(string(v)), 200)})
+					}
+					info.Cases = append(info.Cases, ci)
 				}
 			}
 			for _, d := range ds {

@@ -595,11 +595,21 @@ type EvalFileInfo struct {
 	Problems []string       `json:"problems,omitempty"` // its lint findings: it does not run until they are mended
 }
 
-// EvalCaseInfo is a case of an eval file.
+// EvalCaseInfo is a case of an eval file, with its assertions.
 type EvalCaseInfo struct {
-	Name   string `json:"name"`
-	Line   int    `json:"line"`
-	Source string `json:"source"` // recording, script or live
+	Name    string           `json:"name"`
+	Line    int              `json:"line"`
+	Source  string           `json:"source"` // recording, script or live
+	Asserts []EvalAssertInfo `json:"asserts"`
+}
+
+// EvalAssertInfo is an assertion of a case: its key, where it is (a failure of it in a run's
+// report has the same line and column), and its value as compact JSON, clipped.
+type EvalAssertInfo struct {
+	Kind  string `json:"kind"`
+	Line  int    `json:"line"`
+	Col   int    `json:"col"`
+	Value string `json:"value"`
 }
 
 // EvalRunRequest is the body of POST /api/v1/eval-runs: the dev UI runs the plugins' eval cases

@@ -232,7 +232,9 @@ func TestBrowserAuthoring(t *testing.T) {
 		br.noUnlabelled()
 		br.do("run all: every case passes, offline", press("#evals-run-all"), br.waitText("#eval-run h2", "every case"),
 			br.waitText("#eval-run-status", "done"), br.waitText("#eval-totals", "4 passed, 0 failed"),
-			br.waitText(`#eval-results tr[data-case="double-charge"]`, "passed"))
+			br.waitText(`#eval-results tr[data-case="double-charge"]`, "passed"),
+			br.waitText(`#eval-results tr[data-case="double-charge"] .asserts .a-passed[data-kind="called"]`, "✓ called"),
+			br.waitText(`#eval-results tr[data-case="double-charge"] .asserts .a-passed[data-kind="equals"]`, "✓ equals"))
 		firstRun := evaluate[int64](br, `Number(document.querySelector('#eval-runs tr[data-run]').dataset.run)`)
 
 		// The prompt changes: the recorded calls no longer answer the case's, which fails with the
@@ -243,7 +245,9 @@ func TestBrowserAuthoring(t *testing.T) {
 		row := `#eval-results tr[data-case="double-charge"]`
 		br.do("run one case: it fails, with the diff of its request", press(file+` tr[data-case="double-charge"] button.run-case`),
 			br.waitText("#eval-run h2", "evals/triage.yaml · double-charge"), br.waitText("#eval-run-status", "done"),
-			br.waitText(row, "failed"), br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, "evals/triage.yaml:"),
+			br.waitText(row, "failed"), br.waitText(row+` .asserts .a-failed[data-kind="job"]`, "✗ job"),
+			br.waitText(row+` .asserts .a-failed[data-kind="called"]`, "✗ called"), br.waitText(row+` .asserts .a-failed[data-kind="equals"]`, "✗ equals"),
+			br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, "evals/triage.yaml:"),
 			br.waitText(`#eval-run .failure[data-case="double-charge"] .where`, ": double-charge: job: the job failed: replay: model call 1 differs from call 1 of the recording of job "+first),
 			br.waitText(`#eval-run .failure .diff .del`, "You sort support tickets"), br.waitText(`#eval-run .failure .diff .add`, "You sort tickets for a help desk"),
 			br.waitText("#eval-baseline", "Now failing, since the run before: evals/triage.yaml double-charge."))

@@ -71,6 +71,28 @@ export function mount(root, app, {query}) {
     }));
   };
 
+  // asserts lists a case's assertions, as its eval file has them, each passed or failed in this
+  // run (a failure is at its assertion's line and column); the job's own failure, a timeout or an
+  // unanswered approval first.
+  const asserts = (c) => {
+    const file = files.find((f) => f.name === c.file);
+    const info = file?.cases.find((x) => x.name === c.case);
+    const failed = (a) => (c.failures || []).find((f) => f.line === a.line && f.col === a.col && f.kind === a.kind);
+    const ran = c.status === 'passed' || c.status === 'failed';
+    const items = [];
+    for (const f of c.failures || []) {
+      if (!info?.asserts.some((a) => failed(a) === f)) items.push(h('li', {class: 'a-failed', dataset: {kind: f.kind}, title: f.message}, `✗ ${f.kind}`));
+    }
+    for (const a of info?.asserts || []) {
+      const f = failed(a);
+      const state = f ? 'failed' : ran ? 'passed' : 'skipped';
+      items.push(h('li', {class: `a-${state}`, dataset: {kind: a.kind}, title: `${a.kind}: ${a.value}${f ? `\n${f.message}` : ''}`},
+        `${{failed: '✗', passed: '✓', skipped: '–'}[state]} ${a.kind}`));
+    }
+    if (!items.length) return c.notes?.[0] || '—';
+    return h('ul', {class: 'asserts', 'aria-label': `The assertions of ${c.case}`}, items);
+  };
+
   // showRun draws a run: its progress, each case's result (failures as the CLI prints them), the
   // totals and the deltas from the run before.
   const showRun = (run) => {
@@ -102,14 +124,14 @@ export function mount(root, app, {query}) {
       body.append(h('tr', {dataset: {case: c.case, file: c.file}},
         h('td', {class: 'mono'}, `${c.file} ${c.case}`),
         h('td', null, h('span', {class: `status e-${c.status}`}, c.status)),
-        h('td', null, c.failures?.length ? `${c.failures[0].kind}: ${c.failures[0].message.split('\n')[0]}` : (c.notes?.[0] || '—')),
+        h('td', null, asserts(c)),
         h('td', {class: 'num'}, fmtCount(c.tokens), d && d.was ? h('span', {class: 'delta'}, ` ${signed(d.tokens)}`) : null),
         h('td', {class: 'num'}, c.cost_usd ? `$${c.cost_usd.toFixed(4)}` : '$0'),
         h('td', {class: 'num'}, fmtDuration(c.duration_ms), d && d.was ? h('span', {class: 'delta'}, ` ${signed(d.duration_ms, fmtDuration)}`) : null),
         h('td', null, c.job ? h('a', {href: `#/jobs/${c.job}`, class: 'mono'}, 'job') : '')));
     }
     out.push(h('table', {class: 'cases', id: 'eval-results'}, h('caption', {class: 'sr-only'}, 'The cases\' results'),
-      h('thead', null, h('tr', null, ['Case', 'Status', 'Failed', 'Tokens', 'Cost', 'Time', ''].map((t, i) => h('th', {scope: 'col', class: i >= 3 && i <= 5 ? 'num' : null}, t)))),
+      h('thead', null, h('tr', null, ['Case', 'Status', 'Assertions', 'Tokens', 'Cost', 'Time', ''].map((t, i) => h('th', {scope: 'col', class: i >= 3 && i <= 5 ? 'num' : null}, t)))),
       body));
     // Each failure at its place in the eval file, its message whole (a replay's diff), as the CLI prints it.
     for (const c of cases) {
@@ -139,8 +161,12 @@ export function mount(root, app, {query}) {
     const id = shownRun;
     const run = await app.call('GET', `eval-runs/${id}`);
     if (id !== shownRun) return;
+    if (run.status !== 'running') {
+      // The files as they are now (a run reads them as it starts): their cases and assertions.
+      await loadFiles();
+      await loadRuns();
+    }
     showRun(run);
-    if (run.status !== 'running') await loadRuns();
   }, app, 'the eval run');
 
   const loadRuns = async () => {
