@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/api/discovery"
 	"github.com/orchestrator-zero/oz0/devserver/api"
 	"github.com/orchestrator-zero/oz0/devserver/approvals"
@@ -122,7 +124,10 @@ type Server struct {
 	ui          *ui.UI
 	http        *http.Server
 	listener    net.Listener
-	self        *selfListener // the server's calls to itself (limits.go)
+	self        *selfListener  // the server's calls to itself (limits.go)
+	selfAPI     *client.Client // its API called in memory (evals.go)
+	selfOnce    sync.Once
+	evalRuns    *evalRuns // the dev UI's eval runs (evalruns.go)
 	selfHTTP    *http.Server
 	conns       *countedListener
 	plugins     atomic.Pointer[[]*plugin.Plugin]
@@ -695,13 +700,13 @@ func (s *Server) serveAPI() error {
 	stopping := make(chan struct{})
 	mux.Handle("/api/", logRequests(s.log, api.Handler(&api.Backend{
 		Token: s.Token, Store: s.store, Node: s.node, Secrets: noticedSecrets{s}, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
-		Recorder: s, UILogin: s.UILoginURL, Tenant: (*tenantAdmin)(s), TenantAdmin: (*tenantAdmin)(s),
+		Recorder: s, Evals: evals{s}, UILogin: s.UILoginURL, Tenant: (*tenantAdmin)(s), TenantAdmin: (*tenantAdmin)(s),
 	})))
 	// The UI has the API's calls but the secrets', behind a login cookie instead of the token.
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
 	s.ui = ui.New(ui.Config{
 		API: api.Routes(&api.Backend{Store: s.store, Node: s.node, Info: s.info, Logger: s.log, Inbox: s.inbox, Stopping: stopping,
-			Tenant: (*tenantAdmin)(s)}),
+			Recorder: s, Evals: evals{s}, Tenant: (*tenantAdmin)(s)}),
 		Port:    port,
 		OnLogin: func() { s.say("ui: a browser logged in; the next login link is %s", s.UILoginURL()) },
 	})
@@ -736,6 +741,8 @@ func (s *Server) serveAPI() error {
 		}
 		return nil
 	})
+	// Undone before the API stops: a run in progress is stopped, and kept, while its calls work.
+	s.startEvalRuns()
 	return nil
 }
 
@@ -935,6 +942,13 @@ func (s *Server) info() apiv1.Info {
 				ai.Record = "none: " + err.Error()
 			}
 			ai.Note = s.recordNote(ai, recs)
+			for _, t := range a.Harness.Tools {
+				ti := apiv1.ToolInfo{Name: t, RequiresApproval: slices.Contains(a.Harness.RequiresApproval, t)}
+				for _, m := range s.hooks.Set().Marks(a.Name, a.HarnessName(), t) {
+					ti.Rules = append(ti.Rules, apiv1.ToolRule{Hook: m.Hook, Decision: string(m.Decision), Reason: m.Reason, Conditional: m.Conditional})
+				}
+				ai.Tools = append(ai.Tools, ti)
+			}
 			ai.Stale = s.staleNote(p.Dir)
 			i.Agents = append(i.Agents, ai)
 		}

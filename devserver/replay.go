@@ -111,7 +111,21 @@ func (s *Server) Replay(id string, upstream bool) (store.Job, error) {
 		Replay: recording.NewReplay(j.ID, exs, s.secrets.Masker(), upstream),
 		Model:  &node.ModelAs{Record: j.ModelRecord, Name: j.ModelName, Format: recording.Format(exs)},
 		Record: s.cfg.Record,
+		Origin: &store.Origin{Job: j.ID, How: store.OriginReplay},
 	})
+}
+
+// RunAgain starts a job of the agent of job from, on input, on the agent's model as it resolves
+// now, linked to from.
+func (s *Server) RunAgain(from, agent, input string) (store.Job, error) {
+	j, err := s.store.GetJob(from)
+	if err != nil {
+		return store.Job{}, err
+	}
+	if agent != "" && agent != j.Agent {
+		return store.Job{}, fmt.Errorf("%w: job %s is agent %s's, not %s's", api.ErrOtherAgent, from, j.Agent, agent)
+	}
+	return s.node.SubmitWith(j.Agent, input, node.SubmitOptions{Origin: &store.Origin{Job: j.ID, How: store.OriginRunAgain}})
 }
 
 // SubmitAnswered starts a job of agent on input whose model calls are answered as a says: from
@@ -148,10 +162,7 @@ func (s *Server) Script(id string) ([]byte, error) {
 	if len(exs) == 0 {
 		return nil, fmt.Errorf("%w: job %s has no kept model call to write as a script", api.ErrNotRecorded, j.ID)
 	}
-	ref := s.cfg.Ref
-	if ref == "" {
-		ref = "main"
-	}
+	ref := s.ref()
 	// The script shows the calls decoded: a secret they escaped is masked first.
 	mask := s.secrets.Masker()
 	for i := range exs {
@@ -159,3 +170,6 @@ func (s *Server) Script(id string) ([]byte, error) {
 	}
 	return recording.Script(j.ID, j.InputText, exs, schemas.URLAt(ref, fakemodel.SchemaName))
 }
+
+// ref is the git ref of oz0's repository whose schemas the files the server writes point at.
+func (s *Server) ref() string { return cmp.Or(s.cfg.Ref, "main") }

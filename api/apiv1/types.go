@@ -70,7 +70,22 @@ type Job struct {
 	// Traceback is the traceback its harness failed with, as it printed it on stderr (Python's,
 	// Node's stack; paths in the plugin relative to it), bounded; its error event carries it too.
 	Traceback []string `json:"traceback,omitempty"`
+	// From is the job this one was made from: run again (the UI's Run again, a request's from)
+	// or replayed from its recording (oz0 job replay, the UI's Replay).
+	From *JobOrigin `json:"from,omitempty"`
 }
+
+// JobOrigin is the job a job was made from, and how: OriginRunAgain or OriginReplay.
+type JobOrigin struct {
+	Job string `json:"job"`
+	How string `json:"how"`
+}
+
+// The ways a job is made from another.
+const (
+	OriginRunAgain = "run again"
+	OriginReplay   = "replay"
+)
 
 // SessionStart says how a job's session was made: the data of its EventSession.
 type SessionStart struct {
@@ -118,6 +133,9 @@ type JobRequest struct {
 	// instead of its model (oz0 eval): a call the recording cannot answer fails the job with a
 	// diff, as a replay does.
 	Answers *Answers `json:"answers,omitempty"`
+	// From, when set, is the job this one runs again (the dev UI's Run again): the same agent, on
+	// its model as it resolves now, the new job's from naming it. Not with Answers.
+	From string `json:"from,omitempty"`
 }
 
 // Answers is where a job's model calls are answered from instead of its model: recorded calls
@@ -416,6 +434,25 @@ type AgentInfo struct {
 	// Stale says why its jobs run an earlier version of its plugin: the plugin's files have lint
 	// errors (or do not load) since that version loaded; "" when they run the files as they are.
 	Stale string `json:"stale,omitempty"`
+	// Tools are the tools its harness may call (the agent's harness.tools), in its order.
+	Tools []ToolInfo `json:"tools,omitempty"`
+}
+
+// ToolInfo is a tool an agent may call: whether a person must approve each call (the agent's
+// requires_approval), and the tenant's rules (hooks.yaml) that deny or ask for its calls.
+type ToolInfo struct {
+	Name             string     `json:"name"`
+	RequiresApproval bool       `json:"requires_approval,omitempty"`
+	Rules            []ToolRule `json:"rules,omitempty"`
+}
+
+// ToolRule is a rule of the tenant's hooks that decides a tool's calls: deny or ask; Conditional
+// when it decides only some of them (its when or unless reads the arguments or the job).
+type ToolRule struct {
+	Hook        string `json:"hook"`
+	Decision    string `json:"decision"`
+	Reason      string `json:"reason,omitempty"`
+	Conditional bool   `json:"conditional,omitempty"`
 }
 
 // SecretChange is the answer of PUT and DELETE /api/v1/secrets/{name}: what the change did to the
@@ -453,6 +490,7 @@ const (
 	FeedJob      = "job"      // data: Job
 	FeedApproval = "approval" // data: Approval
 	FeedEvent    = "event"    // data: FeedEventData
+	FeedEvalRun  = "eval_run" // data: EvalRun, without its report: a run started, a case of it ended, it ended
 )
 
 // FeedState is the data of a snapshot.
@@ -505,5 +543,117 @@ const (
 	CodeBadQuota      = "bad_quota"      // 400 or 404: a quota or record refused, or no such quota
 	CodeShuttingDown  = "shutting_down"  // 503: the dev server is stopping
 	CodeDiskFull      = "disk_full"      // 507: the disk that holds the dev server's state is full
+	CodeBadEval       = "bad_eval"       // 422: a job that cannot be saved as an eval case as asked (a name the file has, calls not kept), or eval cases that cannot be run as asked
+	CodeReadOnly      = "read_only"      // 403: the plugin's files cannot be written by the dev server
+	CodeEvalBusy      = "eval_busy"      // 409: an eval run is running already
 	CodeInternal      = "internal"       // 500
 )
+
+// EvalCaseRequest is the body of POST /api/v1/jobs/{id}/eval-case: a job saved as an eval case
+// of its plugin. File is an eval file's name in the plugin's evals directory ("" the first of
+// the agent's, else AGENT.yaml); Name the case's ("" one made from the input). Without Write the
+// case is proposed, not written.
+type EvalCaseRequest struct {
+	File  string `json:"file,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Write bool   `json:"write,omitempty"`
+}
+
+// EvalCase is the answer: the eval file whole as it is (or will be) written, the case's own
+// lines, and its recording; the same `oz0 eval add JOB` writes.
+type EvalCase struct {
+	Plugin    string   `json:"plugin"`
+	File      string   `json:"file"` // its name in the evals directory: triage.yaml
+	Path      string   `json:"path"` // relative to the plugin: evals/triage.yaml
+	Name      string   `json:"name"`
+	Agent     string   `json:"agent"`
+	Job       string   `json:"job"`
+	Existing  bool     `json:"existing"` // the file was there: the case is added at the end of its cases
+	YAML      string   `json:"yaml"`
+	CaseYAML  string   `json:"case_yaml"`
+	Recording string   `json:"recording"` // relative to the plugin: evals/recordings/triage/billing.json
+	Written   bool     `json:"written"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// EvalFiles is the answer of GET /api/v1/evals: the eval files of the plugins the dev server
+// serves.
+type EvalFiles struct {
+	Files []EvalFileInfo `json:"files"`
+}
+
+// EvalFileInfo is one eval file: its plugin, name, agent and cases (or the problems that keep it
+// from running).
+type EvalFileInfo struct {
+	Plugin string `json:"plugin"`
+	File   string `json:"file"` // its name in the evals directory
+	Path   string `json:"path"` // relative to the plugin
+	// Name is how an eval run's report names it: its path, or PLUGIN/PATH when the dev server
+	// serves several plugins.
+	Name     string         `json:"name"`
+	Agent    string         `json:"agent,omitempty"`
+	Cases    []EvalCaseInfo `json:"cases"`
+	Problems []string       `json:"problems,omitempty"` // its lint findings: it does not run until they are mended
+}
+
+// EvalCaseInfo is a case of an eval file, with its assertions.
+type EvalCaseInfo struct {
+	Name    string           `json:"name"`
+	Line    int              `json:"line"`
+	Source  string           `json:"source"` // recording, script or live
+	Asserts []EvalAssertInfo `json:"asserts"`
+}
+
+// EvalAssertInfo is an assertion of a case: its key, where it is (a failure of it in a run's
+// report has the same line and column), and its value as compact JSON, clipped.
+type EvalAssertInfo struct {
+	Kind  string `json:"kind"`
+	Line  int    `json:"line"`
+	Col   int    `json:"col"`
+	Value string `json:"value"`
+}
+
+// EvalRunRequest is the body of POST /api/v1/eval-runs: the dev UI runs the plugins' eval cases
+// as oz0 eval --dev does, through the same engine. File ("" every eval file) is a file's path as
+// GET /api/v1/evals names it (evals/triage.yaml; with several plugins, Plugin says whose); Case,
+// with File, one case of it. Live runs every case on the live model records; else each is
+// answered from its recording or script, offline.
+type EvalRunRequest struct {
+	Plugin string `json:"plugin,omitempty"`
+	File   string `json:"file,omitempty"`
+	Case   string `json:"case,omitempty"`
+	Live   bool   `json:"live,omitempty"`
+}
+
+// EvalRun is a run of eval cases by the dev server: what was asked, how far it is (Done of
+// Cases), and its report, oz0 eval --json's (the cases' results, the totals, and the deltas from
+// the run before it as --baseline gives them: baseline), the cases ended so far while it runs.
+// The list (GET /api/v1/eval-runs) leaves the report out; Totals say how it went.
+type EvalRun struct {
+	ID        int64           `json:"id"`
+	Request   EvalRunRequest  `json:"request"`
+	Status    string          `json:"status"` // running, done, failed, interrupted
+	StartedAt time.Time       `json:"started_at"`
+	EndedAt   time.Time       `json:"ended_at,omitzero"`
+	Cases     int             `json:"cases"`
+	Done      int             `json:"done"`
+	Totals    *EvalTotals     `json:"totals,omitempty"`
+	Error     string          `json:"error,omitempty"` // why a failed run could not go on
+	Notes     []string        `json:"notes,omitempty"` // what a person should know while it runs (a job waiting for an approval)
+	Report    json.RawMessage `json:"report,omitempty"`
+}
+
+// EvalTotals are a run's totals, as oz0 eval --json's.
+type EvalTotals struct {
+	Passed     int     `json:"passed"`
+	Failed     int     `json:"failed"`
+	Skipped    int     `json:"skipped"`
+	Tokens     int64   `json:"tokens"`
+	CostUSD    float64 `json:"cost_usd"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+// EvalRuns is the answer of GET /api/v1/eval-runs: the runs kept, newest first.
+type EvalRuns struct {
+	Runs []EvalRun `json:"runs"`
+}

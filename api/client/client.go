@@ -58,6 +58,14 @@ func newClient(ctx apiv1.Context, answerTimeout time.Duration) *Client {
 	}}
 }
 
+// NewDial returns a client for the dev server of ctx that connects with dial: the dev server's
+// calls to itself (its eval runs), in memory, take none of its port's connections.
+func NewDial(ctx apiv1.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Client {
+	c := New(ctx)
+	c.http.Transport.(*http.Transport).DialContext = dial
+	return c
+}
+
 // FromEnv returns a client for the dev server in OZ0_CONTEXT, read with getenv. The error of an
 // unset or malformed OZ0_CONTEXT says how to mend it.
 func FromEnv(getenv func(string) string) (*Client, error) {
@@ -718,4 +726,40 @@ func (c *Client) ResumeTenant(ctx context.Context, record string) (apiv1.TenantK
 func (c *Client) TenantUsage(ctx context.Context, by string) (apiv1.TenantUsage, error) {
 	var out apiv1.TenantUsage
 	return out, c.do(ctx, http.MethodGet, "/api/v1/tenant/usage?by="+url.QueryEscape(by), nil, &out)
+}
+
+// EvalFiles lists the eval files of the plugins the dev server serves.
+func (c *Client) EvalFiles(ctx context.Context) (apiv1.EvalFiles, error) {
+	var fs apiv1.EvalFiles
+	return fs, c.do(ctx, http.MethodGet, "/api/v1/evals", nil, &fs)
+}
+
+// EvalCase proposes job id as an eval case of its plugin, written when req.Write.
+func (c *Client) EvalCase(ctx context.Context, id string, req apiv1.EvalCaseRequest) (apiv1.EvalCase, error) {
+	var ec apiv1.EvalCase
+	return ec, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id)+"/eval-case", req, &ec)
+}
+
+// StartEvalRun starts running the eval cases req names on the dev server.
+func (c *Client) StartEvalRun(ctx context.Context, req apiv1.EvalRunRequest) (apiv1.EvalRun, error) {
+	var r apiv1.EvalRun
+	return r, c.do(ctx, http.MethodPost, "/api/v1/eval-runs", req, &r)
+}
+
+// EvalRuns lists the eval runs the dev server keeps, newest first.
+func (c *Client) EvalRuns(ctx context.Context) (apiv1.EvalRuns, error) {
+	var rs apiv1.EvalRuns
+	return rs, c.do(ctx, http.MethodGet, "/api/v1/eval-runs", nil, &rs)
+}
+
+// EvalRun reads eval run id with its report.
+func (c *Client) EvalRun(ctx context.Context, id int64) (apiv1.EvalRun, error) {
+	var r apiv1.EvalRun
+	return r, c.do(ctx, http.MethodGet, "/api/v1/eval-runs/"+strconv.FormatInt(id, 10), nil, &r)
+}
+
+// StopEvalRun stops eval run id if it runs.
+func (c *Client) StopEvalRun(ctx context.Context, id int64) (apiv1.EvalRun, error) {
+	var r apiv1.EvalRun
+	return r, c.do(ctx, http.MethodPost, "/api/v1/eval-runs/"+strconv.FormatInt(id, 10)+"/stop", nil, &r)
 }

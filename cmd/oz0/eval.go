@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -205,7 +204,7 @@ interrupted (Ctrl-C).`,
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(sandbox.TierNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("shard", cobra.NoFileCompletions)
 	cmd.ValidArgsFunction = completeDir
-	cmd.AddCommand(newCmdEvalMerge(f, nil))
+	cmd.AddCommand(newCmdEvalMerge(f, nil), newCmdEvalAdd(f, nil))
 	return cmd
 }
 
@@ -281,34 +280,14 @@ func isPlugin(dir string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// loadEvals reads and checks the eval files; their findings (with the agents the plugin lacks)
-// are the report of a usage error.
+// loadEvals reads and checks the eval files as oz0 eval names them (as given); their findings
+// (with the agents the plugin lacks) are the report of a usage error.
 func loadEvals(t *evalTarget, p *plugin.Plugin) ([]*eval.File, *diag.Report, error) {
-	rep := &diag.Report{}
-	var files []*eval.File
-	for _, name := range t.files {
-		shown := filepath.ToSlash(name)
-		data, ds, err := evalfile.Read(name, shown)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(ds) > 0 {
-			rep.Add(ds...)
-			continue
-		}
-		ef, ds := evalfile.Parse(shown, data)
-		rep.Add(ds...)
-		if ef == nil || len(ds) > 0 {
-			continue
-		}
-		if p.Agent(ef.Agent) == nil {
-			rep.Add(diag.Diagnostic{File: shown, Line: ef.AgentLine, Col: ef.AgentCol, Severity: diag.Error, Rule: evalfile.Rule,
-				Message: fmt.Sprintf("the plugin has no agent `%s`; its agents are %s", ef.Agent, strings.Join(p.AgentNames(), ", "))})
-			continue
-		}
-		files = append(files, &eval.File{File: ef, Path: name, Dir: filepath.Dir(name)})
+	shown := make([]string, len(t.files))
+	for i, name := range t.files {
+		shown[i] = filepath.ToSlash(name)
 	}
-	return files, rep, nil
+	return eval.Load(p, t.files, shown)
 }
 
 // findAllEvals resolves each FILE or DIR and reads its eval files: the plugins they are of (each

@@ -140,6 +140,8 @@ func TestExitCodes(t *testing.T) {
 		{"eval --shard 0/3", "", 2, `--shard "0/3": the shard counts from 1 to 3`},
 		{"eval --shard x", "", 2, "--shard takes i/n"},
 		{"eval merge", "", 2, "oz0 eval merge needs REPORT..."},
+		{"eval add", "", 2, "oz0 eval add needs one JOB"},
+		{"eval add job_x", "", 2, "the working directory is not in a plugin"},
 		{"plugin list nowhere", "", 2, "nowhere does not exist"},
 		{"plugin test plug --harness nope", "", 2, `--harness "nope": the plugin in plug has no harness "nope"; it has h`},
 		{"dev --ephemeral --state-dir x", "", 2, "--ephemeral and --state-dir do not go together"},

@@ -255,6 +255,9 @@ func jobRecord(opts *jobShowOptions, j apiv1.Job, tenant []string) error {
 	}
 	row("model", fmt.Sprintf("%s (record %s)", j.ModelName, j.ModelRecord))
 	row("input", clipLine(j.InputText, 200))
+	if j.From != nil {
+		row("from", fmt.Sprintf("%s (%s)", j.From.Job, j.From.How))
+	}
 	if len(j.Output) > 0 {
 		row("output", clipLine(render.Text(j.Output), 200))
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator-zero/oz0/devserver/node"
 	"github.com/orchestrator-zero/oz0/devserver/secrets"
 	"github.com/orchestrator-zero/oz0/devserver/store"
+	"github.com/orchestrator-zero/oz0/eval"
 	"github.com/orchestrator-zero/oz0/gateway"
 	"github.com/orchestrator-zero/oz0/internal/jsonutil"
 )
@@ -35,9 +36,11 @@ type Backend struct {
 	Inbox Answerer
 	// Recorder records and replays jobs; nil: the calls that need it answer 501.
 	Recorder Recorder
-	Secrets  SecretStore
-	Info     func() apiv1.Info
-	Logger   *slog.Logger
+	// Evals reads and writes the plugins' eval files and runs them; nil: those calls answer 501.
+	Evals   Evals
+	Secrets SecretStore
+	Info    func() apiv1.Info
+	Logger  *slog.Logger
 	// UILogin makes a one-time login link of the dev UI, for POST /api/v1/ui/login (oz0 ui);
 	// only Handler serves it, behind the token: nil, not at all.
 	UILogin func() string
@@ -77,7 +80,46 @@ type Recorder interface {
 	// recording or a fake model script), its own calls kept when record. Besides Submit's
 	// errors, one wrapping ErrBadAnswers.
 	SubmitAnswered(agent, input string, a apiv1.Answers, record bool) (store.Job, error)
+	// RunAgain starts a job of agent, the agent of job from, on input, linked to from. Besides
+	// Submit's errors, store.ErrNotFound for no job from, and one wrapping ErrOtherAgent.
+	RunAgain(from, agent, input string) (store.Job, error)
 }
+
+// ErrOtherAgent is wrapped by RunAgain's error for an agent that is not the job's.
+var ErrOtherAgent = errors.New("a job is run again by its own agent")
+
+// Evals is the plugins' eval files as the API serves them: the dev server, through oz0 eval's
+// engine.
+type Evals interface {
+	// Files lists the eval files of the plugins served.
+	Files() (apiv1.EvalFiles, error)
+	// Case proposes job as an eval case, and writes it when req.Write. Its errors wrap
+	// store.ErrNotFound, ErrBadEvalCase or ErrReadOnly, or are the environment's.
+	// StartRun's wrap ErrBadEvalRun or ErrEvalBusy.
+	Case(ctx context.Context, job string, req apiv1.EvalCaseRequest) (apiv1.EvalCase, error)
+	// StartRun starts running the cases req names, one run at a time (else ErrEvalBusy).
+	StartRun(req apiv1.EvalRunRequest) (apiv1.EvalRun, error)
+	// Runs lists the runs kept, newest first, without their reports.
+	Runs() (apiv1.EvalRuns, error)
+	// Run is run id with its report (so far, while it runs).
+	Run(id int64) (apiv1.EvalRun, error)
+	// StopRun stops run id if it runs.
+	StopRun(id int64) (apiv1.EvalRun, error)
+}
+
+// ErrEvalBusy is wrapped by StartRun's error while another run runs.
+var ErrEvalBusy = errors.New("an eval run is running")
+
+// ErrBadEvalCase is wrapped by Evals' errors for a case that cannot be made as asked: the eval
+// engine's own.
+var ErrBadEvalCase = eval.ErrBadCase
+
+// ErrBadEvalRun is wrapped by Evals' errors for cases that cannot be run as asked (no such file
+// or case, eval files with problems, none to run).
+var ErrBadEvalRun = errors.New("the eval cases cannot be run")
+
+// ErrReadOnly is wrapped by Evals' errors for a plugin whose files the dev server may not write.
+var ErrReadOnly = errors.New("the plugin is read-only")
 
 // ErrBadAnswers is wrapped by a Recorder's error for answers it cannot use: a recorded call or a
 // script that does not read.
@@ -178,6 +220,12 @@ func (b *Backend) routes() []Route {
 		{"GET /api/v1/jobs/{id}/trace", b.trace},
 		{"POST /api/v1/jobs/{id}/replay", b.replayJob},
 		{"GET /api/v1/jobs/{id}/script", b.script},
+		{"POST /api/v1/jobs/{id}/eval-case", b.evalCase},
+		{"GET /api/v1/evals", b.evalFiles},
+		{"POST /api/v1/eval-runs", b.startEvalRun},
+		{"GET /api/v1/eval-runs", b.evalRuns},
+		{"GET /api/v1/eval-runs/{id}", b.evalRun},
+		{"POST /api/v1/eval-runs/{id}/stop", b.stopEvalRun},
 		{"GET /api/v1/jobs/{id}/calls", b.calls},
 		{"GET /api/v1/jobs/{id}/calls/{seq}", b.call},
 		{"GET /api/v1/jobs/{id}/calls/{seq}/diff", b.callDiff},
@@ -288,9 +336,22 @@ func (b *Backend) createJob(w http.ResponseWriter, r *http.Request) {
 	var j store.Job
 	var err error
 	switch {
-	case (req.Record != nil || req.Answers != nil) && b.Recorder == nil:
+	case (req.Record != nil || req.Answers != nil || req.From != "") && b.Recorder == nil:
 		writeError(w, http.StatusNotImplemented, apiv1.CodeInternal, "this server does not record jobs")
 		return
+	case req.From != "" && (req.Answers != nil || req.Record != nil):
+		writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, "from runs a job again on its model: it takes no answers and no record")
+		return
+	case req.From != "":
+		j, err = b.Recorder.RunAgain(req.From, req.Agent, req.Input)
+		if errors.Is(err, store.ErrNotFound) {
+			b.jobError(w, err)
+			return
+		}
+		if errors.Is(err, ErrOtherAgent) {
+			writeError(w, http.StatusBadRequest, apiv1.CodeBadRequest, err.Error())
+			return
+		}
 	case req.Answers != nil:
 		j, err = b.Recorder.SubmitAnswered(req.Agent, req.Input, *req.Answers, req.Record != nil && *req.Record)
 		if errors.Is(err, ErrBadAnswers) {

@@ -106,6 +106,17 @@ func (r *fakeRecorder) SubmitAnswered(agent, input string, a apiv1.Answers, reco
 	return r.SubmitRecorded(agent, input, record)
 }
 
+func (r *fakeRecorder) RunAgain(from, agent, input string) (store.Job, error) {
+	j, err := r.node.st.GetJob(from)
+	if err != nil {
+		return j, err
+	}
+	if agent != "" && agent != j.Agent {
+		return store.Job{}, fmt.Errorf("%w: job %s is %s's", ErrOtherAgent, from, j.Agent)
+	}
+	return r.node.Submit(j.Agent, input)
+}
+
 func (r *fakeRecorder) Script(id string) ([]byte, error) {
 	if _, err := r.recording(id); err != nil {
 		return nil, err

@@ -18,6 +18,9 @@ func wireJob(j store.Job) apiv1.Job {
 		Limits: apiv1.Limits{MaxSteps: j.Limits.MaxSteps, TimeoutS: j.Limits.Timeout.Seconds()},
 		Usage:  wireUsage(j.Usage),
 	}
+	if j.Origin != nil {
+		w.From = &apiv1.JobOrigin{Job: j.Origin.Job, How: j.Origin.How}
+	}
 	if len(j.Traceback) > 0 {
 		_ = json.Unmarshal(j.Traceback, &w.Traceback)
 	}

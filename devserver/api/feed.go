@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -107,6 +108,20 @@ func (b *Backend) sendChange(out *sse, c store.Change, snapshot func() error) er
 			return err
 		}
 		return out.send(apiv1.FeedApproval, "", wireApproval(a))
+	case store.ChangeEvalRun:
+		if b.Evals == nil {
+			return nil
+		}
+		id, _ := strconv.ParseInt(c.ID, 10, 64)
+		run, err := b.Evals.Run(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // gone past the runs kept
+		}
+		if err != nil {
+			return err
+		}
+		run.Report = nil // the page reads it when it shows the run
+		return out.send(apiv1.FeedEvalRun, "", run)
 	case store.ChangeLost:
 		return snapshot()
 	}

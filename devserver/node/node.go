@@ -115,6 +115,8 @@ type SubmitOptions struct {
 	// the tenant's (or, when it is gone, a record of that name that reaches no upstream) and the
 	// model name the session is told. nil: the agent's model, resolved as always.
 	Model *ModelAs
+	// Origin is the job this one is made from (run again, replayed); nil: none.
+	Origin *store.Origin
 }
 
 // ModelAs names a job's model as a recorded job had it.
@@ -350,6 +352,7 @@ func (n *Node) SubmitWith(agentName, input string, opts SubmitOptions) (store.Jo
 		Agent: a.Name, Plugin: p.Manifest.Name, Input: in.JSON, InputText: in.Text,
 		ModelRecord: model.Record.Name, ModelName: model.Name,
 		Limits: store.Limits{MaxSteps: a.Limits.MaxSteps, Timeout: a.Limits.TimeoutDuration()},
+		Origin: opts.Origin,
 	})
 	if err != nil {
 		n.wg.Done()

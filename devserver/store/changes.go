@@ -23,6 +23,8 @@ const (
 	ChangeApproval
 	// ChangeLost says the watcher fell behind and changes were dropped: read everything again.
 	ChangeLost
+	// ChangeEvalRun is an eval run: started, a case ended, ended. ID is its number.
+	ChangeEvalRun
 )
 
 func (k ChangeKind) String() string {
@@ -33,6 +35,8 @@ func (k ChangeKind) String() string {
 		return "approval"
 	case ChangeLost:
 		return "lost"
+	case ChangeEvalRun:
+		return "eval run"
 	}
 	return "unknown"
 }

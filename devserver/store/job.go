@@ -131,7 +131,20 @@ type Job struct {
 	Usage       Usage           `json:"usage"`
 	Session     json.RawMessage `json:"session,omitempty"`   // its session event's data, once it has one
 	Traceback   json.RawMessage `json:"traceback,omitempty"` // the traceback its harness failed with (an error event's): a JSON array of lines
+	Origin      *Origin         `json:"from,omitempty"`      // the job it was made from
 }
+
+// Origin is the job a job was made from, and how.
+type Origin struct {
+	Job string `json:"job"`
+	How string `json:"how"` // OriginRunAgain or OriginReplay
+}
+
+// The ways a job is made from another.
+const (
+	OriginRunAgain = "run again" // the same agent, its input as given (edited or not), on the live model
+	OriginReplay   = "replay"    // its model calls answered from the other's recording
+)
 
 // NewJob is what CreateJob needs.
 type NewJob struct {
@@ -142,6 +155,7 @@ type NewJob struct {
 	ModelRecord string
 	ModelName   string
 	Limits      Limits
+	Origin      *Origin
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
@@ -254,7 +268,10 @@ func (s *Store) CreateJob(nj NewJob) (Job, error) {
 	j := Job{
 		ID: NewJobID(), Agent: nj.Agent, Plugin: nj.Plugin, Input: input,
 		InputText: s.maskString(nj.InputText), ModelRecord: nj.ModelRecord, ModelName: nj.ModelName,
-		Status: StatusQueued, Limits: nj.Limits,
+		Status: StatusQueued, Limits: nj.Limits, Origin: nj.Origin,
+	}
+	if o := nj.Origin; o != nil && (len(o.Job) > maxName || len(o.How) > maxName) {
+		return Job{}, invalid("the job's origin is over the limit of %d bytes", maxName)
 	}
 	o := &op{kind: opCreate, job: j.ID, create: &j}
 	if err := s.do(o); err != nil {
@@ -328,20 +345,20 @@ func (s *Store) MarkInterrupted(reason string) ([]string, error) {
 
 const jobColumns = `id, agent, plugin, input, input_text, model_record, model_name, status, reason, output,
 	created_at, started_at, ended_at, max_steps, timeout_ms,
-	model_calls, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd, session, traceback`
+	model_calls, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd, session, traceback, from_job, from_how`
 
 type scanner interface{ Scan(...any) error }
 
 func scanJob(r scanner) (Job, error) {
 	var j Job
 	var input string
-	var output, session, traceback *string
+	var output, session, traceback, fromJob, fromHow *string
 	var created int64
 	var started, ended *int64
 	var timeoutMS int64
 	err := r.Scan(&j.ID, &j.Agent, &j.Plugin, &input, &j.InputText, &j.ModelRecord, &j.ModelName, &j.Status, &j.Reason, &output,
 		&created, &started, &ended, &j.Limits.MaxSteps, &timeoutMS,
-		&j.Usage.ModelCalls, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheCreationTokens, &j.Usage.CostUSD, &session, &traceback)
+		&j.Usage.ModelCalls, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheCreationTokens, &j.Usage.CostUSD, &session, &traceback, &fromJob, &fromHow)
 	if err != nil {
 		return Job{}, err
 	}
@@ -354,6 +371,12 @@ func scanJob(r scanner) (Job, error) {
 	}
 	if traceback != nil {
 		j.Traceback = json.RawMessage(*traceback)
+	}
+	if fromJob != nil {
+		j.Origin = &Origin{Job: *fromJob}
+		if fromHow != nil {
+			j.Origin.How = *fromHow
+		}
 	}
 	j.CreatedAt = fromNanos(created)
 	if started != nil {

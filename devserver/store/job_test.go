@@ -385,3 +385,27 @@ func TestUsageFromModelCalls(t *testing.T) {
 		t.Fatalf("usage %+v, want %+v", g.Usage, want)
 	}
 }
+
+// A job made from another keeps which, and how, in its record and in lists.
+func TestJobOrigin(t *testing.T) {
+	s := newStore(t)
+	first, err := s.CreateJob(NewJob{Agent: "a", InputText: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.CreateJob(NewJob{Agent: "a", InputText: "y", Origin: &Origin{Job: first.ID, How: OriginRunAgain}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetJob(again.ID)
+	if err != nil || got.Origin == nil || *got.Origin != (Origin{Job: first.ID, How: OriginRunAgain}) {
+		t.Errorf("the job run again: %+v %v", got.Origin, err)
+	}
+	if got, _ := s.GetJob(first.ID); got.Origin != nil {
+		t.Errorf("a job made from none: %+v", got.Origin)
+	}
+	js, err := s.ListJobs(ListFilter{})
+	if err != nil || len(js) != 2 || js[0].Origin == nil || js[0].Origin.Job != first.ID {
+		t.Errorf("listed: %+v %v", js, err)
+	}
+}

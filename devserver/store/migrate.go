@@ -103,6 +103,28 @@ var migrations = []migration{
 			killed_at INTEGER NOT NULL              -- Unix nanoseconds, UTC
 		)`,
 	}},
+	{"job origins", []string{
+		// The job a job was made from (run again, replayed from its recording); NULL for others.
+		`ALTER TABLE jobs ADD COLUMN from_job TEXT`,
+		`ALTER TABLE jobs ADD COLUMN from_how TEXT`,
+	}},
+	{"eval runs", []string{
+		// The dev UI's runs of the plugins' eval cases, the newest kept (MaxEvalRuns): what was
+		// run (JSON), how many cases and how many have ended, the report (oz0 eval --json's: the
+		// cases ended so far while it runs), the notes while it runs, why it failed.
+		`CREATE TABLE eval_runs (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			started_at INTEGER NOT NULL,
+			ended_at INTEGER,
+			request TEXT NOT NULL,
+			status TEXT NOT NULL,
+			cases INTEGER NOT NULL,
+			done INTEGER NOT NULL DEFAULT 0,
+			report TEXT,
+			notes TEXT,
+			error TEXT
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this oz0 writes.

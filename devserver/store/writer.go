@@ -158,7 +158,7 @@ func (w *writerState) prepare() error {
 	w.selJob = p(`SELECT n, status FROM jobs WHERE id = ?`)
 	w.maxSeq = p(`SELECT coalesce(max(seq), 0) FROM events WHERE job = ?`)
 	w.updStatus = p(`UPDATE jobs SET status = ?, reason = ?, started_at = coalesce(started_at, ?), ended_at = ?, output = coalesce(?, output) WHERE n = ?`)
-	w.insJob = p(`INSERT INTO jobs (id, agent, plugin, input, input_text, model_record, model_name, status, created_at, max_steps, timeout_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	w.insJob = p(`INSERT INTO jobs (id, agent, plugin, input, input_text, model_record, model_name, status, created_at, max_steps, timeout_ms, from_job, from_how) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	w.updUsage = p(`UPDATE jobs SET model_calls = model_calls + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 		cache_read_tokens = cache_read_tokens + ?, cache_creation_tokens = cache_creation_tokens + ?, cost_usd = cost_usd + ? WHERE n = ?`)
 	return err
@@ -498,7 +498,7 @@ func (bt *batchTx) apply(o *op) error {
 		j := o.create
 		j.CreatedAt = bt.now
 		res, err := w.insJob.Exec(j.ID, j.Agent, j.Plugin, string(j.Input), j.InputText, j.ModelRecord, j.ModelName,
-			string(j.Status), bt.now.UnixNano(), j.Limits.MaxSteps, j.Limits.Timeout.Milliseconds())
+			string(j.Status), bt.now.UnixNano(), j.Limits.MaxSteps, j.Limits.Timeout.Milliseconds(), originJob(j.Origin), originHow(j.Origin))
 		if err != nil {
 			return err
 		}
@@ -679,4 +679,19 @@ func bytesString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// originJob and originHow are a job's origin's columns: NULL for none.
+func originJob(o *Origin) any {
+	if o == nil {
+		return nil
+	}
+	return o.Job
+}
+
+func originHow(o *Origin) any {
+	if o == nil {
+		return nil
+	}
+	return o.How
 }

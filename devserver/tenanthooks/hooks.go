@@ -507,3 +507,40 @@ var errClosed = errors.New("the hooks were closed (reloaded or shut down)")
 func fromHook(name string, d hook.Decision) Step {
 	return Step{Hook: name, Plugin: true, Decision: Decision(d.Verdict), Reason: d.Reason}
 }
+
+// RuleMark is a rule of the file that decides calls of a tool before they run: what the agents
+// page draws on the tool (a deny, an ask). Conditional says it decides only some calls (its when
+// or unless reads the arguments or the job).
+type RuleMark struct {
+	Hook        string   `json:"hook"`
+	Decision    Decision `json:"decision"`
+	Reason      string   `json:"reason,omitempty"`
+	Conditional bool     `json:"conditional,omitempty"`
+}
+
+// Marks lists the rules (not plugin hooks, whose answers are not known ahead) that deny or ask
+// for a call of harness.tool by agent, in the file's order. A rule whose agent condition does not
+// hold for agent is left out.
+func (s *Set) Marks(agent, harness, tool string) []RuleMark {
+	if s == nil {
+		return nil
+	}
+	name := harness + "." + tool
+	var out []RuleMark
+	for _, h := range s.hooks {
+		if h.plugin != nil || (h.decide != Deny && h.decide != Ask) {
+			continue
+		}
+		matched := false
+		for _, g := range h.globs {
+			matched = matched || g.MatchString(name)
+		}
+		if !matched || (h.when != nil && h.when.agent != nil && !h.when.agent.MatchString(agent)) ||
+			(h.unless != nil && h.unless.agent != nil && h.unless.agent.MatchString(agent) && h.unless.job == nil && len(h.unless.args) == 0) {
+			continue
+		}
+		cond := (h.when != nil && (h.when.job != nil || len(h.when.args) > 0)) || (h.unless != nil && (h.unless.job != nil || len(h.unless.args) > 0))
+		out = append(out, RuleMark{Hook: h.name, Decision: h.decide, Reason: h.reason, Conditional: cond})
+	}
+	return out
+}

@@ -558,9 +558,9 @@ var (
 	nextLine = regexp.MustCompile(`^ui: a browser logged in; the next login link is (http://\S+)$`)
 )
 
-func startDev(t *testing.T, exe, dir string) *dev {
+func startDev(t *testing.T, exe, dir string, args ...string) *dev {
 	t.Helper()
-	cmd := exec.Command(exe, "dev", "--ephemeral")
+	cmd := exec.Command(exe, append([]string{"dev", "--ephemeral"}, args...)...)
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, apiv1.ContextEnv+"=") {

@@ -1,5 +1,6 @@
-// Package ui is the dev UI of `oz0 dev`: the jobs, a job's live stream and trace timeline, the
-// approvals inbox, a form to start a job, and usage, in the browser, served under /ui/ on the dev
+// Package ui is the dev UI of `oz0 dev`: the jobs, a job's live stream and trace timeline (run
+// again, replayed, saved as an eval case), the approvals inbox, a form to start a job, the agents
+// drawn, the eval cases run, and usage charted, in the browser, served under /ui/ on the dev
 // server's loopback port.
 //
 // The pages are static files embedded in the binary (plain HTML, CSS and JavaScript modules: no

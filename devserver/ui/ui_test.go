@@ -282,6 +282,10 @@ func TestNothingFromOutside(t *testing.T) {
 			return err
 		}
 		for _, m := range external.FindAllString(string(b), -1) {
+			// The SVG namespace names a kind of element; nothing fetches it (dom.js's svg).
+			if path == "static/dom.js" && m == "http://www.w3.org" && strings.Contains(string(b), "const SVG = 'http://www.w3.org/2000/svg';") {
+				continue
+			}
 			t.Errorf("%s refers to %s", path, m)
 		}
 		return nil

@@ -10,8 +10,8 @@ const module = "github.com/orchestrator-zero/oz0/"
 
 // floors is the drawing of docs/development.md: a folder may import folders on lower floors only.
 var floors = map[string]int{
-	"cmd":         7,
-	"devserver":   6,
+	"cmd":         8,
+	"devserver":   7,
 	"doctor":      6,
 	"eval":        6,
 	"conformance": 5,
@@ -27,7 +27,7 @@ var floors = map[string]int{
 	"api":         2,
 	"plugin":      1,
 	"internal":    1,
-	"examples":    8, // an example plugin hook: above everything, as a plugin author's code is
+	"examples":    9, // an example plugin hook: above everything, as a plugin author's code is
 	"third_party": 0,
 }
 

@@ -51,6 +51,9 @@ type File struct {
 	Agent     string
 	AgentLine int
 	AgentCol  int
+	// Approvals is how the file answers approvals (approvals: at its top), for the cases that do
+	// not say their own.
+	Approvals Approvals
 	Cases     []*Case
 }
 
@@ -207,6 +210,7 @@ func Parse(name string, data []byte) (*File, []diag.Diagnostic) {
 		f.AgentLine, f.AgentCol = n.Line, n.Column
 	}
 	fileApprovals := approvals(root, m, flagged)
+	f.Approvals = fileApprovals
 	fileTimeout, tl, tc, bad := timeout(root, m, flagged)
 	problems = append(problems, bad...)
 	cases, _ := m["cases"].([]any)

@@ -39,13 +39,13 @@ export async function logout() {
 }
 
 // openFeed follows the feed (GET api/v1/feed) with params; on calls handlers.snapshot, .job,
-// .approval, .event with each message's data, and .state with 'live', 'reconnecting' or 'closed'.
+// .approval, .event, .eval_run with each message's data, and .state with 'live', 'reconnecting' or 'closed'.
 // The browser reconnects by itself after a break, resuming the job's events after the last id.
 export function openFeed(params, handlers) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
   const es = new EventSource('api/v1/feed?' + q);
-  for (const kind of ['snapshot', 'job', 'approval', 'event']) {
+  for (const kind of ['snapshot', 'job', 'approval', 'event', 'eval_run']) {
     es.addEventListener(kind, (e) => handlers[kind](JSON.parse(e.data)));
   }
   es.onopen = () => handlers.state('live');

@@ -2,7 +2,9 @@
 // approvals), and the one feed of the page, opened anew for each view with what it follows.
 import {APIError, call, loadSession, logout, openFeed} from './api.js';
 import {setText} from './dom.js';
+import * as agents from './agents.js';
 import * as approvals from './approvals.js';
+import * as evals from './evals.js';
 import * as job from './job.js';
 import * as jobs from './jobs.js';
 import * as run from './run.js';
@@ -74,6 +76,9 @@ const handlers = {
   event(d) {
     view?.event?.(d);
   },
+  eval_run(r) {
+    view?.evalRun?.(r);
+  },
   async state(s) {
     if (s !== 'closed') return setConn(s);
     // The server refused the stream: logged out (a restarted oz0 dev), or gone.
@@ -92,7 +97,7 @@ function follow(params) {
   feed = openFeed(params, handlers);
 }
 
-const views = {jobs, job, approvals, run, usage};
+const views = {jobs, job, approvals, run, agents, evals, usage};
 
 function route() {
   const [path, query] = location.hash.replace(/^#\/?/, '').split('?');

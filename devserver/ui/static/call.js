@@ -12,22 +12,23 @@ const FOLD_LINES = 24;
 const FOLD_CHARS = 3000;
 
 // mount fills el with the call seq of job, loaded when first shown; calls lists the job's model
-// calls ({seq, n}) for the Compare tab.
-export function mount(el, app, job, seq, calls) {
+// calls ({seq, n}) for the Compare tab, which compares with the same call of from (the job this one
+// was run again or replayed from) when there is one.
+export function mount(el, app, job, seq, calls, from) {
   el.replaceChildren(h('p', {class: 'hint'}, 'Loading the call…'));
   app.call('GET', `jobs/${encodeURIComponent(job)}/calls/${seq}`).then((c) => {
-    el.replaceChildren(...view(app, job, c, calls));
+    el.replaceChildren(...view(app, job, c, calls, from));
   }).catch((err) => {
     el.replaceChildren(h('p', {class: 'empty'}, `Could not load the call: ${err.message}`));
   });
 }
 
-function view(app, job, c, calls) {
+function view(app, job, c, calls, from) {
   const m = c.meter || {};
   const tabs = [
     ['conversation', 'Conversation', () => conversation(c, m)],
     ['raw', 'Raw', () => raw(c)],
-    ['compare', 'Compare', () => compare(app, job, c, calls)],
+    ['compare', 'Compare', () => compare(app, job, c, calls, from)],
   ];
   const list = h('div', {class: 'tabs', role: 'tablist', 'aria-label': `Model call ${c.n}`});
   const panels = [];
@@ -205,11 +206,12 @@ function raw(c) {
   return out;
 }
 
-function compare(app, job, c, calls) {
+function compare(app, job, c, calls, from) {
   const others = calls.filter((o) => o.seq !== c.seq);
   const prev = [...others].reverse().find((o) => o.seq < c.seq) || others[0];
-  const jobField = h('input', {id: `cmp-job-${c.seq}`, class: 'mono cmp-job', value: job, size: 26});
-  const callField = h('input', {id: `cmp-n-${c.seq}`, class: 'cmp-n', type: 'number', min: '1', value: String(prev ? prev.n : 1), size: 4});
+  // A job made from another compares with that job's same call first.
+  const jobField = h('input', {id: `cmp-job-${c.seq}`, class: 'mono cmp-job', value: from || job, size: 26});
+  const callField = h('input', {id: `cmp-n-${c.seq}`, class: 'cmp-n', type: 'number', min: '1', value: String(from ? c.n : prev ? prev.n : 1), size: 4});
   const result = h('div', {class: 'diff-result', role: 'status'});
   const run = async (e) => {
     e?.preventDefault();
@@ -222,12 +224,7 @@ function compare(app, job, c, calls) {
         result.replaceChildren(title, h('p', {class: 'empty'}, 'The requests are the same.'));
         return;
       }
-      result.replaceChildren(title, h('pre', {class: 'code diff'}, ...d.lines.map((l) => {
-        // "    - old", "    + new", "  path: - old (not sent now)", "  path[1]: + new (not in …)"
-        const t = l.trimStart().replace(/^[^\s]+: (?=[-+] )/, '');
-        const cls = t.startsWith('- ') ? 'del' : t.startsWith('+ ') ? 'add' : 'ctx';
-        return h('span', {class: `line ${cls}`}, `${l}\n`);
-      })));
+      result.replaceChildren(title, diffBlock(d.lines));
     } catch (err) {
       result.replaceChildren(h('p', {class: 'empty'}, err.message));
     }
@@ -237,7 +234,17 @@ function compare(app, job, c, calls) {
     h('label', {for: callField.id}, 'call'), callField,
     h('button', {type: 'submit', class: 'compare'}, 'Compare'));
   const out = [h('p', {class: 'hint'}, 'What changed in the request (the prompt, the messages, the tools), as oz0 job replay prints it: each place by its JSON path.'), form, result];
-  if (prev) run();
+  if (prev || from) run();
   else result.append(h('p', {class: 'hint'}, 'This job has one model call: give another job\'s ID to compare with one of its calls.'));
   return out;
+}
+
+// diffBlock shows the lines of a diff as oz0 job replay prints them, the removed and added marked.
+export function diffBlock(lines) {
+  return h('pre', {class: 'code diff'}, ...lines.map((l) => {
+    // "    - old", "    + new", "  path: - old (not sent now)", "  path[1]: + new (not in …)"
+    const t = l.trimStart().replace(/^[^\s]+: (?=[-+] )/, '');
+    const cls = t.startsWith('- ') ? 'del' : t.startsWith('+ ') ? 'add' : 'ctx';
+    return h('span', {class: `line ${cls}`}, `${l}\n`);
+  }));
 }

@@ -16,6 +16,22 @@ export function h(tag, props, ...children) {
   return el;
 }
 
+// The SVG namespace: a name of the XML element kind, never fetched.
+const SVG = 'http://www.w3.org/2000/svg';
+
+// svg makes an SVG element as h() makes an HTML one (attributes, children, text as text).
+export function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== null && v !== undefined && v !== false) el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
+  }
+  return el;
+}
+
 function append(el, children) {
   for (const c of children.flat()) {
     if (c === null || c === undefined || c === false) continue;

@@ -4,8 +4,12 @@
 import {syncPending} from './approvals.js';
 import {LIVE, fmtDuration, fmtTime, h, jobDuration, setText, statusBadge, text, updateBadge} from './dom.js';
 import * as call from './call.js';
+import * as again from './again.js';
+import * as agents from './agents.js';
+import * as evalcase from './evalcase.js';
 import * as timeline from './timeline.js';
 import {reloader, usageTable} from './usage.js';
+import {callsChart} from './charts.js';
 
 export function mount(root, app, {id}) {
   const badge = statusBadge('queued');
@@ -37,6 +41,13 @@ export function mount(root, app, {id}) {
   const stream = h('pre', {class: 'stream', id: 'stream', role: 'log', 'aria-label': 'Live stream', tabindex: '0'});
   const outcome = h('div', {class: 'outcome', id: 'outcome', role: 'status'});
   const trace = h('div', {class: 'timeline', id: 'timeline'});
+  const actions = h('div', {class: 'job-actions', id: 'job-actions'});
+  const runAgain = again.mount(actions, app, id);
+  evalcase.mount(actions, app, id);
+  const picture = h('div', {class: 'drawing', id: 'job-drawing'});
+  const originBox = h('section', {class: 'origin', id: 'origin', hidden: true});
+  const showOrigin = again.origin(originBox, app, id);
+  const calls = callsChart();
   const usage = usageTable('job-usage', 'Model calls of this job by model record', []);
 
   root.append(
@@ -45,8 +56,11 @@ export function mount(root, app, {id}) {
     h('div', {class: 'actions'}, h('label', {for: 'trace-command'}, 'Trace'), commandField, copy, copyNote, cancel),
     waiting, pending,
     h('h2', null, 'Live stream'), stream, outcome,
+    actions,
+    originBox,
     h('h2', null, 'Timeline'), trace,
-    h('h2', null, 'Usage'), usage.table);
+    h('h2', null, 'What it called'), picture,
+    h('h2', null, 'Usage'), calls.el, usage.table);
 
   let job = app.jobs.get(id) || null;
   const events = [];
@@ -64,7 +78,10 @@ export function mount(root, app, {id}) {
       h('dt', null, 'Model'), h('dd', null, `${job.model_record || '—'}${job.model_name ? ` (${job.model_name})` : ''}`),
       h('dt', null, 'Started'), h('dd', null, fmtTime(job.started_at || job.created_at)),
       h('dt', null, 'Duration'), h('dd', {id: 'job-duration'}, fmtDuration(jobDuration(job))),
-      h('dt', null, 'Input'), h('dd', {class: 'input'}, job.input_text));
+      h('dt', null, 'Input'), h('dd', {class: 'input'}, job.input_text),
+      ...(job.from ? [h('dt', null, 'From'), h('dd', {id: 'job-from'}, h('a', {href: `#/jobs/${job.from.job}`, class: 'mono'}, job.from.job), ` (${job.from.how})`)] : []));
+    runAgain.show(job);
+    if (!live) showOrigin(job);
     if (job.status === 'succeeded') {
       outcome.className = 'outcome ok';
       outcome.replaceChildren(h('strong', null, 'Result'), h('pre', {id: 'result'}, text(job.output)));
@@ -96,8 +113,12 @@ export function mount(root, app, {id}) {
     drawing = true;
     requestAnimationFrame(() => {
       drawing = false;
+      const agent = job && app.info.agents.find((a) => a.name === job.agent);
+      if (agent) picture.replaceChildren(agents.draw(agent, agents.litOf(events, agent.name)));
+      // A bar a model call, from their model_call events (the meter), numbered as GET …/calls does.
+      calls.fill(events.filter((e) => e.type === 'model_call').map((e, i) => ({n: i + 1, meter: e.data})));
       timeline.render(trace, timeline.spans(events), job && LIVE.includes(job.status),
-        (el, seq, calls) => call.mount(el, app, id, seq, calls));
+        (el, seq, calls) => call.mount(el, app, id, seq, calls, job?.from?.job));
     });
   };
 
@@ -111,6 +132,7 @@ export function mount(root, app, {id}) {
     app.call('GET', `jobs/${encodeURIComponent(id)}`).then((j) => {
       job = app.jobs.get(id) || j;
       showJob();
+      draw();
     }).catch((err) => {
       root.replaceChildren(h('h1', null, 'No such job'), h('p', null, err.message), h('p', null, h('a', {href: '#/jobs'}, 'All jobs')));
     });
@@ -132,6 +154,7 @@ export function mount(root, app, {id}) {
     snapshot() {
       job = app.jobs.get(id) || job;
       showJob();
+      draw(); // the drawing needs the job's agent, which the snapshot may be first to give
     },
     job(j) {
       if (j.id !== id) return;

@@ -1,9 +1,11 @@
 // Usage: model calls and tokens by model record, per agent and per job. Read again when a job's
 // record changes (the feed says so), one read at a time.
+import {usageChart} from './charts.js';
 import {fmtCount, h, setText, syncList} from './dom.js';
 import {quotaSection} from './quotas.js';
 
 export function mount(root, app) {
+  const chart = usageChart(app);
   const byAgent = usageTable('usage-agents', 'Per agent', ['Agent']);
   const byJob = usageTable('usage-jobs', 'Per job', ['Job', 'Agent']);
   const quotas = quotaSection(app);
@@ -11,19 +13,22 @@ export function mount(root, app) {
     h('h1', null, 'Usage'),
     h('p', {class: 'lede'}, 'Model calls through the gateway and their tokens, by model record. Refused calls are not counted as calls.'),
     quotas.el,
+    chart.el,
     h('h2', {id: 'usage-agents-title'}, 'Per agent'), byAgent.table,
     h('h2', {id: 'usage-jobs-title'}, 'Per job'), byJob.table);
   const load = reloader(async () => {
     const [agents, jobs] = await Promise.all([app.call('GET', 'usage'), app.call('GET', 'usage?by=job'), quotas.load()]);
     byAgent.fill(agents.usage, (r) => [r.agent]);
     byJob.fill(jobs.usage, (r) => [h('a', {href: `#/jobs/${r.job}`, class: 'mono'}, r.job), r.agent]);
+    await chart.load();
   }, app);
   load();
   return {snapshot: load, job: load};
 }
 
-// reloader runs load now, or once more after the run in progress when asked meanwhile.
-export function reloader(load, app) {
+// reloader runs load now, or once more after the run in progress when asked meanwhile; a failure
+// is said as not reading what (the usage, by default).
+export function reloader(load, app, what = 'the usage') {
   let running = false;
   let again = false;
   const run = async () => {
@@ -38,7 +43,7 @@ export function reloader(load, app) {
         await load();
       } while (again);
     } catch (err) {
-      app.alert(`Could not read the usage: ${err.message}`);
+      app.alert(`Could not read ${what}: ${err.message}`);
     } finally {
       running = false;
     }
