@@ -21,6 +21,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/lint/evalfile"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // A job made into an eval case (oz0 eval add JOB, the dev UI's "Save as eval case"): its input,
@@ -416,7 +417,7 @@ func newFile(agent, schemaURL string, node *yaml.Node) ([]byte, string, error) {
 	}
 	var b strings.Builder
 	if schemaURL != "" {
-		fmt.Fprintf(&b, "# yaml-language-server: $schema=%s\n", schemaURL)
+		b.WriteString(schemas.Modeline(schemaURL))
 	}
 	b.WriteString("# oz0 eval runs these cases (docs/eval.md); oz0 eval add JOB adds one made from a job.\n")
 	fmt.Fprintf(&b, "agent: %s\ncases:\n", agent)

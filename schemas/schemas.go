@@ -76,6 +76,10 @@ func Names() []string {
 // URL returns the $id of the schema file name.
 func URL(name string) string { return BaseURL + name }
 
+// Modeline is the first line of a YAML file whose schema is at url: an editor with the YAML
+// language server checks and completes the file by it.
+func Modeline(url string) string { return "# yaml-language-server: $schema=" + url + "\n" }
+
 // URLAt returns the URL of the schema file name as the repository serves it at ref (a
 // release's tag, or main).
 func URLAt(ref, name string) string { return RawURL + ref + "/" + Dir + "/" + name }

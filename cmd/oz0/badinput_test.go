@@ -63,6 +63,7 @@ var commandSpecs = map[string]cmdSpec{
 	"oz0 plugin list":      {args: []string{"plug"}},
 	"oz0 eval":             {args: []string{"plug"}, many: &wants{2, "the plugin in plug has no evals directory"}},
 	"oz0 eval merge":       {args: []string{"r.json"}, min: 1, many: &wants{2, "r.json does not exist; give the shards' reports"}},
+	"oz0 eval add":         {args: []string{noJob}, min: 1, server: true},
 	"oz0 dev":              {args: []string{"--ephemeral", "--plugin", "plug"}},
 	"oz0 run":              {args: []string{"hello", "hi"}, min: 2, server: true},
 	"oz0 job":              {},
@@ -126,11 +127,13 @@ var flagBadValues = map[string]struct{ value, want string }{
 	"--input":                   {"\xfe", "--input is not UTF-8 text (byte 0xfe at offset 0)"},
 	"--record":                  {"Bad Name", `--record "Bad Name" is not a model record's name; use lowercase letters, digits, - and _, like anthropic`},
 	"--by":                      {"week", `--by "week" is not a way to sum the usage; use one of record, agent, day`},
+	"oz0 eval add --file":       {"notes.txt", `--file: the eval file "notes.txt" is not a name in the plugin's evals directory`},
 }
 
 // Flags of free text, which no value makes wrong.
 var freeFlags = map[string]string{
 	"--agent": "a filter: an agent that is gone may still have jobs",
+	"--name":  "a case's name, any text; one its eval file has already is refused once the file is read",
 }
 
 // Path flags whose bad values pathCases cannot show here, and why.

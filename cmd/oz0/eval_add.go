@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/api/client"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
@@ -27,7 +28,7 @@ type evalAddOptions struct {
 	File   string // --file: an eval file of the plugin's evals directory
 	Name   string
 	DryRun bool
-	Dir    string // the plugin: the one the working directory is in
+	Dir    string // the plugin: the one the working directory is in (set by evalAddRun)
 }
 
 func newCmdEvalAdd(f *cmdutil.Factory, runF func(*evalAddOptions) error) *cobra.Command {
@@ -50,30 +51,14 @@ has not ended, model calls that were not kept), 3 no oz0 dev, or a file that can
 		Example: `  oz0 eval add job_01h…
   oz0 eval add job_01h… --file evals/refunds.yaml --name double-charge
   oz0 eval add job_01h… --dry-run`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cmdutil.Usagef("oz0 eval add needs one JOB: the job to save as a case (oz0 job list shows them)")
-			}
-			return nil
-		},
+		Args:              oneID("job", apiv1.JobIDPrefix, "oz0 job list"),
 		ValidArgsFunction: fromServer(f, listJobs(false)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Job = args[0]
-			dir, err := pluginAbove(".")
-			if err != nil {
-				return err
-			}
-			opts.Dir = dir
 			if opts.File != "" {
-				abs, _ := filepath.Abs(opts.File)
-				evals, _ := filepath.Abs(filepath.Join(dir, evalfile.Dir))
-				if filepath.Dir(abs) != evals {
-					return cmdutil.Usagef("--file %s is not in the plugin's %s directory (%s): a case is written to an eval file there", opts.File, evalfile.Dir, evals)
-				}
-				if err := eval.CheckFileName(filepath.Base(abs)); err != nil {
+				if err := eval.CheckFileName(filepath.Base(opts.File)); err != nil {
 					return cmdutil.Usagef("--file: %s", strings.TrimPrefix(err.Error(), eval.ErrBadCase.Error()+": "))
 				}
-				opts.File = filepath.Base(abs)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -103,6 +88,20 @@ func pluginAbove(dir string) (string, error) {
 	}
 }
 
+// evalAddFile is the plugin the working directory is in, and --file's name in its evals
+// directory ("" without --file).
+func evalAddFile(file string) (dir, name string, err error) {
+	if dir, err = pluginAbove("."); err != nil || file == "" {
+		return dir, "", err
+	}
+	abs, _ := filepath.Abs(file)
+	evals, _ := filepath.Abs(filepath.Join(dir, evalfile.Dir))
+	if filepath.Dir(abs) != evals {
+		return "", "", cmdutil.Usagef("--file %s is not in the plugin's %s directory (%s): a case is written to an eval file there", file, evalfile.Dir, evals)
+	}
+	return dir, filepath.Base(abs), nil
+}
+
 func evalAddRun(ctx context.Context, opts *evalAddOptions) error {
 	c, err := opts.Client()
 	if err != nil {
@@ -112,6 +111,9 @@ func evalAddRun(ctx context.Context, opts *evalAddOptions) error {
 	// not lint.
 	job, err := c.Job(ctx, opts.Job)
 	if err != nil {
+		return err
+	}
+	if opts.Dir, opts.File, err = evalAddFile(opts.File); err != nil {
 		return err
 	}
 	pl, _, err := lint.Load(opts.Dir)

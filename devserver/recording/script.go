@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchestrator-zero/oz0/fakemodel"
 	"github.com/orchestrator-zero/oz0/gateway"
+	"github.com/orchestrator-zero/oz0/schemas"
 )
 
 // A recorded job as a fake model script (docs/fake-model.md): one rule a model call, in the
@@ -114,7 +115,7 @@ func Script(job, input string, exchanges []gateway.Exchange, schemaURL string) (
 		return nil, fmt.Errorf("job %s has no recorded model call that a fake model script can answer", job)
 	}
 	var out bytes.Buffer
-	out.WriteString("# yaml-language-server: $schema=" + schemaURL + "\n")
+	out.WriteString(schemas.Modeline(schemaURL))
 	fmt.Fprintf(&out, "#\n# The model calls of job %s as oz0 dev recorded them: a fake model that answers them as the\n", job)
 	fmt.Fprintf(&out, "# model did. oz0 plugin test --script FILE, oz0 dev --fake-script FILE, oz0 fake-model serve --script FILE.\n")
 	fmt.Fprintf(&out, "# input is the job's: oz0 plugin test --script sends it, as the rules' user matches want.\n")
