@@ -411,38 +411,7 @@ rules:
 		t.Run(string(face), func(t *testing.T) {
 			job := "job_kill_" + string(face)
 			key := e.issue(job, "a", Limits{}, Budget{})
-			ctx := context.Background()
-			type result struct {
-				at  time.Time
-				err error
-				n   int
-			}
-			first := make(chan struct{})
-			done := make(chan result, 1)
-			go func() {
-				n := 0
-				var err error
-				if face == AnthropicMessages {
-					stream := e.anthropicClient(key).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "fake-model", MaxTokens: 10,
-						Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))}})
-					for stream.Next() {
-						if n++; n == 3 {
-							close(first)
-						}
-					}
-					err = stream.Err()
-				} else {
-					stream := e.openaiClient(key).Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "fake-model",
-						Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
-					for stream.Next() {
-						if n++; n == 3 {
-							close(first)
-						}
-					}
-					err = stream.Err()
-				}
-				done <- result{time.Now(), err, n}
-			}()
+			first, done := e.streamInBackground(face, key)
 			select {
 			case <-first:
 			case <-time.After(liveness):
@@ -452,7 +421,7 @@ rules:
 			if n := e.gw.Kill(job); n != 1 {
 				t.Errorf("Kill found %d live calls, want 1", n)
 			}
-			var r result
+			var r streamEnd
 			select {
 			case r = <-done:
 			case <-time.After(liveness):

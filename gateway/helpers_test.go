@@ -334,3 +334,68 @@ func applyEdits(body []byte, edits []edit) []byte {
 	}
 	return append(out, body[at:]...)
 }
+
+// burst makes n calls at once, call i as req(i) says, and returns how many got each status and
+// the body of a 429 among them; refused is called for each 429 as it comes.
+func burst(t *testing.T, n int, req func(i int) (url string, header map[string]string, body string), refused func()) (statuses map[int]int, said string) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses = map[int]int{}
+	for i := range n {
+		url, h, body := req(i)
+		wg.Go(func() {
+			r := do(t, "POST", url, h, body)
+			mu.Lock()
+			statuses[r.status]++
+			if r.status == 429 {
+				said = string(r.body)
+			}
+			mu.Unlock()
+			if r.status == 429 {
+				refused()
+			}
+		})
+	}
+	wg.Wait()
+	return statuses, said
+}
+
+// streamEnd is how a stream of streamInBackground ended: when, its client's error, its events.
+type streamEnd struct {
+	at  time.Time
+	err error
+	n   int
+}
+
+// streamInBackground makes a streamed call with face's official SDK, in the background: started
+// is closed once three events have come; ended gets how the stream ended.
+func (e *env) streamInBackground(face Format, key string) (started <-chan struct{}, ended <-chan streamEnd) {
+	first := make(chan struct{})
+	done := make(chan streamEnd, 1)
+	go func() {
+		ctx := context.Background()
+		n := 0
+		var err error
+		if face == AnthropicMessages {
+			stream := e.anthropicClient(key).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "fake-model", MaxTokens: 10,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))}})
+			for stream.Next() {
+				if n++; n == 3 {
+					close(first)
+				}
+			}
+			err = stream.Err()
+		} else {
+			stream := e.openaiClient(key).Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "fake-model",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+			for stream.Next() {
+				if n++; n == 3 {
+					close(first)
+				}
+			}
+			err = stream.Err()
+		}
+		done <- streamEnd{time.Now(), err, n}
+	}()
+	return first, done
+}

@@ -71,26 +71,8 @@ rules:
 						url, h = e.openaiURL()+"/chat/completions", openaiHeaders(key)
 						body = `{"model":"fake-model","max_completion_tokens":500,"messages":[{"role":"user","content":"hello"}]}`
 					}
-					var wg sync.WaitGroup
-					var mu sync.Mutex
-					statuses := map[int]int{}
-					var said string
-					for range n {
-						wg.Go(func() {
-							r := do(t, "POST", url, h, body)
-							mu.Lock()
-							statuses[r.status]++
-							if r.status == 429 {
-								said = string(r.body)
-							}
-							mu.Unlock()
-							if r.status == 429 {
-								refused.Add(1)
-								check()
-							}
-						})
-					}
-					wg.Wait()
+					statuses, said := burst(t, n, func(int) (string, map[string]string, string) { return url, h, body },
+						func() { refused.Add(1); check() })
 					e.gw.Flush()
 					u := e.gw.JobUsage(job)
 					t.Logf("%v; %d tokens used, $%.5f", statuses, u.Usage.Total(), u.CostUSD)

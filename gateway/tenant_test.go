@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,9 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/openai/openai-go/v3"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 )
@@ -256,11 +252,8 @@ rules:
 						// The clock stands still: a minute's bucket does not drain meanwhile.
 						withClock(&fakeClock{t: time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)}))
 					e.gw.SetQuotas([]apiv1.Quota{q})
-					var wg sync.WaitGroup
-					var mu sync.Mutex
-					statuses := map[int]int{}
-					var said string
-					for i := range n {
+					// Each call its own job: only the tenant's quota holds them back.
+					statuses, said := burst(t, n, func(i int) (string, map[string]string, string) {
 						key := e.issue(fmt.Sprintf("job_%d", i), "a", Limits{}, Budget{})
 						url, h := e.anthropicURL()+"/v1/messages", anthHeaders(key)
 						body := `{"model":"fake-model","max_tokens":500,"messages":[{"role":"user","content":"hello"}]}`
@@ -268,21 +261,8 @@ rules:
 							url, h = e.openaiURL()+"/chat/completions", openaiHeaders(key)
 							body = `{"model":"fake-model","max_completion_tokens":500,"messages":[{"role":"user","content":"hello"}]}`
 						}
-						wg.Go(func() {
-							r := do(t, "POST", url, h, body)
-							mu.Lock()
-							statuses[r.status]++
-							if r.status == 429 {
-								said = string(r.body)
-							}
-							mu.Unlock()
-							if r.status == 429 {
-								refused.Add(1)
-								check()
-							}
-						})
-					}
-					wg.Wait()
+						return url, h, body
+					}, func() { refused.Add(1); check() })
 					e.gw.Flush()
 					var tokens int64
 					var cost float64
@@ -326,37 +306,7 @@ rules:
 			t.Run(fmt.Sprintf("%s record=%q", face, record), func(t *testing.T) {
 				job := "job_tkill_" + string(face) + record
 				key := e.issue(job, "a", Limits{}, Budget{})
-				ctx := context.Background()
-				type result struct {
-					err error
-					n   int
-				}
-				first := make(chan struct{})
-				done := make(chan result, 1)
-				go func() {
-					n := 0
-					var err error
-					if face == AnthropicMessages {
-						stream := e.anthropicClient(key).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "fake-model", MaxTokens: 10,
-							Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))}})
-						for stream.Next() {
-							if n++; n == 3 {
-								close(first)
-							}
-						}
-						err = stream.Err()
-					} else {
-						stream := e.openaiClient(key).Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "fake-model",
-							Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
-						for stream.Next() {
-							if n++; n == 3 {
-								close(first)
-							}
-						}
-						err = stream.Err()
-					}
-					done <- result{err, n}
-				}()
+				first, done := e.streamInBackground(face, key)
 				select {
 				case <-first:
 				case <-time.After(liveness):
@@ -365,7 +315,7 @@ rules:
 				if n := e.gw.KillTenant(record, time.Time{}); n != 1 {
 					t.Errorf("KillTenant stopped %d calls, want 1", n)
 				}
-				var r result
+				var r streamEnd
 				select {
 				case r = <-done:
 				case <-time.After(liveness):
