@@ -58,17 +58,20 @@ func makeWith(spec Spec, opts launchOpts) (*Made, error) {
 	if spec.Request.Job != "" || spec.Env.AnthropicAPIKey != "" || spec.Env.OpenAIAPIKey != "" || spec.Env.Traceparent != "" {
 		return nil, errors.New("supervisor: a session made ahead has nothing of a job until Bind")
 	}
-	s, p, err := launchSession(spec, func(_ *Session, env []string) []string {
-		// The plugin's own modules are not importable before its job: no sitecustomize, no
-		// module of the plugin's shadowing a dependency's, runs ahead.
-		return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONPATH=") })
-	}, opts)
+	s, p, err := launchSession(spec, func(_ *Session, env []string) []string { return withoutPluginPath(env) }, opts)
 	if err != nil {
 		return nil, err
 	}
 	m := &Made{s: s, p: p, loaded: make(chan struct{})}
 	go m.readLoaded()
 	return m, nil
+}
+
+// withoutPluginPath is a session's environment as its process made ahead has it: the plugin's own
+// modules are not importable before its job (PYTHONPATH comes with Bind), so that no
+// sitecustomize and no module of the plugin's shadowing a dependency's runs ahead.
+func withoutPluginPath(env []string) []string {
+	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONPATH=") })
 }
 
 // readLoaded reads the loader's line from stdout, a byte at a time so that nothing of the

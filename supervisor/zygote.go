@@ -108,7 +108,42 @@ func (z *Zygote) Forks() bool {
 // Fork starts spec's session, a job's, as a fork of the server: spec is the session as Start
 // takes it. It waits for the server to be ready. ErrGone: the server cannot fork it (it exited,
 // or forks nothing); start the job's session otherwise.
-func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
+func (z *Zygote) Fork(ctx context.Context, spec Spec) (*Session, error) {
+	s, p, err := z.forkSession(ctx, spec, false)
+	if err != nil {
+		return nil, err
+	}
+	first, err := s.request()
+	if err != nil {
+		s.abandon(p)
+		return nil, err
+	}
+	s.madeAt = z.made.MadeAt()
+	s.begin(ctx, p, first)
+	return s, nil
+}
+
+// Make forks a session ahead of its job: spec is the session as Make (the package's) takes it,
+// without a job, key or trace context. The forked harness process, in its sandbox, its
+// directories made, says it is ready as a loader does and waits for its bind line: Bind gives it
+// its job. It waits for the server to be ready; ErrGone as Fork.
+func (z *Zygote) Make(ctx context.Context, spec Spec) (*Made, error) {
+	if spec.Request.Job != "" || spec.Env.AnthropicAPIKey != "" || spec.Env.OpenAIAPIKey != "" || spec.Env.Traceparent != "" {
+		return nil, errors.New("supervisor: a session made ahead has nothing of a job until Bind")
+	}
+	s, p, err := z.forkSession(ctx, spec, true)
+	if err != nil {
+		return nil, err
+	}
+	m := &Made{s: s, p: p, loaded: make(chan struct{})}
+	go m.readLoaded()
+	return m, nil
+}
+
+// forkSession has the server fork spec's session: its directories, environment and pipes made,
+// its keeper's start read. ahead: the session is made before its job (its environment without
+// the plugin's import path, as Make's; its harness waits for a bind line).
+func (z *Zygote) forkSession(ctx context.Context, spec Spec, ahead bool) (_ *Session, _ *pipes, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -116,10 +151,10 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
 	case <-z.made.Loaded():
 	case <-z.made.Exited():
 	case <-ctx.Done():
-		return nil, fmt.Errorf("not starting the session: %w", ctx.Err())
+		return nil, nil, fmt.Errorf("not starting the session: %w", ctx.Err())
 	}
 	if !z.Forks() {
-		return nil, ErrGone
+		return nil, nil, ErrGone
 	}
 	server := z.made.s
 	spec.Command, spec.PluginDir, spec.Sandbox = server.spec.Command, server.spec.PluginDir, server.spec.Sandbox
@@ -140,40 +175,39 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}()
 	dirs, err := s.makeDirs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Its keeper, the server's user, shows the session its own directories from here.
 	if err = os.Chmod(s.root, 0o711); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	_, env, err := resolveCommand(spec.Command, s.pluginDir, s.stateDir, spec.Env, &s.req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if ahead {
+		env = withoutPluginPath(env)
 	}
 	s.env = env
 	pol := cmpOr(spec.Sandbox.Tier, sandbox.None).Policy()
 	if err = giveDirs(dirs, pol); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	first, err := s.request()
-	if err != nil {
-		return nil, err
-	}
-	req := forkRequest{Tier: string(pol.Tier), Sessions: z.sessions, Root: s.root, Dir: s.workdir, State: s.stateDir, Env: env}
+	req := forkRequest{Tier: string(pol.Tier), Sessions: z.sessions, Root: s.root, Dir: s.workdir, State: s.stateDir, Env: env, Ahead: ahead}
 	if pol.OwnNetwork {
 		if spec.Sandbox.Gateway == nil {
-			return nil, errors.New("a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
+			return nil, nil, errors.New("a strict sandbox needs the gateway's handler (Sandbox.Gateway)")
 		}
 		if req.Listen, err = sandbox.ListenAddrs(spec.Env.AnthropicBaseURL, spec.Env.OpenAIBaseURL); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if p, err = openPipes(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("cannot make the session's report socket: %w", err)
+		return nil, nil, fmt.Errorf("cannot make the session's report socket: %w", err)
 	}
 	keeperEnd := os.NewFile(uintptr(pair[1]), "fork-report")
 	defer keeperEnd.Close()
@@ -181,17 +215,17 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
 	c, err := net.FileConn(nodeEnd)
 	nodeEnd.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	report = c.(*net.UnixConn)
 	data, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rights := unix.UnixRights(int(p.inR.Fd()), int(p.outW.Fd()), int(p.errW.Fd()), int(keeperEnd.Fd()))
 	s.start = time.Now()
 	if _, _, err := z.ctl.WriteMsgUnix(data, rights, nil); err != nil {
-		return nil, ErrGone
+		return nil, nil, ErrGone
 	}
 	// The child's ends are the keeper's now.
 	for _, f := range []**os.File{&p.inR, &p.outW, &p.errW} {
@@ -201,7 +235,7 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
 	keeperEnd.Close()
 	fk, lns, err := startedFork(report, pol)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.fork, s.pid = fk, fk.pid
 	if len(lns) > 0 {
@@ -211,9 +245,7 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (_ *Session, err error) {
 		fk.await()
 		close(s.exited)
 	}()
-	s.madeAt = z.made.MadeAt()
-	s.begin(ctx, p, first)
-	return s, nil
+	return s, p, nil
 }
 
 // Close ends the server; the sessions it forked end with it.
@@ -234,6 +266,7 @@ type forkRequest struct {
 	State    string   `json:"state"`
 	Env      []string `json:"env"`
 	Listen   []string `json:"listen,omitempty"`
+	Ahead    bool     `json:"ahead,omitempty"` // made before its job: the harness waits for a bind line
 }
 
 // forked is a session a fork server forked, as its keeper reports it.

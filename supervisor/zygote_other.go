@@ -28,6 +28,7 @@ func (*Zygote) Report() json.RawMessage                      { return nil }
 func (*Zygote) MadeAt() time.Time                            { return time.Time{} }
 func (*Zygote) Forks() bool                                  { return false }
 func (*Zygote) Fork(context.Context, Spec) (*Session, error) { return nil, ErrGone }
+func (*Zygote) Make(context.Context, Spec) (*Made, error)    { return nil, ErrGone }
 func (*Zygote) Close()                                       {}
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -89,7 +89,7 @@ const (
 
 // SessionStart says how a job's session was made: the data of its EventSession.
 type SessionStart struct {
-	Start   string          `json:"start"`   // SessionMadeAhead, SessionForked or SessionCold
+	Start   string          `json:"start"`   // SessionMadeAhead, SessionForkedAhead, SessionForked or SessionCold
 	MadeAt  time.Time       `json:"made_at"` // when its process was started
 	BoundAt time.Time       `json:"bound_at"`
 	Program string          `json:"program,omitempty"`
@@ -99,9 +99,10 @@ type SessionStart struct {
 
 // The starts of a SessionStart.
 const (
-	SessionMadeAhead = "made ahead"
-	SessionForked    = "forked" // from its harness's fork server, made ahead
-	SessionCold      = "cold"
+	SessionMadeAhead   = "made ahead"
+	SessionForked      = "forked"       // from its harness's fork server, made ahead, at its job
+	SessionForkedAhead = "forked ahead" // from its harness's fork server, before its job
+	SessionCold        = "cold"
 )
 
 // Limits are a job's limits, as its session request carries them; 0 is no limit.

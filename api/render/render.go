@@ -245,6 +245,8 @@ func SessionStart(s *apiv1.SessionStart) string {
 	switch s.Start {
 	case apiv1.SessionMadeAhead:
 		line = fmt.Sprintf("made ahead, %s before its job", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
+	case apiv1.SessionForkedAhead:
+		line = fmt.Sprintf("forked ahead from its harness's fork server, %s before its job", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
 	case apiv1.SessionForked:
 		line = fmt.Sprintf("forked at its job from its harness's fork server, made %s before", s.BoundAt.Sub(s.MadeAt).Round(time.Millisecond))
 	default:

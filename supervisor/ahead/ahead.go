@@ -102,7 +102,7 @@ func (p Policy) String() string {
 		return "cold: each session is made at its job (--cold)"
 	}
 	if p.forks() {
-		return "warm: each session forked at its job from its Python harness's fork server, its dependencies loaded ahead (--cold makes each at its job)"
+		return fmt.Sprintf("warm: %d forked ahead of their jobs from each Python harness's fork server, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
 	}
 	return fmt.Sprintf("warm: %d made ahead for each Python harness, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
 }
@@ -120,7 +120,9 @@ type How = apiv1.SessionStart
 const (
 	StartMadeAhead = apiv1.SessionMadeAhead
 	StartForked    = apiv1.SessionForked
-	StartCold      = apiv1.SessionCold
+	// StartForkedAhead is a session forked from its harness's fork server before its job came.
+	StartForkedAhead = apiv1.SessionForkedAhead
+	StartCold        = apiv1.SessionCold
 )
 
 // Pool keeps the sessions made ahead of their jobs, for a policy.
@@ -385,7 +387,7 @@ func (p *Pool) Keep(dir string, specs []supervisor.Spec) {
 		e.m.Discard()
 	}
 	for _, srv := range servers {
-		srv.z.Close()
+		srv.close()
 	}
 	for _, spec := range specs {
 		p.Prepare(spec)
@@ -412,7 +414,7 @@ func (p *Pool) Close() {
 	p.servers = map[string]*server{}
 	p.mu.Unlock()
 	for _, srv := range servers {
-		srv.z.Close()
+		srv.close()
 	}
 	for _, e := range gone {
 		e.m.Discard()
@@ -436,9 +438,8 @@ func (p *Pool) Ready() int {
 		}
 	}
 	for _, srv := range p.servers {
-		if srv.z.Forks() {
-			n++ // a fork server makes a session at once, whenever asked
-		}
+		_, ready := srv.waiting()
+		n += ready
 	}
 	return n
 }
@@ -450,7 +451,12 @@ func (p *Pool) Waiting() int {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.total
+	n := p.total
+	for _, srv := range p.servers {
+		waiting, _ := srv.waiting()
+		n += waiting
+	}
+	return n
 }
 
 // harnessKey names what a made session must share with a job's to take it: the harness's command,

@@ -53,7 +53,8 @@ from . import agent
 import fakedep
 out = {"dep_at": fakedep.IMPORTED_AT, "ran": builtins.__dict__.get("oz0_test_ran", {}), "job": os.environ.get("OZ0_JOB"),
        "key": os.environ.get("ANTHROPIC_API_KEY"), "pythonpath": os.environ.get("PYTHONPATH"), "argv": sys.argv[1:],
-       "request_job": request.get("job"), "cwd": os.getcwd(), "home": os.environ.get("HOME"), "name": __name__}
+       "request_job": request.get("job"), "cwd": os.getcwd(), "home": os.environ.get("HOME"), "name": __name__,
+       "found": sorted(os.listdir(os.getcwd()) + os.listdir(os.environ["HOME"]) + [n for n in os.listdir("/tmp") if n.startswith("oz0-warm-up-")])}
 print(json.dumps({"type": "result", "output": out}), flush=True)
 `,
 	}
@@ -89,6 +90,7 @@ type seen struct {
 	Cwd        string             `json:"cwd"`
 	Home       string             `json:"home"`
 	Name       string             `json:"name"`
+	Found      []string           `json:"found"` // in its working and state directories, and what a warm-up left in /tmp
 }
 
 func result(t *testing.T, s *supervisor.Session) seen {
@@ -168,6 +170,26 @@ func TestMadeAheadLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 	}
 }
 
+// waitForkedAhead waits until the pool's fork servers have n sessions forked ahead, ready.
+func waitForkedAhead(t *testing.T, pool *Pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		ready := 0
+		pool.mu.Lock()
+		for _, srv := range pool.servers {
+			_, r := srv.waiting()
+			ready += r
+		}
+		pool.mu.Unlock()
+		if ready >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d sessions were forked ahead within a minute", n)
+}
+
 func waitMade(t *testing.T, pool *Pool) *entry {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -188,7 +210,8 @@ func waitMade(t *testing.T, pool *Pool) *entry {
 	return nil
 }
 
-// A session forked from its harness's fork server: its dependencies loaded before, nothing of the
+// A session forked from its harness's fork server, at its job (the first: no session was forked
+// ahead yet) and ahead of it (the second): its dependencies loaded before, nothing of the
 // plugin's run before its job, its job's environment; in every tier.
 func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 	for _, tier := range []sandbox.Tier{sandbox.None, sandbox.Standard, sandbox.Strict} {
@@ -201,13 +224,18 @@ func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 			}
 			pool := New(Policy{Mode: Warm, Fork: true}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 			defer pool.Close()
-			for _, job := range []string{"job_one", "job_two"} {
+			for i, job := range []string{"job_one", "job_two"} {
+				want := StartForked
+				if i > 0 {
+					waitForkedAhead(t, pool, 1)
+					want = StartForkedAhead
+				}
 				s, how, err := pool.Start(context.Background(), spec(job))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if how.Start != StartForked {
-					t.Fatalf("the job's session started %q (%s); want forked", how.Start, how.Why)
+				if how.Start != want {
+					t.Fatalf("the job's session started %q (%s); want %s", how.Start, how.Why, want)
 				}
 				var report struct {
 					At float64 `json:"at"`
@@ -229,6 +257,9 @@ func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 				}
 				if got.Cwd != s.Workdir() || got.Home != s.StateDir() || strings.Join(got.Argv, " ") != "an-arg" || got.Name != "__main__" {
 					t.Errorf("the harness ran in %s (HOME %s) as %s %q; want its session's %s and %s, __main__ with an-arg", got.Cwd, got.Home, got.Name, got.Argv, s.Workdir(), s.StateDir())
+				}
+				if strings.Join(got.Found, " ") != "tmp" {
+					t.Errorf("the session's directories (and /tmp) held %q as its job began; want only the state directory's tmp/", got.Found)
 				}
 			}
 		})

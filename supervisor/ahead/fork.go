@@ -3,6 +3,8 @@ package ahead
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/supervisor"
@@ -20,17 +22,34 @@ type server struct {
 	stamp string          // the plugin's environment when it was made
 	used  time.Time       // its last fork, or its making
 	spec  supervisor.Spec // the harness's, as sessions made ahead are made
+
+	mu      sync.Mutex
+	ahead   []*supervisor.Made // sessions forked ahead of their jobs, oldest first
+	forking int                // being forked ahead
+	closed  bool
 }
 
 // startForked starts spec's session as a fork of its harness's server, made now if it has none
-// (or a stale one). ok is false when the harness's sessions cannot be forked: the caller makes
-// them another way.
+// (or a stale one): one forked ahead of its job when one is ready, else one forked now; then the
+// server forks the next ahead. ok is false when the harness's sessions cannot be forked: the
+// caller makes them another way.
 func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec) (*supervisor.Session, How, bool, error) {
 	srv, why, err := p.server(key, spec)
 	if err != nil {
 		p.log.Warn("a fork server could not be made; sessions are made ahead one at a time", "harness", spec.Request.Harness, "err", err)
 		p.noFork(key, envStamp(spec.PluginDir))
 		return nil, How{}, false, nil
+	}
+	defer p.forkAhead(key, srv)
+	if m := srv.takeAhead(); m != nil {
+		s, err := m.Bind(ctx, spec)
+		if err == nil {
+			return s, How{Start: StartForkedAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: m.Report()}, true, nil
+		}
+		if !errors.Is(err, supervisor.ErrGone) {
+			return nil, How{}, true, err
+		}
+		// It exited before its job (its server is ending, say): fork one now.
 	}
 	ready := srv.z.Forks()
 	s, err := srv.z.Fork(ctx, spec)
@@ -47,13 +66,119 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 		return nil, How{}, true, err
 	}
 	how := How{Start: StartForked, MadeAt: srv.z.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: srv.z.Report()}
-	if !ready {
+	switch {
+	case !ready:
 		how.Why = why
 		if how.Why == "" {
 			how.Why = "its fork server was still loading when the job came"
 		}
+	default:
+		how.Why = "no session forked ahead of it was ready (taken by other jobs, or still being forked)"
 	}
 	return s, how, true, nil
+}
+
+// forkAhead has srv fork sessions ahead of their jobs, in the background, until the policy's
+// number for each harness wait (or are being forked).
+func (p *Pool) forkAhead(key string, srv *server) {
+	p.mu.Lock()
+	if p.servers[key] != srv || p.closed {
+		p.mu.Unlock()
+		return
+	}
+	want := p.policy.perHarness() - srv.count()
+	if p.policy.Max > 0 {
+		// The servers and everything made ahead are never more than the policy's Max.
+		others := p.total + p.makingTotal() + len(p.servers)
+		for _, other := range p.servers {
+			others += other.count()
+		}
+		want = min(want, p.policy.Max-others)
+	}
+	srv.mu.Lock()
+	if srv.closed || want <= 0 {
+		srv.mu.Unlock()
+		p.mu.Unlock()
+		return
+	}
+	srv.forking += want
+	srv.mu.Unlock()
+	p.mu.Unlock()
+	p.wg.Add(want)
+	for range want {
+		go func() {
+			defer p.wg.Done()
+			m, err := srv.z.Make(context.Background(), srv.spec)
+			srv.mu.Lock()
+			srv.forking--
+			if err != nil || srv.closed {
+				srv.mu.Unlock()
+				if err == nil {
+					m.Discard()
+				} else if !errors.Is(err, supervisor.ErrGone) {
+					p.log.Warn("a session could not be forked ahead; jobs fork theirs", "harness", srv.spec.Request.Harness, "err", err)
+				}
+				return
+			}
+			srv.ahead = append(srv.ahead, m)
+			srv.mu.Unlock()
+			p.wg.Add(1)
+			go func() {
+				// One that exits before its job (a sandbox that could not be made) leaves the list.
+				defer p.wg.Done()
+				<-m.Exited()
+				srv.mu.Lock()
+				srv.ahead = slices.DeleteFunc(srv.ahead, func(x *supervisor.Made) bool { return x == m })
+				srv.mu.Unlock()
+				m.Discard()
+			}()
+		}()
+	}
+}
+
+// takeAhead takes the oldest session srv forked ahead that is ready for its job; nil when none is.
+func (srv *server) takeAhead() *supervisor.Made {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for i, m := range srv.ahead {
+		if m.Ready() {
+			srv.ahead = slices.Delete(srv.ahead, i, i+1)
+			return m
+		}
+	}
+	return nil
+}
+
+// count is how many sessions srv has forked ahead or is forking.
+func (srv *server) count() int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.ahead) + srv.forking
+}
+
+// waiting is how many sessions srv forked ahead wait for a job, and how many of them are ready.
+func (srv *server) waiting() (n, ready int) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, m := range srv.ahead {
+		if m.Ready() {
+			ready++
+		}
+	}
+	return len(srv.ahead), ready
+}
+
+// close ends the server and the sessions it forked ahead (they end with it).
+func (srv *server) close() {
+	srv.mu.Lock()
+	srv.closed = true
+	ahead := srv.ahead
+	srv.ahead = nil
+	srv.mu.Unlock()
+	for _, m := range ahead {
+		m.Discard()
+	}
+	srv.z.Close()
 }
 
 // server is the harness's fork server, made now when it has none or its plugin's environment
@@ -65,7 +190,7 @@ func (p *Pool) server(key string, spec supervisor.Spec) (*server, string, error)
 	why := ""
 	if srv != nil && srv.stamp != stamp {
 		delete(p.servers, key)
-		go srv.z.Close()
+		go srv.close()
 		srv, why = nil, "the plugin's environment changed since its fork server was made"
 	}
 	if srv != nil {
@@ -109,11 +234,14 @@ func (p *Pool) prepareServer(key string, spec supervisor.Spec) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if _, _, err := p.server(key, spec); err != nil {
+		srv, _, err := p.server(key, spec)
+		if err != nil {
 			p.log.Warn("a fork server could not be made; sessions are made ahead one at a time", "harness", spec.Request.Harness, "err", err)
 			p.noFork(key, envStamp(spec.PluginDir))
 			p.Prepare(spec)
+			return
 		}
+		p.forkAhead(key, srv)
 	}()
 }
 
@@ -167,7 +295,7 @@ func (p *Pool) dropServer(key string, srv *server) {
 		delete(p.servers, key)
 	}
 	p.mu.Unlock()
-	srv.z.Close()
+	srv.close()
 }
 
 // noFork says the harness key's sessions are not forked while its plugin's environment is stamp.

@@ -89,7 +89,8 @@ os.register_at_fork(before=lambda: _look("before"), after_in_parent=lambda: _loo
 `
 
 // TestSiblingsSeeNothingOfEachOther runs two sessions of one harness at once, made each way a
-// node makes them (cold, made ahead, forked), in each sandboxed tier: the second cannot see the
+// node makes them (cold, made ahead, forked at the job, forked ahead of it), in each sandboxed
+// tier: the second cannot see the
 // first's files (in its directories, /tmp or /dev/shm), nor its directories, processes, key or
 // trace context, nor signal it; and its dependencies' fork hooks run only where it runs, with no
 // capability and nothing of the first in view. (Tier none hides nothing, cold or not:
@@ -104,10 +105,16 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tier := range []sandbox.Tier{sandbox.Standard, sandbox.Strict} {
-		for _, policy := range []Policy{{Mode: Cold}, {Mode: Warm, PerHarness: 2}, {Mode: Warm, Fork: true}} {
+		for _, policy := range []Policy{{Mode: Cold}, {Mode: Warm, PerHarness: 2}, {Mode: Warm, Fork: true}, {Mode: Warm, Fork: true, PerHarness: 2}} {
+			// Fork, one ahead: the first job comes before any is forked ahead (forked at its
+			// job); two ahead: both jobs take one forked ahead.
+			ahead := policy.Fork && policy.PerHarness == 2
 			name := string(tier) + "/" + string(policy.Mode)
 			if policy.Fork {
 				name += "-fork"
+			}
+			if ahead {
+				name += "-ahead"
 			}
 			t.Run(name, func(t *testing.T) {
 				pool := New(policy, nil)
@@ -124,7 +131,13 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 					sp.Env.OTLPEndpoint = "http://127.0.0.1:9/otlp"
 					return sp
 				}
-				pool.Prepare(spec("", ""))
+				if !policy.Fork {
+					pool.Prepare(spec("", ""))
+				}
+				if ahead {
+					pool.Prepare(spec("", ""))
+					waitForkedAhead(t, pool, 2)
+				}
 				// The first holds its marks until the second has looked.
 				release := make(chan struct{})
 				said := make(chan string, 1)
@@ -143,6 +156,10 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("the first session: %s %s", how.Start, how.Why)
+				if policy.Fork && how.Start != map[bool]string{true: StartForkedAhead, false: StartForked}[ahead] {
+					close(release)
+					t.Fatalf("the first session started %s (%s)", how.Start, how.Why)
+				}
 				var marks string
 				select {
 				case marks = <-said:
@@ -156,6 +173,10 @@ func TestSiblingsSeeNothingOfEachOther(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("the second session: %s %s", how.Start, how.Why)
+				if ahead && how.Start != StartForkedAhead {
+					close(release)
+					t.Fatalf("the second session started %s (%s); want forked ahead", how.Start, how.Why)
+				}
 				end := b.Wait()
 				close(release)
 				if end := a.Wait(); end.Status != harnesskit.Completed {
@@ -220,13 +241,22 @@ if mode == "stubborn":
     time.sleep(1000)
 elif mode == "sigkill":
     os.kill(os.getpid(), signal.SIGKILL)
+elif mode == "exit4":
+    child = os.fork()
+    if child == 0:
+        os._exit(5)  # a process the harness forks exits as it likes: that ends no session
+    os.waitpid(child, 0)
+    subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    print(json.dumps({"type": "result", "output": "done"}), flush=True)
+    os._exit(4)
 else:
     sys.exit(3)
 `
 
 // A forked session ends as a session started at its job does: a cancelled one that ignores
 // SIGTERM is killed after the grace period with everything it started, and how the harness
-// exited is said (its status, or the signal that killed it); in each sandboxed tier.
+// exited is said (its status, or the signal that killed it; os._exit's code, which it tells its
+// PID 1 before the kernel has unmapped it, not a child's); in each sandboxed tier.
 func TestForkedSessionsEndAsColdOnesDo(t *testing.T) {
 	dir := testPlugin(t)
 	if err := os.WriteFile(filepath.Join(dir, "src", "plug", "__main__.py"), []byte(faultHarness), 0o644); err != nil {
@@ -275,6 +305,19 @@ func TestForkedSessionsEndAsColdOnesDo(t *testing.T) {
 				if end := s.Wait(); end.Status != harnesskit.Failed || !strings.Contains(end.Reason, want) {
 					t.Errorf("%s: the session ended %s: %s; want failed, %s", text, end.Status, end.Reason, want)
 				}
+			}
+			// os._exit, as the harness kit exits: the session ends when the harness says so, with
+			// its status, and what it left (a process in a session of its own) is gone.
+			waitForkedAhead(t, pool, 1)
+			s, how, err = pool.Start(context.Background(), spec("job_exit4", "exit4"))
+			if err != nil || how.Start != StartForkedAhead {
+				t.Fatalf("start: %v (%s %s)", err, how.Start, how.Why)
+			}
+			if end := s.Wait(); end.Status != harnesskit.Completed || end.ExitCode != 4 || end.Signal != "" {
+				t.Errorf("exit4: the session ended %s with status %d (signal %q): %s; want completed, 4", end.Status, end.ExitCode, end.Signal, end.Reason)
+			}
+			if left := processesOf(t, s.Workdir()); len(left) > 0 {
+				t.Errorf("processes of the session that exited are left: %v", left)
 			}
 		})
 	}

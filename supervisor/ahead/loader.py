@@ -195,7 +195,7 @@ def _main():
     if fork:
         _replay_stderr(log, real_stderr)  # the fork server's own log
         if report["fork"]:
-            _serve(entry, args)
+            _serve(entry, args, report)
         os._exit(0)
     message = _read_bind()
     _replay_stderr(log, real_stderr)

@@ -13,7 +13,9 @@
 #           └─ G, PID 1 of the session's namespace: a fresh /proc; passes SIGTERM, SIGINT and
 #              SIGHUP on to the session's processes; ends them all when the harness exits
 #               └─ H, the harness: the session's pipes as 0, 1 and 2, its working directory, the
-#                  job's environment, no capability left; runs the harness as the loader would
+#                  job's environment, no capability left; runs the harness as the loader would.
+#                  A session forked ahead of its job ("ahead") has the environment without the
+#                  job's part: H says it is ready and reads the job's (a bind line) first.
 #
 # In tier none (no namespaces, as a session started at its job has none) C forks H alone, H in a
 # process group of its own.
@@ -29,6 +31,7 @@ import ctypes as _ctypes
 import fcntl
 import gc as _gc
 import re
+import select as _select
 import signal as _signal
 import socket as _socket
 import struct as _struct
@@ -184,7 +187,27 @@ def _report(sock, message, fds=()):
         sock.send(data)
 
 
-def _harness(request, stdio, entry, args):
+def _tell_exits(told):
+    """Has this process's os._exit (the harness kit's way out) tell G first: the code it exits
+    with, once its files are closed, so that G ends the session at once rather than when the
+    kernel has unmapped this process's memory (7 ms and more for a framework's). A process this
+    one forks does not tell."""
+    real_exit, me = os._exit, os.getpid()
+
+    def _exit(code):
+        if os.getpid() == me:
+            try:
+                os.closerange(0, told)  # the session's pipes end now, as they would at the exit
+                os.closerange(told + 1, 1 << 20)
+                os.write(told, b"%d" % (code & 0xFF))
+            except BaseException:
+                pass  # G then sees the exit itself
+        real_exit(code)
+
+    os._exit = _exit
+
+
+def _harness(request, stdio, entry, args, told=None):
     """H: the session's pipes, directory and environment, then the harness, as the loader runs it."""
     for i, fd in enumerate(stdio):
         os.dup2(fd, i)
@@ -201,13 +224,67 @@ def _harness(request, stdio, entry, args):
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     _signal.signal(_signal.SIGHUP, _signal.SIG_DFL)
-    _bind({"env": env}, entry)
+    if request.get("ahead"):
+        # Made before its job: the frameworks' warm-ups run again here, in the session's own
+        # sandbox, so that the pages a run writes are this process's own copies before its job
+        # comes (a forked process's first run pays a copy-on-write fault for each, 10-15 ms of an
+        # ADK job). Then it is ready, as a loader says it, and the job's environment (its key, its
+        # trace context, the plugin's import path) comes with the bind line.
+        _warm_up_aside()
+        ready = dict(_loaded_report, at=_time.time(), ahead=True)
+        os.write(1, (json.dumps(ready) + "\n").encode())
+        message = _read_bind()
+    else:
+        message = {"env": env}
+    _bind(message, entry)
+    if told is not None:
+        _tell_exits(told)
     _run(entry, args)
 
 
-def _init_of(harness_pid):
+def _warm_up_aside():
+    """The warm-ups, run in a session forked ahead as if elsewhere: in a scratch directory of its
+    fresh /tmp (its HOME and TMPDIR too), removed after, and with stdout and stderr to /dev/null,
+    so that the job finds its directories empty and its output its own."""
+    import shutil
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="oz0-warm-up-", dir="/tmp")
+    saved_env = {k: os.environ.get(k) for k in ("HOME", "TMPDIR")}
+    saved_fds = [os.dup(1), os.dup(2)]
+    cwd = os.getcwd()
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.environ.update(HOME=scratch, TMPDIR=scratch)
+        tempfile.tempdir = None  # as a process starting here would see it
+        os.chdir(scratch)
+        _warm_up()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+        for fd in saved_fds + [null]:
+            os.close(fd)
+        os.chdir(cwd)
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        tempfile.tempdir = None
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _init_of(harness_pid, told):
     """G, PID 1 of the session's namespace: passes the node's signals on, reaps, and when the
-    harness has exited ends whatever it left; returns the harness's wait status."""
+    harness exits (or says it is exiting: _tell_exits) ends whatever it left; returns the
+    harness's wait status. From then on no process of the session runs: SIGKILL is on each."""
     def forward(sig, frame):
         try:
             os.kill(-1, sig)
@@ -215,21 +292,30 @@ def _init_of(harness_pid):
             pass
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, forward)
+    pidfd = os.pidfd_open(harness_pid)
+    watch = [told, pidfd]
     status = None
-    while True:
+    while status is None:
         try:
-            pid, st = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
+            ready, _, _ = _select.select(watch, [], [])
         except InterruptedError:
             continue
-        if pid == harness_pid and status is None:
-            status = st
+        if told in ready:
+            said = os.read(told, 16)
+            if said:
+                status = int(said) << 8  # as a wait status: exited with that code
+            else:
+                watch.remove(told)  # it exited without a word, or closed it: the wait says
+        if status is None and pidfd in ready:
             try:
-                os.kill(-1, _signal.SIGKILL)  # what the harness left goes with it
-            except ProcessLookupError:
-                pass  # it left nothing
-    return status or 0
+                _, status = os.waitpid(harness_pid, 0)
+            except InterruptedError:
+                continue
+    try:
+        os.kill(-1, _signal.SIGKILL)  # what the harness left goes with it
+    except ProcessLookupError:
+        pass  # it left nothing
+    return status
 
 
 def _keeper(request, fds, entry, args):
@@ -269,14 +355,31 @@ def _keeper(request, fds, entry, args):
             _prctl(_PR_SET_DUMPABLE, 0)
             _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
             _drop_capabilities()
+            told_r, told_w = os.pipe()  # the harness says there that it is exiting
             harness = os.fork()
             if harness == 0:
                 os.close(said_w)
-                _harness(request, stdio, entry, args)
+                os.close(told_r)
+                _harness(request, stdio, entry, args, told=told_w)
                 os._exit(0)
+            os.close(told_w)
             for fd in stdio:
                 os.close(fd)
-            os.write(said_w, str(_init_of(harness)).encode())
+            status = _init_of(harness, told_r)
+            # The session's stderr ends with its processes: the node does not wait for this
+            # process's exit to see it end. What is left is reaped after the word: the keeper,
+            # which reports it, is not kept from a core by this process's own exit meanwhile.
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+            os.write(said_w, str(status).encode())
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+                except InterruptedError:
+                    continue
             os._exit(0)
         except SystemExit as done:
             os._exit(done.code if isinstance(done.code, int) else 1)
@@ -293,20 +396,25 @@ def _keeper(request, fds, entry, args):
     os.close(pidfd)
     for s in listeners:
         s.close()
+    # G says the harness's status once it has reaped every process of the session: that is the
+    # session's end, said at once; G's own exit (the unmapping of a large address space) is not
+    # waited for. Unsandboxed, or when G ends without a word, the status is the wait's.
+    said = os.read(said_r, 64)
+    if sandboxed and said:
+        _report(report, {"exit": int(said)})
+        os._exit(0)
     while True:
         try:
             _, status = os.waitpid(pid, 0)
             break
         except InterruptedError:
             continue
-    said = os.read(said_r, 64)
-    if sandboxed and said:
-        status = int(said)  # the harness's, as G saw it
     _report(report, {"exit": status})
     os._exit(0)
 
 
 _library_handlers = {}
+_loaded_report = {}
 
 
 def _quiet_handlers():
@@ -324,10 +432,12 @@ def _quiet_handlers():
     return handlers
 
 
-def _serve(entry, args):
-    """The fork server: a session forked for each request on fd 0, until the node closes it."""
+def _serve(entry, args, report):
+    """The fork server: a session forked for each request on fd 0, until the node closes it.
+    report is what it said once loaded, which a session forked ahead says again as it is ready."""
     control = _socket.socket(fileno=0)
-    global _library_handlers
+    global _library_handlers, _loaded_report
+    _loaded_report = report
     _library_handlers = _quiet_handlers()
     _gc.disable()  # our own garbage only, from here: the dependencies' is frozen
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the keepers are reaped by the kernel

@@ -137,9 +137,10 @@ export function spans(events) {
         const bound = Date.parse(d.bound_at);
         const at = Number.isNaN(bound) ? t : bound;
         const parts = [];
-        if (d.start === 'made ahead' || d.start === 'forked') {
+        if (d.start === 'made ahead' || d.start === 'forked' || d.start === 'forked ahead') {
           const made = Date.parse(d.made_at);
           if (d.start === 'forked') parts.push('forked at the job from its harness\'s fork server');
+          if (d.start === 'forked ahead') parts.push('forked ahead of the job from its harness\'s fork server');
           if (!Number.isNaN(made)) parts.push(`${d.start === 'forked' ? 'the server' : ''} made ${fmtDuration(at - made)} before the job`.trim());
           const l = d.loaded || {};
           if (l.modules) parts.push(`${fmtCount(l.modules)} modules loaded in ${fmtDuration((Number(l.seconds) || 0) * 1000)}`);
