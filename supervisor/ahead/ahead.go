@@ -102,7 +102,7 @@ func (p Policy) String() string {
 		return "cold: each session is made at its job (--cold)"
 	}
 	if p.forks() {
-		return fmt.Sprintf("warm: %d forked ahead of their jobs from each Python harness's fork server, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
+		return fmt.Sprintf("warm: %d forked ahead of their jobs from each Python harness's fork server, its dependencies loaded (--warm N; --cold makes each at its job)", p.forkedAhead())
 	}
 	return fmt.Sprintf("warm: %d made ahead for each Python harness, its dependencies loaded (--warm N; --cold makes each at its job)", p.perHarness())
 }
@@ -112,6 +112,12 @@ func (p Policy) String() string {
 func (p Policy) forks() bool { return p.Fork && supervisor.ForkServers }
 
 func (p Policy) perHarness() int { return max(1, p.PerHarness) }
+
+// forkedAhead is how many sessions of each harness a fork server forks ahead of their jobs:
+// PerHarness, and at least two, since one is forked as a job ends: a job that comes right after
+// another (oz0 plugin test's scenarios, an eval's cases) takes the second. A forked session costs
+// what it writes (10 to 20 MiB), not a framework's import.
+func (p Policy) forkedAhead() int { return max(2, p.PerHarness) }
 
 // How says how a job's session was made, for its record (the session event).
 type How = apiv1.SessionStart

@@ -11,10 +11,13 @@ import (
 )
 
 // A harness's fork server: one a harness, made ahead like a session, its dependencies loaded and
-// its frameworks warmed up once; each job's session is a fork of it (supervisor.Zygote), made at
-// the job in milliseconds and sharing the loaded pages, so a burst of jobs costs neither an
-// import each nor its memory each. A harness whose loader leaves a thread running (which a fork
-// would not copy) is not forked: its sessions are made ahead one at a time instead.
+// its frameworks warmed up once; each job's session is a fork of it (supervisor.Zygote) sharing
+// the loaded pages, so a burst of jobs costs neither an import each nor its memory each. The
+// policy's number of sessions for each harness are forked ahead of their jobs and warmed up in
+// their own processes (supervisor.Zygote.Make): a job binds one at once. A job that finds none
+// ready (a burst took them) has its session forked at once. A harness whose loader leaves a
+// thread running (which a fork would not copy) is not forked: its sessions are made ahead one at
+// a time instead.
 
 // server is a harness's fork server in the pool.
 type server struct {
@@ -26,13 +29,13 @@ type server struct {
 	mu      sync.Mutex
 	ahead   []*supervisor.Made // sessions forked ahead of their jobs, oldest first
 	forking int                // being forked ahead
+	running int                // its sessions that have begun and not ended
 	closed  bool
 }
 
 // startForked starts spec's session as a fork of its harness's server, made now if it has none
-// (or a stale one): one forked ahead of its job when one is ready, else one forked now; then the
-// server forks the next ahead. ok is false when the harness's sessions cannot be forked: the
-// caller makes them another way.
+// (or a stale one): one forked ahead of its job when one is ready, else one forked now. ok is
+// false when the harness's sessions cannot be forked: the caller makes them another way.
 func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec) (*supervisor.Session, How, bool, error) {
 	srv, why, err := p.server(key, spec)
 	if err != nil {
@@ -40,10 +43,10 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 		p.noFork(key, envStamp(spec.PluginDir))
 		return nil, How{}, false, nil
 	}
-	defer p.forkAhead(key, srv)
 	if m := srv.takeAhead(); m != nil {
 		s, err := m.Bind(ctx, spec)
 		if err == nil {
+			p.follow(key, srv, s)
 			return s, How{Start: StartForkedAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: m.Report()}, true, nil
 		}
 		if !errors.Is(err, supervisor.ErrGone) {
@@ -65,6 +68,7 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	case err != nil:
 		return nil, How{}, true, err
 	}
+	p.follow(key, srv, s)
 	how := How{Start: StartForked, MadeAt: srv.z.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: srv.z.Report()}
 	switch {
 	case !ready:
@@ -78,15 +82,40 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	return s, how, true, nil
 }
 
+// follow counts s among srv's running sessions until it ends; then srv forks ahead again what its
+// jobs took.
+func (p *Pool) follow(key string, srv *server, s *supervisor.Session) {
+	srv.mu.Lock()
+	srv.running++
+	srv.mu.Unlock()
+	go func() {
+		<-s.Done()
+		srv.mu.Lock()
+		srv.running--
+		srv.mu.Unlock()
+		p.forkAhead(key, srv)
+	}()
+}
+
 // forkAhead has srv fork sessions ahead of their jobs, in the background, until the policy's
-// number for each harness wait (or are being forked).
+// number for each harness wait (or are being forked). It is called as the server is made and as
+// each of its sessions ends, not as one begins: a session forked ahead (its warm-ups, some 50 to
+// 100 ms of a core) would take a core from the job that has begun. Not while more than one of its
+// sessions runs: in a burst of jobs a session forked ahead costs more than the one forked at its
+// job it spares; the burst's end forks them.
 func (p *Pool) forkAhead(key string, srv *server) {
+	srv.mu.Lock()
+	busy := srv.running > 1
+	srv.mu.Unlock()
+	if busy {
+		return
+	}
 	p.mu.Lock()
 	if p.servers[key] != srv || p.closed {
 		p.mu.Unlock()
 		return
 	}
-	want := p.policy.perHarness() - srv.count()
+	want := p.policy.forkedAhead() - srv.count()
 	if p.policy.Max > 0 {
 		// The servers and everything made ahead are never more than the policy's Max.
 		others := p.total + p.makingTotal() + len(p.servers)

@@ -153,14 +153,16 @@ def _traced(client_class):
 async def _warm_sdk(sdk):
     """One call of each kind (streamed and not) through the SDK sdk (anthropic, openai) over its
     own HTTP client to a model on a loopback socket of this process's, then through a mock
-    transport."""
+    transport and traced (in a session forked ahead, _lean: the first only)."""
     module = importlib.import_module(sdk)
     server = await _asyncio.start_server(_serve_model, "127.0.0.1", 0)
     try:
         url = "http://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
-        variants = [{}, {"http_client": _http(sdk)}]
-        if sdk == "anthropic" and (traced := _traced(module.AsyncAnthropic)):
-            variants.append(traced)
+        traced = _traced(module.AsyncAnthropic) if sdk == "anthropic" else None
+        if _lean:
+            variants = [traced or {}]  # a job's path: its HTTP, and its spans when it traces
+        else:
+            variants = [{}, {"http_client": _http(sdk)}] + ([traced] if traced else [])
         for extra in variants:
             if sdk == "anthropic":
                 client = module.AsyncAnthropic(base_url=url, api_key="warm-up", max_retries=0, **extra)
@@ -258,7 +260,16 @@ def _warm_opentelemetry():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create())
+    # Made while the warm-ups' OTEL_SDK_DISABLED is set, a provider makes no spans: not this one.
+    disabled = os.environ.pop("OTEL_SDK_DISABLED", None)
+    try:
+        try:
+            provider = TracerProvider(resource=Resource.create(), shutdown_on_exit=False)
+        except TypeError:  # an SDK without the option
+            provider = TracerProvider(resource=Resource.create())
+    finally:
+        if disabled is not None:
+            os.environ["OTEL_SDK_DISABLED"] = disabled
     provider.add_span_processor(SimpleSpanProcessor(memory))
     with provider.get_tracer("oz0.warm-up").start_as_current_span("warm-up") as span:
         span.set_attribute("warm", True)
@@ -284,8 +295,16 @@ _WARMUPS = [
 ]
 
 
-def _warm_up():
+# A session forked ahead runs the warm-ups again (zygote.py), to own the pages a run writes
+# before its job comes; it needs each path run once, not each of its variants, and is made while
+# jobs run: its SDK warm-ups take the plain HTTP path alone.
+_lean = False
+
+
+def _warm_up(lean=False):
     """Runs the warm-ups of the loaded frameworks; returns (those done, those given up)."""
+    global _lean
+    _lean = lean
     done, failed = [], []
     saved = {k: os.environ.get(k) for k in _WARM_ENV}
     os.environ.update(_WARM_ENV)

@@ -230,8 +230,10 @@ def _harness(request, stdio, entry, args, told=None):
         # comes (a forked process's first run pays a copy-on-write fault for each, 10-15 ms of an
         # ADK job). Then it is ready, as a loader says it, and the job's environment (its key, its
         # trace context, the plugin's import path) comes with the bind line.
-        _warm_up_aside()
-        ready = dict(_loaded_report, at=_time.time(), ahead=True)
+        started = _time.monotonic()
+        warmed, failed = _warm_up_aside()
+        ready = dict(_loaded_report, at=_time.time(), ahead=True,
+                     ahead_warmed=warmed, ahead_failed=failed, ahead_seconds=round(_time.monotonic() - started, 3))
         os.write(1, (json.dumps(ready) + "\n").encode())
         message = _read_bind()
     else:
@@ -242,8 +244,21 @@ def _harness(request, stdio, entry, args, told=None):
     _run(entry, args)
 
 
+def _warm_threads(n=4):
+    """Starts and joins n threads at once: a job's first threads (a thread pool's, an exporter's,
+    the harness kit's reader) then reuse their stacks, which libc keeps, rather than map and fault
+    in new ones (a fresh fork's first thread starts took 2 to 3 ms each)."""
+    import threading
+
+    threads = [threading.Thread(target=lambda: None, name="oz0-warm-up") for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def _warm_up_aside():
-    """The warm-ups, run in a session forked ahead as if elsewhere: in a scratch directory of its
+    """The warm-ups (lean), run in a session forked ahead as if elsewhere: in a scratch directory of its
     fresh /tmp (its HOME and TMPDIR too), removed after, and with stdout and stderr to /dev/null,
     so that the job finds its directories empty and its output its own."""
     import shutil
@@ -260,7 +275,8 @@ def _warm_up_aside():
         os.environ.update(HOME=scratch, TMPDIR=scratch)
         tempfile.tempdir = None  # as a process starting here would see it
         os.chdir(scratch)
-        _warm_up()
+        _warm_threads()
+        return _warm_up(lean=True)
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
