@@ -266,7 +266,7 @@ func stopDev(srv interface {
 
 // addAheadFlags adds --warm N and --cold, which oz0 dev and oz0 plugin test share.
 func addAheadFlags(cmd *cobra.Command, warm *int, cold *bool) {
-	cmd.Flags().IntVar(warm, "warm", 1, "make N sessions of each harness ahead of their jobs, its dependencies loaded: forked from a Python harness's fork server (at the job when none is ready), else each started ahead (docs/sandbox.md)")
+	cmd.Flags().IntVar(warm, "warm", 1, "make N sessions of each harness ahead of their jobs, its dependencies loaded: forked from a Python harness's fork server (at least 2; at the job when none is ready), else each started ahead (docs/sandbox.md)")
 	cmd.Flags().BoolVar(cold, "cold", false, "make each session at its job, as the platform's cold start does (no session made ahead)")
 }
 

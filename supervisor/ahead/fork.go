@@ -43,10 +43,17 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 		p.noFork(key, envStamp(spec.PluginDir))
 		return nil, How{}, false, nil
 	}
+	srv.begin()
+	started := false
+	defer func() {
+		if !started {
+			p.ended(key, srv)
+		}
+	}()
 	if m := srv.takeAhead(); m != nil {
 		s, err := m.Bind(ctx, spec)
 		if err == nil {
-			p.follow(key, srv, s)
+			started = p.follow(key, srv, s)
 			return s, How{Start: StartForkedAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: m.Report()}, true, nil
 		}
 		if !errors.Is(err, supervisor.ErrGone) {
@@ -68,7 +75,7 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	case err != nil:
 		return nil, How{}, true, err
 	}
-	p.follow(key, srv, s)
+	started = p.follow(key, srv, s)
 	how := How{Start: StartForked, MadeAt: srv.z.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: srv.z.Report()}
 	switch {
 	case !ready:
@@ -82,19 +89,29 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	return s, how, true, nil
 }
 
-// follow counts s among srv's running sessions until it ends; then srv forks ahead again what its
-// jobs took.
-func (p *Pool) follow(key string, srv *server, s *supervisor.Session) {
+// begin counts a job's session among srv's running ones from the moment the job asks for it
+// (waiting for the server to load, say), so that a burst is seen as it comes.
+func (srv *server) begin() {
 	srv.mu.Lock()
 	srv.running++
 	srv.mu.Unlock()
+}
+
+// ended takes a session out of srv's running ones; then srv forks ahead again what its jobs took.
+func (p *Pool) ended(key string, srv *server) {
+	srv.mu.Lock()
+	srv.running--
+	srv.mu.Unlock()
+	p.forkAhead(key, srv)
+}
+
+// follow keeps s among srv's running sessions until it ends; it returns true.
+func (p *Pool) follow(key string, srv *server, s *supervisor.Session) bool {
 	go func() {
 		<-s.Done()
-		srv.mu.Lock()
-		srv.running--
-		srv.mu.Unlock()
-		p.forkAhead(key, srv)
+		p.ended(key, srv)
 	}()
+	return true
 }
 
 // forkAhead has srv fork sessions ahead of their jobs, in the background, until the policy's
@@ -104,10 +121,7 @@ func (p *Pool) follow(key string, srv *server, s *supervisor.Session) {
 // sessions runs: in a burst of jobs a session forked ahead costs more than the one forked at its
 // job it spares; the burst's end forks them.
 func (p *Pool) forkAhead(key string, srv *server) {
-	srv.mu.Lock()
-	busy := srv.running > 1
-	srv.mu.Unlock()
-	if busy {
+	if srv.busy() {
 		return
 	}
 	p.mu.Lock()
@@ -137,7 +151,17 @@ func (p *Pool) forkAhead(key string, srv *server) {
 	for range want {
 		go func() {
 			defer p.wg.Done()
-			m, err := srv.z.Make(context.Background(), srv.spec)
+			// A server still loading forks once it is ready: by then jobs may have come (the
+			// cases of an eval): they go first, and these are forked when they end.
+			select {
+			case <-srv.z.Loaded():
+			case <-srv.z.Exited():
+			}
+			var m *supervisor.Made
+			err := supervisor.ErrGone
+			if !srv.busy() {
+				m, err = srv.z.Make(context.Background(), srv.spec)
+			}
 			srv.mu.Lock()
 			srv.forking--
 			if err != nil || srv.closed {
@@ -163,6 +187,13 @@ func (p *Pool) forkAhead(key string, srv *server) {
 			}()
 		}()
 	}
+}
+
+// busy says whether more than one of srv's sessions runs (or is asked for).
+func (srv *server) busy() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.running > 1
 }
 
 // takeAhead takes the oldest session srv forked ahead that is ready for its job; nil when none is.
