@@ -216,13 +216,22 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.beginWithRequest(ctx, p); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// beginWithRequest begins a launched session with its request as the first line; a session whose
+// request cannot be made is abandoned.
+func (s *Session) beginWithRequest(ctx context.Context, p *pipes) error {
 	first, err := s.request()
 	if err != nil {
 		s.abandon(p)
-		return nil, err
+		return err
 	}
 	s.begin(ctx, p, first)
-	return s, nil
+	return nil
 }
 
 // launchSession makes a session's directories and starts its harness process, in its sandbox,

@@ -113,13 +113,10 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	first, err := s.request()
-	if err != nil {
-		s.abandon(p)
+	s.madeAt = z.made.MadeAt()
+	if err := s.beginWithRequest(ctx, p); err != nil {
 		return nil, err
 	}
-	s.madeAt = z.made.MadeAt()
-	s.begin(ctx, p, first)
 	return s, nil
 }
 

@@ -296,8 +296,8 @@ _WARMUPS = [
 
 
 # A session forked ahead runs the warm-ups again (zygote.py), to own the pages a run writes
-# before its job comes; it needs each path run once, not each of its variants, and is made while
-# jobs run: its SDK warm-ups take the plain HTTP path alone.
+# before its job comes: it needs a job's path run once, not each variant, and a core it takes is
+# one a job may want: its SDK warm-ups take one path (the SDK's HTTP, traced when it traces).
 _lean = False
 
 

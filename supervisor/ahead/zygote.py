@@ -232,8 +232,8 @@ def _harness(request, stdio, entry, args, told=None):
         # trace context, the plugin's import path) comes with the bind line.
         started = _time.monotonic()
         warmed, failed = _warm_up_aside()
-        ready = dict(_loaded_report, at=_time.time(), ahead=True,
-                     ahead_warmed=warmed, ahead_failed=failed, ahead_seconds=round(_time.monotonic() - started, 3))
+        ready = dict(_loaded_report, at=_time.time(), ahead=True, ahead_warmed=warmed,
+                     ahead_failed=failed, ahead_seconds=round(_time.monotonic() - started, 3))
         os.write(1, (json.dumps(ready) + "\n").encode())
         message = _read_bind()
     else:
@@ -258,9 +258,9 @@ def _warm_threads(n=4):
 
 
 def _warm_up_aside():
-    """The warm-ups (lean), run in a session forked ahead as if elsewhere: in a scratch directory of its
-    fresh /tmp (its HOME and TMPDIR too), removed after, and with stdout and stderr to /dev/null,
-    so that the job finds its directories empty and its output its own."""
+    """The warm-ups (lean), run in a session forked ahead as if elsewhere: in a scratch directory
+    of its fresh /tmp (its HOME and TMPDIR too), removed after, and with stdout and stderr to
+    /dev/null, so that the job finds its directories empty and its output its own."""
     import shutil
     import tempfile
 
@@ -318,10 +318,10 @@ def _init_of(harness_pid, told):
             continue
         if told in ready:
             said = os.read(told, 16)
-            if said:
-                status = int(said) << 8  # as a wait status: exited with that code
+            if said.isdigit():
+                status = (int(said) & 0xFF) << 8  # as a wait status: exited with that code
             else:
-                watch.remove(told)  # it exited without a word, or closed it: the wait says
+                watch.remove(told)  # it exited without a word, or garbled it: the wait says
         if status is None and pidfd in ready:
             try:
                 _, status = os.waitpid(harness_pid, 0)
@@ -412,9 +412,10 @@ def _keeper(request, fds, entry, args):
     os.close(pidfd)
     for s in listeners:
         s.close()
-    # G says the harness's status once it has reaped every process of the session: that is the
-    # session's end, said at once; G's own exit (the unmapping of a large address space) is not
-    # waited for. Unsandboxed, or when G ends without a word, the status is the wait's.
+    # G says the harness's status once the harness has exited (or said it is exiting) and every
+    # other process of the session has SIGKILL on it: none runs again, and that is the session's
+    # end, said at once; the unmapping of their memory and G's own exit are not waited for.
+    # Unsandboxed, or when G ends without a word, the status is the wait's.
     said = os.read(said_r, 64)
     if sandboxed and said:
         _report(report, {"exit": int(said)})
