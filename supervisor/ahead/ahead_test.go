@@ -54,7 +54,8 @@ import fakedep
 out = {"dep_at": fakedep.IMPORTED_AT, "ran": builtins.__dict__.get("oz0_test_ran", {}), "job": os.environ.get("OZ0_JOB"),
        "key": os.environ.get("ANTHROPIC_API_KEY"), "pythonpath": os.environ.get("PYTHONPATH"), "argv": sys.argv[1:],
        "request_job": request.get("job"), "cwd": os.getcwd(), "home": os.environ.get("HOME"), "name": __name__,
-       "found": sorted(os.listdir(os.getcwd()) + os.listdir(os.environ["HOME"]) + [n for n in os.listdir("/tmp") if n.startswith("oz0-warm-up-")])}
+       "found": sorted(os.listdir(os.getcwd()) + os.listdir(os.environ["HOME"])),
+       "warm_up_dirs": [n for n in os.listdir("/tmp") if n.startswith("oz0-warm-up-")]}
 print(json.dumps({"type": "result", "output": out}), flush=True)
 `,
 	}
@@ -90,7 +91,8 @@ type seen struct {
 	Cwd        string             `json:"cwd"`
 	Home       string             `json:"home"`
 	Name       string             `json:"name"`
-	Found      []string           `json:"found"` // in its working and state directories, and what a warm-up left in /tmp
+	Found      []string           `json:"found"`        // in its working and state directories
+	WarmUpDirs []string           `json:"warm_up_dirs"` // warm-ups' scratch directories in its /tmp
 }
 
 func result(t *testing.T, s *supervisor.Session) seen {
@@ -259,7 +261,11 @@ func TestForkedLoadsDependenciesAndRunsNothingOfThePlugin(t *testing.T) {
 					t.Errorf("the harness ran in %s (HOME %s) as %s %q; want its session's %s and %s, __main__ with an-arg", got.Cwd, got.Home, got.Name, got.Argv, s.Workdir(), s.StateDir())
 				}
 				if strings.Join(got.Found, " ") != "tmp" {
-					t.Errorf("the session's directories (and /tmp) held %q as its job began; want only the state directory's tmp/", got.Found)
+					t.Errorf("the session's directories held %q as its job began; want only the state directory's tmp/", got.Found)
+				}
+				// Tier none shows the machine's /tmp, where other sessions warm up.
+				if tier != sandbox.None && len(got.WarmUpDirs) > 0 {
+					t.Errorf("the warm-ups left %q in the session's /tmp", got.WarmUpDirs)
 				}
 			}
 		})
