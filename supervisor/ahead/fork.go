@@ -53,7 +53,8 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	if m := srv.takeAhead(); m != nil {
 		s, err := m.Bind(ctx, spec)
 		if err == nil {
-			started = p.follow(key, srv, s)
+			started = true
+			p.follow(key, srv, s)
 			return s, How{Start: StartForkedAhead, MadeAt: s.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: m.Report()}, true, nil
 		}
 		if !errors.Is(err, supervisor.ErrGone) {
@@ -75,7 +76,8 @@ func (p *Pool) startForked(ctx context.Context, key string, spec supervisor.Spec
 	case err != nil:
 		return nil, How{}, true, err
 	}
-	started = p.follow(key, srv, s)
+	started = true
+	p.follow(key, srv, s)
 	how := How{Start: StartForked, MadeAt: srv.z.MadeAt(), BoundAt: time.Now(), Program: s.Program(), Loaded: srv.z.Report()}
 	switch {
 	case !ready:
@@ -105,13 +107,12 @@ func (p *Pool) ended(key string, srv *server) {
 	p.forkAhead(key, srv)
 }
 
-// follow keeps s among srv's running sessions until it ends; it returns true.
-func (p *Pool) follow(key string, srv *server, s *supervisor.Session) bool {
+// follow keeps s among srv's running sessions until it ends.
+func (p *Pool) follow(key string, srv *server, s *supervisor.Session) {
 	go func() {
 		<-s.Done()
 		p.ended(key, srv)
 	}()
-	return true
 }
 
 // forkAhead has srv fork sessions ahead of their jobs, in the background, until the policy's
