@@ -60,8 +60,8 @@ func sessionsArgs(args []string, sessions string) []string {
 	}
 	at := 0
 	switch {
-	case len(args) >= 2 && args[0] == "eval" && args[1] == "merge":
-		return args // runs no case
+	case len(args) >= 2 && args[0] == "eval" && (args[1] == "merge" || args[1] == "add"):
+		return args // runs no case: merges results, or writes one from a job that ran
 	case len(args) >= 1 && (args[0] == "dev" || args[0] == "eval"):
 		at = 1
 	case len(args) >= 2 && args[0] == "plugin" && args[1] == "test":
@@ -215,6 +215,7 @@ func TestSessionsArgs(t *testing.T) {
 		{"plugin lint", "plugin lint"},
 		{"run acme hi", "run acme hi"},
 		{"eval merge a.json b.json", "eval merge a.json b.json"},
+		{"eval add job_x --name double", "eval add job_x --name double"},
 		{"dev --warm=2", "dev --warm=2"},
 	} {
 		if got := strings.Join(sessionsArgs(strings.Fields(c.args), "cold"), " "); got != c.want {
