@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,6 +334,31 @@ func applyEdits(body []byte, edits []edit) []byte {
 		at = e.end
 	}
 	return append(out, body[at:]...)
+}
+
+// holdAll is an upstream for a burst of n calls: held, it keeps each call until all n have
+// arrived or been refused (refused, which burst calls for each refusal), so that every admission
+// is decided while the calls before it are in flight; then next answers them. Not held, each is
+// answered as it comes.
+func holdAll(n int, held bool, next func(http.ResponseWriter, *http.Request)) (upstream http.Handler, refused func()) {
+	release := make(chan struct{})
+	if !held {
+		close(release)
+	}
+	var arrived, refusals atomic.Int64
+	var once sync.Once
+	check := func() {
+		if held && arrived.Load()+refusals.Load() == int64(n) {
+			once.Do(func() { close(release) })
+		}
+	}
+	upstream = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		check()
+		<-release
+		next(w, r)
+	})
+	return upstream, func() { refusals.Add(1); check() }
 }
 
 // burst makes n calls at once, call i as req(i) says, and returns how many got each status and

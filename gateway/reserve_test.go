@@ -3,8 +3,6 @@ package gateway
 import (
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 )
 
@@ -37,26 +35,8 @@ func TestLimitsBoundedUnderConcurrency(t *testing.T) {
 					name += " answered as they come"
 				}
 				t.Run(name, func(t *testing.T) {
-					release := make(chan struct{})
-					if !held {
-						close(release)
-					}
-					var arrived, refused atomic.Int64
-					var once sync.Once
-					check := func() {
-						if arrived.Load()+refused.Load() == n {
-							if held {
-								once.Do(func() { close(release) })
-							}
-						}
-					}
 					var e *env
-					hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						arrived.Add(1)
-						check()
-						<-release
-						e.fake.ServeHTTP(w, r)
-					})
+					hold, refused := holdAll(n, held, func(w http.ResponseWriter, r *http.Request) { e.fake.ServeHTTP(w, r) })
 					e = newEnv(t, `
 rules:
   - reply:
@@ -71,8 +51,7 @@ rules:
 						url, h = e.openaiURL()+"/chat/completions", openaiHeaders(key)
 						body = `{"model":"fake-model","max_completion_tokens":500,"messages":[{"role":"user","content":"hello"}]}`
 					}
-					statuses, said := burst(t, n, func(int) (string, map[string]string, string) { return url, h, body },
-						func() { refused.Add(1); check() })
+					statuses, said := burst(t, n, func(int) (string, map[string]string, string) { return url, h, body }, refused)
 					e.gw.Flush()
 					u := e.gw.JobUsage(job)
 					t.Logf("%v; %d tokens used, $%.5f", statuses, u.Usage.Total(), u.CostUSD)

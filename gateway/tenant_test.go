@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,24 +224,8 @@ func TestTenantQuotaBoundedUnderConcurrency(t *testing.T) {
 					name += " answered as they come"
 				}
 				t.Run(name, func(t *testing.T) {
-					release := make(chan struct{})
-					if !held {
-						close(release)
-					}
-					var arrived, refused atomic.Int64
-					var once sync.Once
-					check := func() {
-						if held && arrived.Load()+refused.Load() == n {
-							once.Do(func() { close(release) })
-						}
-					}
 					var e *env
-					hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						arrived.Add(1)
-						check()
-						<-release
-						e.fake.ServeHTTP(w, r)
-					})
+					hold, refused := holdAll(n, held, func(w http.ResponseWriter, r *http.Request) { e.fake.ServeHTTP(w, r) })
 					e = newEnv(t, `
 rules:
   - reply:
@@ -262,7 +245,7 @@ rules:
 							body = `{"model":"fake-model","max_completion_tokens":500,"messages":[{"role":"user","content":"hello"}]}`
 						}
 						return url, h, body
-					}, func() { refused.Add(1); check() })
+					}, refused)
 					e.gw.Flush()
 					var tokens int64
 					var cost float64

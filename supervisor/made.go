@@ -55,8 +55,8 @@ func MakeIn(spec Spec, dir string) (*Made, error) {
 
 // makeWith is Make with what only a fork server has.
 func makeWith(spec Spec, opts launchOpts) (*Made, error) {
-	if spec.Request.Job != "" || spec.Env.AnthropicAPIKey != "" || spec.Env.OpenAIAPIKey != "" || spec.Env.Traceparent != "" {
-		return nil, errors.New("supervisor: a session made ahead has nothing of a job until Bind")
+	if err := nothingOfAJob(spec); err != nil {
+		return nil, err
 	}
 	s, p, err := launchSession(spec, func(_ *Session, env []string) []string { return withoutPluginPath(env) }, opts)
 	if err != nil {
@@ -65,6 +65,15 @@ func makeWith(spec Spec, opts launchOpts) (*Made, error) {
 	m := &Made{s: s, p: p, loaded: make(chan struct{})}
 	go m.readLoaded()
 	return m, nil
+}
+
+// nothingOfAJob refuses the spec of a session made ahead that has something of a job: its job,
+// keys and trace context come with Bind.
+func nothingOfAJob(spec Spec) error {
+	if spec.Request.Job != "" || spec.Env.AnthropicAPIKey != "" || spec.Env.OpenAIAPIKey != "" || spec.Env.Traceparent != "" {
+		return errors.New("supervisor: a session made ahead has nothing of a job until Bind")
+	}
+	return nil
 }
 
 // withoutPluginPath is a session's environment as its process made ahead has it: the plugin's own

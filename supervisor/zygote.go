@@ -125,8 +125,8 @@ func (z *Zygote) Fork(ctx context.Context, spec Spec) (*Session, error) {
 // directories made, says it is ready as a loader does and waits for its bind line: Bind gives it
 // its job. It waits for the server to be ready; ErrGone as Fork.
 func (z *Zygote) Make(ctx context.Context, spec Spec) (*Made, error) {
-	if spec.Request.Job != "" || spec.Env.AnthropicAPIKey != "" || spec.Env.OpenAIAPIKey != "" || spec.Env.Traceparent != "" {
-		return nil, errors.New("supervisor: a session made ahead has nothing of a job until Bind")
+	if err := nothingOfAJob(spec); err != nil {
+		return nil, err
 	}
 	s, p, err := z.forkSession(ctx, spec, true)
 	if err != nil {
