@@ -321,7 +321,7 @@ func (p *Pool) watchServer(key string, srv *server) {
 			if srv.z.Forks() || isClosed(srv.z.Exited()) {
 				continue
 			}
-			p.log.Info("the harness's fork server forks nothing (its dependencies left a thread running, or its libc has no _Fork); its sessions are made ahead one at a time", "harness", srv.spec.Request.Harness, "loaded", string(srv.z.Report()))
+			p.log.Info("the harness's fork server forks nothing (its dependencies left a thread running, its libc has no _Fork, or its kernel refuses clone3); its sessions are made ahead one at a time", "harness", srv.spec.Request.Harness, "loaded", string(srv.z.Report()))
 			p.noFork(key, srv.stamp)
 			p.dropServer(key, srv)
 			p.Prepare(srv.spec)

@@ -186,11 +186,14 @@ def _main():
         # A fork copies only the thread that forks: a library's thread (a lock it held) would be
         # missing from every session. Such a harness is made ahead one session at a time instead.
         threads = _threads()
-        report["fork"] = threads == 1 and _bare_fork is not None
+        clone3 = _has_clone3()
+        report["fork"] = threads == 1 and _bare_fork is not None and clone3
         if threads != 1:
             report["threads"] = threads
         if _bare_fork is None:
             report["no_bare_fork"] = True  # a libc without _Fork: no fork without the hooks
+        if not clone3:
+            report["no_clone3"] = True  # a kernel that will not clone a session into its namespaces
     os.write(1, (json.dumps(report) + "\n").encode())
     if fork:
         _replay_stderr(log, real_stderr)  # the fork server's own log

@@ -6,28 +6,30 @@
 #   the node ── request on fd 0 (a unix socket): the session's directories, environment, gateway
 #   │           addresses, and its stdin, stdout, stderr and report socket (SCM_RIGHTS)
 #   └─ this process (single-threaded: no thread of a library's is copied into a session)
-#       └─ C, the session's keeper (a fork): new user, mount, PID, IPC and UTS namespaces (and a
-#          network one, in strict), owned by a user namespace of its own; the session's own
-#          directories shown, the others' and this process's hidden, a fresh /tmp and /dev/shm;
-#          it reports on the report socket and waits
-#           └─ G, PID 1 of the session's namespace: a fresh /proc; passes SIGTERM, SIGINT and
-#              SIGHUP on to the session's processes; ends them all when the harness exits
-#               └─ H, the harness: the session's pipes as 0, 1 and 2, its working directory, the
-#                  job's environment, no capability left; runs the harness as the loader would.
-#                  A session forked ahead of its job ("ahead") has the environment without the
-#                  job's part: H says it is ready and reads the job's (a bind line) first.
+#       └─ G, cloned straight into new user, mount, PID, IPC and UTS namespaces (and a network
+#          one, in strict), owned by the new user namespace, of which it is PID 1: it shows the
+#          session its own directories (the others' and this process's hidden), a fresh /tmp,
+#          /dev/shm and /proc; reports on the report socket that the session started; passes
+#          SIGTERM, SIGINT and SIGHUP on to the session's processes; ends them all when the
+#          harness exits, and reports how it exited
+#           └─ H, the harness: the session's pipes as 0, 1 and 2, its working directory, the
+#              job's environment, no capability left; runs the harness as the loader would.
+#              A session forked ahead of its job ("ahead") has the environment without the
+#              job's part: H says it is ready and reads the job's (a bind line) first.
 #
-# In tier none (no namespaces, as a session started at its job has none) C forks H alone, H in a
-# process group of its own.
+# In tier none (no namespaces, as a session started at its job has none) C, a keeper forked
+# from this process, forks H, H in a process group of its own, and reports.
 #
-# C and G are made with glibc's _Fork, which runs no fork hook: a dependency's (os.register_at_fork,
-# pthread_atfork) would otherwise run in this process, which sees every session's directory, and in
-# C before its namespaces. The hooks run when G forks H, in G (after it dropped its capabilities)
-# and in H: inside the session's sandbox, with nothing of a sibling's in view. No dependency code
-# runs here once it serves: no hook, no signal handler of a library's, no collection of its
-# garbage (frozen).
+# G (with clone3) and C (with glibc's _Fork) run no fork hook: a dependency's
+# (os.register_at_fork, pthread_atfork) would otherwise run in this process, which sees every
+# session's directory. The hooks run when G or C forks H, in G (after it dropped its
+# capabilities) or C and in H: inside the session's sandbox, with nothing of a sibling's in view.
+# No dependency code runs here once it serves: no hook, no signal handler of a library's, no
+# collection of its garbage (frozen). A kernel that refuses clone3 (before Linux 5.3, or a seccomp
+# filter) gets no fork server: the loader says so, and sessions are made ahead one at a time.
 
 import ctypes as _ctypes
+import errno
 import fcntl
 import gc as _gc
 import re
@@ -56,6 +58,14 @@ try:
     _bare_fork.restype, _bare_fork.argtypes = _ctypes.c_int, []
 except AttributeError:
     _bare_fork = None  # the loader then reports that this harness does not fork
+
+_SYS_CLONE3 = 435  # one number on every architecture
+try:
+    # PyDLL, as _Fork: the GIL stays held across the call, so the child returns holding it.
+    _clone3 = _ctypes.PyDLL(None, use_errno=True).syscall
+    _clone3.restype, _clone3.argtypes = _ctypes.c_long, [_ctypes.c_long, _ctypes.c_void_p, _ctypes.c_size_t]
+except AttributeError:
+    _clone3 = None  # the loader then reports that this harness does not fork
 
 
 def _fork_bare():
@@ -94,18 +104,49 @@ def _drop_capabilities():
     _check(_libc.capset(header, data), "capset")
 
 
-def _own_namespaces(strict):
-    """Unshares the session's namespaces, owned by a new user namespace in which this process
-    keeps its ids."""
-    uid, gid = os.getuid(), os.getgid()
+def _namespace_flags(request):
+    """The session's namespaces: user, mount, PID, IPC and UTS, and network in strict. The new
+    user namespace owns the others."""
     flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
-    if strict:
+    if request["tier"] == "strict":
         flags |= _CLONE_NEWNET
-    _check(_libc.unshare(flags), "unshare")
+    return flags
+
+
+def _own_ids(uid, gid):
+    """Keeps, in the process's new user namespace, the ids it had in its maker's."""
     for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)), ("gid_map", "%d %d 1" % (gid, gid))):
         with open("/proc/self/" + name, "w") as f:
             f.write(text)
     _libc.sethostname(b"oz0-session", 11)
+
+
+def _own_sandbox(request):
+    """In the session's new namespaces: its files, and in strict its network's listeners."""
+    _own_files(request["sessions"], request["dir"], request["state"])
+    return _listen(request["listen"]) if request.get("listen") else []
+
+
+def _clone_session(request):
+    """Forks this process straight into the session's new namespaces, the child PID 1 of its own
+    (clone3, which runs no fork hook, as _fork_bare): one fork of the server a session, where a
+    keeper's unshare and fork took two (each fork and exit of a process that holds a framework
+    costs 5 to 7 ms of a core). Raises OSError when the kernel refuses."""
+    args = _struct.pack("=8Q", _namespace_flags(request), 0, 0, 0, _signal.SIGCHLD, 0, 0, 0)
+    buf = _ctypes.create_string_buffer(args, len(args))
+    pid = _clone3(_SYS_CLONE3, buf, _ctypes.c_size_t(len(args)))
+    if pid < 0:
+        err = _ctypes.get_errno()
+        raise OSError(err, "clone3: %s" % os.strerror(err))
+    return pid
+
+
+def _has_clone3():
+    """Whether the kernel takes clone3 (Linux 5.3, and no seccomp filter that refuses it): asked
+    with arguments it refuses as too short, which makes nothing."""
+    if _clone3 is None:
+        return False
+    return _clone3(_SYS_CLONE3, None, _ctypes.c_size_t(0)) < 0 and _ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM)
 
 
 def _unescape(path):
@@ -335,91 +376,24 @@ def _init_of(harness_pid, told):
 
 
 def _keeper(request, fds, entry, args):
-    """C: builds the session's namespaces and files, starts it, reports its start and its end."""
+    """C, in tier none (no namespaces, as a session started at its job has none): forks the
+    harness, H, as Python forks (the fork hooks run here and in H: tier none hides nothing), in a
+    process group of its own, and reports its start and its end."""
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the server's SIG_IGN would reap for us
     stdio, report = fds[:3], _socket.socket(fileno=fds[3])
-    sandboxed = request["tier"] != "none"
-    try:
-        _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)  # the fork server's end is the session's
-        listeners = []
-        if sandboxed:
-            _own_namespaces(request["tier"] == "strict")
-            _own_files(request["sessions"], request["dir"], request["state"])
-            if request.get("listen"):
-                listeners = _listen(request["listen"])
-    except BaseException as err:
-        _report(report, {"error": "the session's sandbox could not be made: %s: %s" % (type(err).__name__, err)})
-        os._exit(1)
-    said_r, said_w = os.pipe()  # G tells C the harness's wait status there
-    # Unsandboxed, H is forked as Python forks (its hooks run here: tier none hides nothing).
-    pid = _fork_bare() if sandboxed else os.fork()
+    _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)  # the fork server's end is the session's
+    pid = os.fork()
     if pid == 0:
-        os.close(said_r)
-        try:
-            report.close()
-            for s in listeners:
-                s.close()
-            if not sandboxed:
-                os.close(said_w)
-                os.setpgid(0, 0)
-                _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
-                _harness(request, stdio, entry, args)
-                os._exit(0)
-            # G: PID 1 of the session; what goes wrong with it is the session's to see. Its
-            # capabilities go before the fork that runs the dependencies' hooks.
-            os.dup2(stdio[2], 2)
-            _prctl(_PR_SET_DUMPABLE, 0)
-            _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-            _drop_capabilities()
-            told_r, told_w = os.pipe()  # the harness says there that it is exiting
-            harness = os.fork()
-            if harness == 0:
-                os.close(said_w)
-                os.close(told_r)
-                _harness(request, stdio, entry, args, told=told_w)
-                os._exit(0)
-            os.close(told_w)
-            for fd in stdio:
-                os.close(fd)
-            status = _init_of(harness, told_r)
-            # The session's stderr ends with its processes: the node does not wait for this
-            # process's exit to see it end. What is left is reaped after the word: the keeper,
-            # which reports it, is not kept from a core by this process's own exit meanwhile.
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 2)
-            os.close(null)
-            os.write(said_w, str(status).encode())
-            while True:
-                try:
-                    os.waitpid(-1, 0)
-                except ChildProcessError:
-                    break
-                except InterruptedError:
-                    continue
-            os._exit(0)
-        except SystemExit as done:
-            os._exit(done.code if isinstance(done.code, int) else 1)
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-            os._exit(1)
-    os.close(said_w)
+        report.close()
+        os.setpgid(0, 0)
+        _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)
+        _harness(request, stdio, entry, args)
+        os._exit(0)
     for fd in stdio:
         os.close(fd)
     pidfd = os.pidfd_open(pid)
-    _report(report, {"started": True}, [pidfd] + [s.fileno() for s in listeners])
+    _report(report, {"started": True}, [pidfd])
     os.close(pidfd)
-    for s in listeners:
-        s.close()
-    # G says the harness's status once the harness has exited (or said it is exiting) and every
-    # other process of the session has SIGKILL on it: none runs again, and that is the session's
-    # end, said at once; the unmapping of their memory and G's own exit are not waited for.
-    # Unsandboxed, or when G ends without a word, the status is the wait's.
-    said = os.read(said_r, 64)
-    if sandboxed and said:
-        _report(report, {"exit": int(said)})
-        os._exit(0)
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -428,6 +402,68 @@ def _keeper(request, fds, entry, args):
             continue
     _report(report, {"exit": status})
     os._exit(0)
+
+
+def _session(request, fds, entry, args, ids):
+    """G, cloned by the server straight into the session's new namespaces (_clone_session), PID 1
+    of them: builds the session's files and reports its start; forks the harness, H; and once H
+    has exited (or said it is exiting) and the rest of the session has SIGKILL on it, reports H's
+    wait status. What goes wrong with it is the session's to see. ids: the server's uid and gid,
+    which G keeps in its user namespace."""
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the server's SIG_IGN would reap for us
+    stdio, report = fds[:3], _socket.socket(fileno=fds[3])
+    try:
+        _prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL)  # the fork server's end is the session's
+        _own_ids(*ids)
+        listeners = _own_sandbox(request)
+    except BaseException as err:
+        _report(report, {"error": "the session's sandbox could not be made: %s: %s" % (type(err).__name__, err)})
+        os._exit(1)
+    try:
+        pidfd = os.pidfd_open(os.getpid())
+        _report(report, {"started": True}, [pidfd] + [s.fileno() for s in listeners])
+        os.close(pidfd)
+        for s in listeners:
+            s.close()
+        os.dup2(stdio[2], 2)
+        _prctl(_PR_SET_DUMPABLE, 0)
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        # Its capabilities go before the fork that runs the dependencies' hooks.
+        _drop_capabilities()
+        told_r, told_w = os.pipe()  # the harness says there that it is exiting
+        harness = os.fork()
+        if harness == 0:
+            os.close(told_r)
+            report.close()
+            _harness(request, stdio, entry, args, told=told_w)
+            os._exit(0)
+        os.close(told_w)
+        for fd in stdio:
+            os.close(fd)
+        status = _init_of(harness, told_r)
+        # The session's stderr ends with its processes: the node does not wait for this
+        # process's exit to see it end, nor for the kernel to unmap it and the harness; what is
+        # left is reaped after the word.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        _report(report, {"exit": status})
+        report.close()
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+        os._exit(0)
+    except SystemExit as done:
+        os._exit(done.code if isinstance(done.code, int) else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        os._exit(1)
 
 
 _library_handlers = {}
@@ -457,7 +493,8 @@ def _serve(entry, args, report):
     _loaded_report = report
     _library_handlers = _quiet_handlers()
     _gc.disable()  # our own garbage only, from here: the dependencies' is frozen
-    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the keepers are reaped by the kernel
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the sessions' first processes are reaped by the kernel
+    ids = os.getuid(), os.getgid()  # a session's user namespace keeps them
     while True:
         try:
             data, ancdata, _, _ = control.recvmsg(_MAX_REQUEST, _socket.CMSG_SPACE(4 * 4))
@@ -477,8 +514,19 @@ def _serve(entry, args, report):
             for fd in fds:
                 os.close(fd)
             continue
-        if _fork_bare() == 0:
-            control.close()
-            _keeper(request, fds, entry, args)
+        if request["tier"] == "none":
+            if _fork_bare() == 0:
+                control.close()
+                _keeper(request, fds, entry, args)
+        else:
+            try:
+                pid = _clone_session(request)
+            except OSError as err:
+                with _socket.socket(fileno=os.dup(fds[3])) as report:
+                    _report(report, {"error": "the session's sandbox could not be made: %s" % err})
+                pid = -1
+            if pid == 0:
+                control.close()
+                _session(request, fds, entry, args, ids)
         for fd in fds:
             os.close(fd)
