@@ -101,21 +101,27 @@ func (s *Store) Watch(ctx context.Context) (*Watch, error) {
 // next is the watcher's next change: what is buffered first, then the loss, so the reader
 // catches up before it is told to read everything again. It is false when ctx ends.
 func (wt *watcher) next(ctx context.Context) (Change, bool) {
-	select {
-	case c := <-wt.live:
-		return c, true
-	default:
-	}
-	select {
-	case c := <-wt.live:
-		return c, true
-	case <-wt.kick:
-		wt.unlag() // before the loss is passed on: what the reader reads after it is complete
-		return Change{Kind: ChangeLost}, true
-	case <-ctx.Done():
-		return Change{}, false
+	for {
+		if c, ok := wt.take(changeSize); ok {
+			return c, true
+		}
+		select {
+		case <-wt.ready:
+		case <-wt.kick:
+			if c, ok := wt.take(changeSize); ok {
+				signal(wt.kick) // the loss after what was buffered
+				return c, true
+			}
+			wt.unlag() // before the loss is passed on: what the reader reads after it is complete
+			return Change{Kind: ChangeLost}, true
+		case <-ctx.Done():
+			return Change{}, false
+		}
 	}
 }
+
+// changeSize is a change's size as a live buffer counts it: none (a change carries no data).
+func changeSize(Change) int64 { return 0 }
 
 // watchers is the hub's list of watchers; its own lock, so that publishing changes never waits
 // on the job subscribers' map.

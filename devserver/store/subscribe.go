@@ -33,12 +33,18 @@ type sub struct {
 // liveBuffer is what a live reader (a subscriber, a watcher) has not read yet. The writer never
 // waits for it: when it is full, the reader is marked lagging, sent nothing more, and kicked
 // once, so it goes back to what the database holds and clears the mark (unlag) before it does.
+// It holds what is pending, no more: a reader that keeps up holds an event or two (a buffer of
+// its bound made up front was 700 KiB for each `oz0 run` following a job).
 type liveBuffer[T any] struct {
-	live   chan T
-	lagged atomic.Bool
+	mu     sync.Mutex
+	queue  []T // oldest first, from head
+	head   int
+	max    int           // the most it holds (Options.LiveBuffer)
+	bytes  int64         // the size of what it holds, as offer was told it
+	lagged bool          // offer sends nothing until unlag
+	ready  chan struct{} // one token: "there is something to take"
 	kick   chan struct{} // one token: "you are lagging"
 	lags   *atomic.Int64 // the store's count
-	bytes  atomic.Int64  // the size of what live holds, as offer was told it
 }
 
 // maxLiveBytes bounds the data a live reader may fall behind by, whatever the number of events:
@@ -46,43 +52,78 @@ type liveBuffer[T any] struct {
 // rather than filling the server's memory.
 const maxLiveBytes = 8 << 20
 
+// keptQueue is the most room an emptied buffer keeps for the next events; more is let go.
+const keptQueue = 64
+
 func newLiveBuffer[T any](size int, lags *atomic.Int64) liveBuffer[T] {
-	return liveBuffer[T]{live: make(chan T, size), kick: make(chan struct{}, 1), lags: lags}
+	return liveBuffer[T]{max: size, ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), lags: lags}
 }
 
-// offer passes v, of size bytes, on, or marks the reader lagging; the reader calls took with
-// the size of each it takes.
+// offer passes v, of size bytes, on, or marks the reader lagging.
 func (b *liveBuffer[T]) offer(v T, size int64) {
-	if b.lagged.Load() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lagged {
 		return
 	}
-	if b.bytes.Add(size) > maxLiveBytes && len(b.live) > 0 {
-		b.bytes.Add(-size)
-		b.lag()
+	pending := len(b.queue) - b.head
+	if pending >= b.max || (pending > 0 && b.bytes+size > maxLiveBytes) {
+		b.lagged = true
+		b.lags.Add(1)
+		signal(b.kick)
 		return
 	}
-	select {
-	case b.live <- v:
-	default:
-		b.bytes.Add(-size)
-		b.lag()
+	if b.head > 0 && len(b.queue) == cap(b.queue) {
+		// Room at the front: slide what is pending down rather than grow.
+		n := copy(b.queue, b.queue[b.head:])
+		clear(b.queue[n:])
+		b.queue, b.head = b.queue[:n], 0
 	}
+	b.queue = append(b.queue, v)
+	b.bytes += size
+	signal(b.ready)
 }
 
-func (b *liveBuffer[T]) took(size int64) { b.bytes.Add(-size) }
-
-func (b *liveBuffer[T]) lag() {
-	b.lagged.Store(true)
-	b.lags.Add(1)
-	select {
-	case b.kick <- struct{}{}:
-	default:
+// take is the oldest value the reader has not taken; false when there is none. sizeOf is the
+// size offer was told of it.
+func (b *liveBuffer[T]) take(sizeOf func(T) int64) (T, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var v T
+	if b.head == len(b.queue) {
+		return v, false
 	}
+	v = b.queue[b.head]
+	var zero T
+	b.queue[b.head] = zero // not held once taken
+	b.head++
+	b.bytes -= sizeOf(v)
+	if b.head == len(b.queue) {
+		b.head = 0
+		if cap(b.queue) > keptQueue {
+			b.queue = nil
+		} else {
+			b.queue = b.queue[:0]
+		}
+	}
+	return v, true
 }
 
 // unlag clears the mark, when the reader takes the kick: what it reads after that (from the
 // database) includes all that was dropped, and what is committed after it is offered again.
-func (b *liveBuffer[T]) unlag() { b.lagged.Store(false) }
+func (b *liveBuffer[T]) unlag() {
+	b.mu.Lock()
+	b.lagged = false
+	b.mu.Unlock()
+}
+
+// signal puts the token in c unless it is there.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
 
 func (h *hub) init() { h.subs = map[string][]*sub{} }
 
@@ -128,7 +169,7 @@ func (h *hub) publish(batch []*op) {
 				job, subs = e.Job, h.subs[e.Job]
 			}
 			for _, sb := range subs {
-				sb.offer(e, int64(len(e.Data)))
+				sb.offer(e, eventSize(e))
 			}
 		}
 	}
@@ -203,6 +244,9 @@ func (s *Store) Subscribe(ctx context.Context, job string, afterSeq int64) (*Sub
 	return sub, nil
 }
 
+// eventSize is an event's size as a live buffer counts it: its data.
+func eventSize(e Event) int64 { return int64(len(e.Data)) }
+
 var errEnded = errors.New("ended") // internal: the terminal event was delivered
 
 func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, last int64, out chan<- Event) error {
@@ -218,7 +262,7 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 		}
 		return nil
 	}
-	buf := make([]Event, 0, replayPage)
+	var buf []Event // a page of the replay, grown to what a page holds and reused
 	catchUp := func() error {
 		for {
 			evs, more, err := s.readEvents(ctx, s.rdb, sb.job, n, last, replayPage, maxLiveBytes, buf)
@@ -233,7 +277,8 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 					return err
 				}
 			}
-			clear(buf[:len(evs)]) // the page's data is not held until the next page is read
+			clear(evs) // the page's data is not held until the next page is read
+			buf = evs[:0]
 			if !more {
 				return nil
 			}
@@ -255,19 +300,24 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 	}
 	for {
 		select {
-		case e := <-sb.live:
-			sb.took(int64(len(e.Data)))
-			if e.Seq <= last {
-				continue
-			}
-			if e.Seq > last+1 {
-				if err := catchUp(); err != nil {
+		case <-sb.ready:
+			for {
+				e, ok := sb.take(eventSize)
+				if !ok {
+					break
+				}
+				if e.Seq <= last {
+					continue
+				}
+				if e.Seq > last+1 {
+					if err := catchUp(); err != nil {
+						return result(err)
+					}
+					continue
+				}
+				if err := send(e); err != nil {
 					return result(err)
 				}
-				continue
-			}
-			if err := send(e); err != nil {
-				return result(err)
 			}
 		case <-sb.kick:
 			sb.unlag()
