@@ -975,7 +975,11 @@ func (s *Server) banner() {
 	}
 	s.say("  state   %s", state)
 	s.say("  sandbox %s: %s", s.tier, s.tier.Policy().Summary)
-	s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", s.node.MaxSessions())
+	if most, cores := s.node.MaxSessions(), s.node.Cores(); most > cores {
+		s.say("  sessions at most %d at once (--max-sessions), past %d (the cores) only while a core is free; more jobs wait, queued", most, cores)
+	} else {
+		s.say("  sessions at most %d at once (--max-sessions); more jobs wait, queued", most)
+	}
 	s.say("  start   %s", s.node.Ahead())
 	if s.cfg.Record {
 		s.say("  calls   kept: each model call's request and answer, masked (oz0 job show JOB --calls, the UI's job page; --no-record keeps none)")

@@ -147,7 +147,7 @@ none.`,
 	cmd.Flags().StringVar(&opts.ReadyFile, "ready-file", "", "write the OZ0_CONTEXT value to this file once ready (for scripts)")
 	cmd.Flags().StringVar(&opts.FakeScript, "fake-script", "", "the fake model's script (default: the built-in one)")
 	cmd.Flags().StringVar(&opts.Hooks, "hooks", "", "the tenant's hooks file (default: hooks.yaml in the state directory, if there is one)")
-	cmd.Flags().IntVar(&opts.MaxSessions, "max-sessions", 0, "the most sessions run at once; more jobs wait, queued (default: 4 a core, at most one a 256 MiB of memory, 2 to 64)")
+	cmd.Flags().IntVar(&opts.MaxSessions, "max-sessions", 0, "the most sessions run at once, past one a core only while a core is free; more jobs wait, queued (default: 4 a core, at most one a 256 MiB of memory, 2 to 64)")
 	addAheadFlags(cmd, &warm, &cold)
 	cmd.Flags().BoolVar(&opts.NoRecord, "no-record", false, "keep no model call's request and answer (kept by default: oz0 job show --calls, replay, script)")
 	cmd.Flags().BoolVar(&record, "record", false, "")

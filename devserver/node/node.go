@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
@@ -85,6 +87,14 @@ type Config struct {
 	// MaxSessions is the most sessions the node runs at once; the jobs past it wait, queued, in
 	// the order they came. 0 is DefaultMaxSessions().
 	MaxSessions int
+	// Cores is how many sessions the node starts however busy the machine is: past them (up to
+	// MaxSessions), a queued job starts only while a core is free (Runnable). 0 is the machine's
+	// (runtime.NumCPU).
+	Cores int
+	// Runnable counts the machine's threads that run or are ready to, the caller's included;
+	// false when it cannot say (then the node starts up to MaxSessions however busy the machine
+	// is). nil reads Linux's /proc/loadavg.
+	Runnable func() (int, bool)
 	// Refresh, when set, is called as a job is submitted, before it takes its plugin: the dev
 	// server looks at the plugins' files there, so that a job submitted right after an edit is
 	// saved runs the edited plugin.
@@ -146,6 +156,8 @@ type Node struct {
 	running map[string]*Job // the live jobs: queued and started
 	queue   []*Job          // the jobs waiting for a session, in the order they came
 	active  int             // the sessions started and not ended
+	recheck *time.Timer     // set while queued jobs wait for a free core
+	queued  atomic.Int32    // len(queue), read without mu (the pool of sessions made ahead asks)
 	byAgent map[string]int  // of those, each agent's (for its limits.max_concurrent)
 	// ending are the jobs whose end is decided and not yet recorded (the store could not write
 	// it): tried again until it is, and never decided again meanwhile (a cancel leaves them).
@@ -252,12 +264,21 @@ func New(cfg Config) *Node {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions()
 	}
+	if cfg.Cores <= 0 {
+		cfg.Cores = runtime.NumCPU()
+	}
+	if cfg.Runnable == nil {
+		cfg.Runnable = runnableThreads
+	}
 	if cfg.Ahead.Max <= 0 || cfg.Ahead.Max > cfg.MaxSessions {
 		cfg.Ahead.Max = cfg.MaxSessions
 	}
-	return &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, ending: map[string]bool{}, stop: make(chan struct{}),
-		longLines: supervisor.NewLongLines(maxLongLines),
-		ahead:     ahead.New(cfg.Ahead, cfg.Logger.With("part", "ahead"))}
+	n := &Node{cfg: cfg, running: map[string]*Job{}, byAgent: map[string]int{}, ending: map[string]bool{}, stop: make(chan struct{}),
+		longLines: supervisor.NewLongLines(maxLongLines)}
+	policy := cfg.Ahead
+	policy.Backlog = func() bool { return n.queued.Load() > 0 }
+	n.ahead = ahead.New(policy, cfg.Logger.With("part", "ahead"))
+	return n
 }
 
 // Ahead is the node's policy of when sessions are made.

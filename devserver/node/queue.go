@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/orchestrator-zero/oz0/devserver/store"
 )
@@ -55,6 +56,41 @@ func totalMemory() uint64 {
 // MaxSessions is the most sessions the node runs at once.
 func (n *Node) MaxSessions() int { return n.cfg.MaxSessions }
 
+// Cores is how many sessions the node starts however busy the machine is (Config.Cores).
+func (n *Node) Cores() int { return n.cfg.Cores }
+
+// The core gate. A session that computes holds a core; one that waits (for its model, a tool's
+// answer, a person) holds none. Past one session a core, a queued job starts only while a core
+// is free: a burst of jobs that compute (a fake model answers at once) then runs about as many
+// sessions as there are cores, which ends it no later (20 LangGraph jobs on 2 cores: 1.1–1.5 s
+// with 3 or 4 sessions at once as with 8) and holds a third of the memory (each session's own
+// pages, 15 to 20 MiB for a framework's); jobs that wait for a real model still run up to
+// MaxSessions at once. While jobs wait for a core, the node looks again every coreRecheck.
+const coreRecheck = 5 * time.Millisecond
+
+// runnableThreads is the count of the machine's threads that run or are ready to, from Linux's
+// /proc/loadavg (its fourth field, RUNNING/TOTAL); false elsewhere.
+func runnableThreads() (int, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return 0, false
+	}
+	running, _, ok := strings.Cut(f[3], "/")
+	n, err := strconv.Atoi(running)
+	return n, ok && err == nil
+}
+
+// coreFree says whether a core is free: fewer threads run or are ready to than there are cores,
+// this one not counted. True when the machine cannot say.
+func (n *Node) coreFree() bool {
+	r, ok := n.cfg.Runnable()
+	return !ok || r-1 < n.cfg.Cores
+}
+
 // dispatchLocked starts the queued jobs there is room for, in the order they came; a job whose
 // agent runs as many sessions as its limits.max_concurrent lets the jobs behind it go first.
 // n.mu is held.
@@ -68,6 +104,18 @@ func (n *Node) dispatchLocked() {
 			kept = append(kept, n.queue[i:]...)
 			break
 		}
+		if n.active >= n.cfg.Cores && !n.coreFree() {
+			if n.recheck == nil {
+				n.recheck = time.AfterFunc(coreRecheck, func() {
+					n.mu.Lock()
+					defer n.mu.Unlock()
+					n.recheck = nil
+					n.dispatchLocked()
+				})
+			}
+			kept = append(kept, n.queue[i:]...)
+			break
+		}
 		if most := job.Agent.Limits.MaxConcurrent; most > 0 && n.byAgent[job.Agent.Name] >= most {
 			kept = append(kept, job)
 			continue
@@ -78,6 +126,7 @@ func (n *Node) dispatchLocked() {
 	}
 	clear(n.queue[len(kept):])
 	n.queue = kept
+	n.queued.Store(int32(len(n.queue)))
 }
 
 // release gives back the session's room that job held, and starts what may start now.
@@ -100,6 +149,7 @@ func (n *Node) unqueueLocked(job *Job) bool {
 		return false
 	}
 	n.queue = slices.Delete(n.queue, i, i+1)
+	n.queued.Store(int32(len(n.queue)))
 	delete(n.running, job.ID)
 	return true
 }
@@ -121,8 +171,11 @@ func (n *Node) Waiting(id string) string {
 	}
 	job := n.queue[i]
 	why := fmt.Sprintf("oz0 dev runs at most %s at once (--max-sessions) and all are taken", plural(n.cfg.MaxSessions, "session"))
-	if most := job.Agent.Limits.MaxConcurrent; most > 0 && n.byAgent[job.Agent.Name] >= most {
+	switch most := job.Agent.Limits.MaxConcurrent; {
+	case most > 0 && n.byAgent[job.Agent.Name] >= most:
 		why = fmt.Sprintf("agent %s runs at most %s at once (its limits.max_concurrent) and all are taken", job.Agent.Name, plural(most, "session"))
+	case n.active < n.cfg.MaxSessions:
+		why = fmt.Sprintf("every core is busy (oz0 dev runs more sessions than the machine's %s, up to --max-sessions %d, only while a core is free)", plural(n.cfg.Cores, "core"), n.cfg.MaxSessions)
 	}
 	ahead := "no job is ahead of it"
 	switch i {

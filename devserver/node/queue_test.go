@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +157,48 @@ func TestAgentMaxConcurrent(t *testing.T) {
 	// h2 is first in line and its agent has room again.
 	w.waitRunning(t, h2)
 	wantStatuses(t, "after hang's first ended", w.statuses(t, h1, h2, s1, s2, s3), store.StatusCancelled, r, r, r, q)
+}
+
+// Past one session a core, a queued job starts only while a core is free: while the machine says
+// every core is busy the jobs wait, queued, and say why; once a core is free they start, up to
+// MaxSessions; a machine that cannot say holds none back.
+func TestSessionsPastTheCoresWaitForAFreeCore(t *testing.T) {
+	var busy atomic.Bool
+	var says atomic.Bool
+	says.Store(true)
+	busy.Store(true)
+	w := newWorld(t, loadPlugin(t, map[string]string{"hang": ""}), func(c *node.Config) {
+		c.MaxSessions, c.Cores = 3, 1
+		c.Runnable = func() (int, bool) {
+			if busy.Load() {
+				return 2, says.Load() // the caller and one other: the one core is taken
+			}
+			return 1, says.Load() // the caller alone
+		}
+	})
+	ids := []string{w.submit(t, "hang", ticket).ID, w.submit(t, "hang", ticket).ID, w.submit(t, "hang", ticket).ID}
+	w.waitRunning(t, ids[0]) // one a core, however busy
+	const q, r = store.StatusQueued, store.StatusRunning
+	wantStatuses(t, "every core busy", w.statuses(t, ids...), r, q, q)
+	if got, want := w.node.Waiting(ids[1]), "waiting for a session: every core is busy (oz0 dev runs more sessions than the machine's 1 core, up to --max-sessions 3, only while a core is free); no job is ahead of it"; got != want {
+		t.Errorf("Waiting = %q\nwant %q", got, want)
+	}
+
+	if backlog := w.node.Ahead().Backlog; backlog == nil || !backlog() {
+		t.Error("the pool of sessions made ahead is not told that jobs wait: it would fork ahead meanwhile")
+	}
+
+	busy.Store(false)
+	w.waitRunning(t, ids[1])
+	w.waitRunning(t, ids[2])
+	wantStatuses(t, "a core free", w.statuses(t, ids...), r, r, r)
+	if w.node.Ahead().Backlog() {
+		t.Error("the pool is told that jobs wait when none does")
+	}
+
+	busy.Store(true)
+	says.Store(false) // a machine that cannot say: up to MaxSessions, as before
+	w.node.Cancel(ids[0])
+	fourth := w.submit(t, "hang", ticket).ID
+	w.waitRunning(t, fourth)
 }

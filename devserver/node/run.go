@@ -546,8 +546,13 @@ func (n *Node) Close(ctx context.Context) error {
 		close(n.stop)
 	}
 	n.closed = true
+	if n.recheck != nil {
+		n.recheck.Stop()
+		n.recheck = nil
+	}
 	queued := n.queue
 	n.queue = nil
+	n.queued.Store(0)
 	for _, job := range queued {
 		delete(n.running, job.ID)
 	}

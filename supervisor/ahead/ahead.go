@@ -91,6 +91,11 @@ type Policy struct {
 	Max int
 	// Idle is how long a session made ahead is kept unused before it is dropped; 0 is DefaultIdle.
 	Idle time.Duration
+	// Backlog, when set, says whether jobs wait for a session (a node's queue). A fork server
+	// forks none ahead meanwhile: the next job takes a session at once, and one forked at it
+	// costs less than one forked ahead and warmed up (50 to 100 ms of a core), which then takes
+	// a core from the jobs that run. It must not block.
+	Backlog func() bool
 }
 
 // DefaultIdle is how long a session made ahead waits for a job before it is dropped.

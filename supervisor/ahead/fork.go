@@ -122,7 +122,7 @@ func (p *Pool) follow(key string, srv *server, s *supervisor.Session) {
 // sessions runs: in a burst of jobs a session forked ahead costs more than the one forked at its
 // job it spares; the burst's end forks them.
 func (p *Pool) forkAhead(key string, srv *server) {
-	if srv.busy() {
+	if p.busy(srv) {
 		return
 	}
 	p.mu.Lock()
@@ -160,7 +160,7 @@ func (p *Pool) forkAhead(key string, srv *server) {
 			}
 			var m *supervisor.Made
 			err := supervisor.ErrGone
-			if !srv.busy() {
+			if !p.busy(srv) {
 				m, err = srv.z.Make(context.Background(), srv.spec)
 			}
 			srv.mu.Lock()
@@ -190,8 +190,12 @@ func (p *Pool) forkAhead(key string, srv *server) {
 	}
 }
 
-// busy says whether more than one of srv's sessions runs (or is asked for).
-func (srv *server) busy() bool {
+// busy says whether more than one of srv's sessions runs (or is asked for), or jobs wait for a
+// session (Policy.Backlog): no session is forked ahead then.
+func (p *Pool) busy(srv *server) bool {
+	if p.policy.Backlog != nil && p.policy.Backlog() {
+		return true
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	return srv.running > 1
