@@ -35,8 +35,9 @@ const ForkServers = true
 //
 // The server's stdin is its control socket: a request (JSON) a session, with the session's
 // stdin, stdout and stderr and a report socket (SCM_RIGHTS); on the report socket the session's
-// keeper says it started (with a pidfd of the session's first process, and in strict the
-// listening sockets of its network, which the node serves the gateway on), then how it exited.
+// first process (PID 1 of its namespaces; in tier none its keeper) says it started (with a pidfd
+// of that process, and in strict the listening sockets of its network, which the node serves the
+// gateway on), then how the harness exited.
 type Zygote struct {
 	made     *Made
 	ctl      *net.UnixConn
@@ -138,7 +139,7 @@ func (z *Zygote) Make(ctx context.Context, spec Spec) (*Made, error) {
 }
 
 // forkSession has the server fork spec's session: its directories, environment and pipes made,
-// its keeper's start read. ahead: the session is made before its job (its environment without
+// its start read. ahead: the session is made before its job (its environment without
 // the plugin's import path, as Make's; its harness waits for a bind line).
 func (z *Zygote) forkSession(ctx context.Context, spec Spec, ahead bool) (_ *Session, _ *pipes, err error) {
 	if ctx == nil {
@@ -174,7 +175,7 @@ func (z *Zygote) forkSession(ctx context.Context, spec Spec, ahead bool) (_ *Ses
 	if err != nil {
 		return nil, nil, err
 	}
-	// Its keeper, the server's user, shows the session its own directories from here.
+	// Its first process, the server's user, shows the session its own directories from here.
 	if err = os.Chmod(s.root, 0o711); err != nil {
 		return nil, nil, err
 	}
@@ -206,8 +207,8 @@ func (z *Zygote) forkSession(ctx context.Context, spec Spec, ahead bool) (_ *Ses
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot make the session's report socket: %w", err)
 	}
-	keeperEnd := os.NewFile(uintptr(pair[1]), "fork-report")
-	defer keeperEnd.Close()
+	sessionEnd := os.NewFile(uintptr(pair[1]), "fork-report")
+	defer sessionEnd.Close()
 	nodeEnd := os.NewFile(uintptr(pair[0]), "fork-report")
 	c, err := net.FileConn(nodeEnd)
 	nodeEnd.Close()
@@ -219,17 +220,17 @@ func (z *Zygote) forkSession(ctx context.Context, spec Spec, ahead bool) (_ *Ses
 	if err != nil {
 		return nil, nil, err
 	}
-	rights := unix.UnixRights(int(p.inR.Fd()), int(p.outW.Fd()), int(p.errW.Fd()), int(keeperEnd.Fd()))
+	rights := unix.UnixRights(int(p.inR.Fd()), int(p.outW.Fd()), int(p.errW.Fd()), int(sessionEnd.Fd()))
 	s.start = time.Now()
 	if _, _, err := z.ctl.WriteMsgUnix(data, rights, nil); err != nil {
 		return nil, nil, ErrGone
 	}
-	// The child's ends are the keeper's now.
+	// The child's ends are the session's now.
 	for _, f := range []**os.File{&p.inR, &p.outW, &p.errW} {
 		(*f).Close()
 		*f = nil
 	}
-	keeperEnd.Close()
+	sessionEnd.Close()
 	fk, lns, err := startedFork(report, pol)
 	if err != nil {
 		return nil, nil, err
@@ -266,7 +267,7 @@ type forkRequest struct {
 	Ahead    bool     `json:"ahead,omitempty"` // made before its job: the harness waits for a bind line
 }
 
-// forked is a session a fork server forked, as its keeper reports it.
+// forked is a session a fork server forked, as its first process reports it.
 type forked struct {
 	report    *net.UnixConn
 	pidfd     int
@@ -277,7 +278,7 @@ type forked struct {
 	done      bool
 }
 
-// startedFork reads the keeper's first report: the session started (a pidfd of its first
+// startedFork reads the session's first report: the session started (a pidfd of its first
 // process, and its network's listeners), or why it did not.
 func startedFork(report *net.UnixConn, pol sandbox.Policy) (*forked, []net.Listener, error) {
 	_ = report.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -367,10 +368,10 @@ func (f *forked) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-f.pid, sig)
 }
 
-// await reads the keeper's reports until it says how the session exited, or goes (then it is
-// taken as killed).
+// await reads the session's reports until one says how it exited, or the reporter goes (then it
+// is taken as killed).
 func (f *forked) await() {
-	ws := syscall.WaitStatus(uint32(syscall.SIGKILL)) // a keeper gone without a word: killed
+	ws := syscall.WaitStatus(uint32(syscall.SIGKILL)) // gone without a word: killed
 	buf := make([]byte, 4096)
 	for {
 		n, err := f.report.Read(buf)

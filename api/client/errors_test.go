@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orchestrator-zero/oz0/api/apiv1"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 // listener serves each connection with serve, until the test ends.
@@ -52,9 +53,7 @@ func TestCallsThatGetNoAnswer(t *testing.T) {
 	defer redirect.Close()
 	stopped := make(chan struct{})
 	defer close(stopped)
-	gone, _ := net.Listen("tcp", "127.0.0.1:0")
-	goneURL := "http://" + gone.Addr().String()
-	gone.Close()
+	goneURL := "http://" + testbin.RefusedAddr(t)
 
 	for _, c := range []struct {
 		what, url string

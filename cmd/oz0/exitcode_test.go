@@ -12,6 +12,7 @@ import (
 	"github.com/orchestrator-zero/oz0/api/apiv1"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/cmdutil"
 	"github.com/orchestrator-zero/oz0/cmd/oz0/internal/iostreams"
+	"github.com/orchestrator-zero/oz0/internal/testbin"
 )
 
 // exitFixtures is what the exit-code cases read: a plugin that lints clean and one that does
@@ -56,12 +57,7 @@ func newExitFixtures(t *testing.T) *exitFixtures {
 	t.Cleanup(func() { busy.Close() })
 	fx.busyAddr = busy.Addr().String()
 
-	gone, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx.deadCtx = "http://" + gone.Addr().String() + "#" + apiv1.NewToken()
-	gone.Close()
+	fx.deadCtx = "http://" + testbin.RefusedAddr(t) + "#" + apiv1.NewToken()
 
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(apiv1.ServerHeader, "v1")
