@@ -381,12 +381,27 @@ func (s *Server) resolveSandbox() error {
 // as it starts (which interpreter a Python wrapper on PATH runs), so that no session waits for it
 // and a herd of them asks it once; and makes the sessions the node keeps ahead of their jobs.
 func (s *Server) askAhead(ps []*plugin.Plugin) {
+	sandbox.KeepSpare(s.tier, !s.allForked(s.Plugins()))
 	for _, p := range ps {
 		for _, h := range p.Manifest.Harnesses {
 			supervisor.AskAhead(supervisor.Spec{Command: h.Command, PluginDir: p.Dir, Sandbox: supervisor.Sandbox{Tier: s.tier}})
 		}
 	}
 	s.node.MakeAhead(ps)
+}
+
+// allForked says whether every harness's sessions are forked from a fork server (oz0 dev's
+// default for a Python harness): then no session takes the tier's init started ahead, and the
+// tier keeps none (sandbox.KeepSpare).
+func (s *Server) allForked(ps []*plugin.Plugin) bool {
+	for _, p := range ps {
+		for _, h := range p.Manifest.Harnesses {
+			if !s.node.Ahead().Forks(h.Command) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // loadPlugins loads and lints the plugins first: one that does not lint is refused before

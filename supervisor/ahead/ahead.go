@@ -116,6 +116,12 @@ func (p Policy) String() string {
 // has fork servers (Linux).
 func (p Policy) forks() bool { return p.Fork && supervisor.ForkServers }
 
+// Forks says whether the policy forks the sessions of a harness run by command from a fork
+// server (a Python harness, sessions made ahead, on Linux), unless its server finds it cannot.
+func (p Policy) Forks(command []string) bool {
+	return p.Mode == Warm && p.forks() && len(command) > 0 && supervisor.IsPython(command[0])
+}
+
 func (p Policy) perHarness() int { return max(1, p.PerHarness) }
 
 // forkedAhead is how many sessions of each harness a fork server forks ahead of their jobs:

@@ -108,8 +108,36 @@ func take(tier Tier) (*Process, error) {
 	}
 }
 
-// warmUp starts the tier's next init ahead, unless one is waiting.
+var (
+	spareMu sync.Mutex        // a spare's keeping (noSpare) and its offer, as one
+	noSpare = map[Tier]bool{} // the tiers that keep no init ahead (KeepSpare)
+)
+
+// keepSpare is KeepSpare.
+func keepSpare(tier Tier, keep bool) {
+	spareMu.Lock()
+	defer spareMu.Unlock()
+	noSpare[tier] = !keep
+	if keep {
+		return
+	}
+	if ch, ok := warm.Load(tier); ok {
+		select {
+		case p := <-ch.(chan *Process):
+			p.discard()
+		default:
+		}
+	}
+}
+
+// warmUp starts the tier's next init ahead, unless one is waiting or the tier keeps none.
 func warmUp(tier Tier) {
+	spareMu.Lock()
+	no := noSpare[tier]
+	spareMu.Unlock()
+	if no {
+		return
+	}
 	if ch, ok := warm.Load(tier); ok && len(ch.(chan *Process)) > 0 {
 		return // one waits (another could come between this and the send: it is discarded)
 	}
@@ -117,7 +145,13 @@ func warmUp(tier Tier) {
 	if err != nil {
 		return
 	}
+	spareMu.Lock()
+	defer spareMu.Unlock()
 	ch, _ := warm.LoadOrStore(tier, make(chan *Process, 1))
+	if noSpare[tier] {
+		p.discard() // told meanwhile to keep none
+		return
+	}
 	select {
 	case ch.(chan *Process) <- p:
 	default:

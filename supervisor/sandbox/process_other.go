@@ -38,6 +38,9 @@ func HarnessOwner(t Tier) (uid, gid int, chown bool) { return 0, 0, false }
 // warmUp has no init to start.
 func warmUp(Tier) {}
 
+// keepSpare has no init to keep.
+func keepSpare(Tier, bool) {}
+
 // Nobody is the id a root node's harness runs as, where there is a sandbox.
 const Nobody = 65534
 

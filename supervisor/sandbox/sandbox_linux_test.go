@@ -210,3 +210,37 @@ func TestInitPassesOnNoInheritedDescriptor(t *testing.T) {
 		t.Errorf("the harness: %q (%v; stderr %q), want no descriptor 219", out, err, errOut)
 	}
 }
+
+// A tier told to keep no init ahead (a node whose sessions all fork from fork servers) lets go of
+// the one that waits and starts none as a session ends; told to keep one again, it does.
+func TestKeepSpare(t *testing.T) {
+	requireTier(t, Standard)
+	t.Cleanup(func() { KeepSpare(Standard, true) })
+	warmUp(Standard)
+	ch, _ := warm.Load(Standard)
+	spares := ch.(chan *Process)
+	if len(spares) != 1 {
+		t.Fatalf("%d inits wait after a warm-up; want 1", len(spares))
+	}
+	p := <-spares
+	offer(p)
+	KeepSpare(Standard, false)
+	if len(spares) != 0 {
+		t.Fatal("the init that waited is kept by a tier told to keep none")
+	}
+	if p.Cmd().ProcessState == nil {
+		t.Error("the init let go of was not ended")
+	}
+	warmUp(Standard) // as a session's end does
+	if len(spares) != 0 {
+		t.Fatal("an init was started ahead for a tier that keeps none")
+	}
+	if out, _, err := shell(t, Standard, "", nil, "echo one"); err != nil || out != "one\n" {
+		t.Fatalf("a session of a tier that keeps no init ahead: %q %v", out, err)
+	}
+	KeepSpare(Standard, true)
+	warmUp(Standard)
+	if len(spares) != 1 {
+		t.Fatalf("%d inits wait after a warm-up of a tier told to keep one again; want 1", len(spares))
+	}
+}
