@@ -522,8 +522,8 @@ def _serve(entry, args, report):
             try:
                 pid = _clone_session(request)
             except OSError as err:
-                with _socket.socket(fileno=os.dup(fds[3])) as report:
-                    _report(report, {"error": "the session's sandbox could not be made: %s" % err})
+                with _socket.socket(fileno=os.dup(fds[3])) as session_report:
+                    _report(session_report, {"error": "the session's sandbox could not be made: %s" % err})
                 pid = -1
             if pid == 0:
                 control.close()
