@@ -152,13 +152,14 @@ func (unmasked) Flush() string            { return "" }
 type Node struct {
 	cfg Config
 
-	mu      sync.Mutex
-	running map[string]*Job // the live jobs: queued and started
-	queue   []*Job          // the jobs waiting for a session, in the order they came
-	active  int             // the sessions started and not ended
-	recheck *time.Timer     // set while queued jobs wait for a free core
-	queued  atomic.Int32    // len(queue), read without mu (the pool of sessions made ahead asks)
-	byAgent map[string]int  // of those, each agent's (for its limits.max_concurrent)
+	mu        sync.Mutex
+	running   map[string]*Job // the live jobs: queued and started
+	queue     []*Job          // the jobs waiting for a session, in the order they came
+	active    int             // the sessions started and not ended
+	recheck   *time.Timer     // set while queued jobs wait for a free core
+	pastCores time.Time       // when the last session past one a core started
+	queued    atomic.Int32    // len(queue), read without mu (the pool of sessions made ahead asks)
+	byAgent   map[string]int  // of those, each agent's (for its limits.max_concurrent)
 	// ending are the jobs whose end is decided and not yet recorded (the store could not write
 	// it): tried again until it is, and never decided again meanwhile (a cancel leaves them).
 	ending map[string]bool

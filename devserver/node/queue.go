@@ -65,7 +65,9 @@ func (n *Node) Cores() int { return n.cfg.Cores }
 // sessions as there are cores, which ends it no later (20 LangGraph jobs on 2 cores: 1.1–1.5 s
 // with 3 or 4 sessions at once as with 8) and holds a third of the memory (each session's own
 // pages, 15 to 20 MiB for a framework's); jobs that wait for a real model still run up to
-// MaxSessions at once. While jobs wait for a core, the node looks again every coreRecheck.
+// MaxSessions at once. While jobs wait for a core, the node looks again every coreRecheck. A
+// session just started has not taken its core yet: past one a core, one starts at most every
+// coreRecheck, so that a burst's jobs do not all start in the instant before the first compute.
 const coreRecheck = 5 * time.Millisecond
 
 // runnableThreads is the count of the machine's threads that run or are ready to, from Linux's
@@ -104,7 +106,8 @@ func (n *Node) dispatchLocked() {
 			kept = append(kept, n.queue[i:]...)
 			break
 		}
-		if n.active >= n.cfg.Cores && !n.coreFree() {
+		pastCores := n.active >= n.cfg.Cores
+		if pastCores && (time.Since(n.pastCores) < coreRecheck || !n.coreFree()) {
 			if n.recheck == nil {
 				n.recheck = time.AfterFunc(coreRecheck, func() {
 					n.mu.Lock()
@@ -119,6 +122,9 @@ func (n *Node) dispatchLocked() {
 		if most := job.Agent.Limits.MaxConcurrent; most > 0 && n.byAgent[job.Agent.Name] >= most {
 			kept = append(kept, job)
 			continue
+		}
+		if pastCores {
+			n.pastCores = time.Now()
 		}
 		n.active++
 		n.byAgent[job.Agent.Name]++
