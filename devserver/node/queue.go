@@ -70,6 +70,9 @@ func (n *Node) Cores() int { return n.cfg.Cores }
 // coreRecheck, so that a burst's jobs do not all start in the instant before the first compute.
 const coreRecheck = 5 * time.Millisecond
 
+// now is the clock of the core gate's pace (a test's own, in export_test.go).
+var now = time.Now
+
 // runnableThreads is the count of the machine's threads that run or are ready to, from Linux's
 // /proc/loadavg (its fourth field, RUNNING/TOTAL); false elsewhere.
 func runnableThreads() (int, bool) {
@@ -107,7 +110,7 @@ func (n *Node) dispatchLocked() {
 			break
 		}
 		pastCores := n.active >= n.cfg.Cores
-		if pastCores && (time.Since(n.pastCores) < coreRecheck || !n.coreFree()) {
+		if pastCores && (now().Sub(n.pastCores) < coreRecheck || !n.coreFree()) {
 			if n.recheck == nil {
 				n.recheck = time.AfterFunc(coreRecheck, func() {
 					n.mu.Lock()
@@ -124,7 +127,7 @@ func (n *Node) dispatchLocked() {
 			continue
 		}
 		if pastCores {
-			n.pastCores = time.Now()
+			n.pastCores = now()
 		}
 		n.active++
 		n.byAgent[job.Agent.Name]++

@@ -202,3 +202,25 @@ func TestSessionsPastTheCoresWaitForAFreeCore(t *testing.T) {
 	fourth := w.submit(t, "hang", ticket).ID
 	w.waitRunning(t, fourth)
 }
+
+// Past one a core, at most one session starts each coreRecheck (5 ms): a session just started
+// has not taken its core yet, so a burst's jobs, all finding a core free in the same instant,
+// would all start. With the clock held still, the third waits however free the machine says it
+// is; once the clock has moved 5 ms, it starts.
+func TestSessionsPastTheCoresStartOneAtATime(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC).UnixNano())
+	t.Cleanup(node.SetGateClock(func() time.Time { return time.Unix(0, clock.Load()) }))
+	w := newWorld(t, loadPlugin(t, map[string]string{"hang": ""}), func(c *node.Config) {
+		c.MaxSessions, c.Cores = 3, 1
+		c.Runnable = func() (int, bool) { return 1, true } // the caller alone: a core is free
+	})
+	ids := []string{w.submit(t, "hang", ticket).ID, w.submit(t, "hang", ticket).ID, w.submit(t, "hang", ticket).ID}
+	w.waitRunning(t, ids[0])
+	w.waitRunning(t, ids[1]) // the first past the one core
+	const q, r = store.StatusQueued, store.StatusRunning
+	wantStatuses(t, "the clock held still", w.statuses(t, ids...), r, r, q)
+
+	clock.Add(int64(5 * time.Millisecond))
+	w.waitRunning(t, ids[2])
+}
