@@ -72,7 +72,7 @@ func (s *Store) Watch(ctx context.Context) (*Watch, error) {
 	s.subsW.Add(1)
 	s.sendMu.RUnlock()
 
-	wt := &watcher{newLiveBuffer[Change](s.opts.LiveBuffer, &s.stats.lags)}
+	wt := &watcher{newLiveBuffer(s.opts.LiveBuffer, &s.stats.lags, changeSize)}
 	s.hub.addWatcher(wt)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -102,13 +102,13 @@ func (s *Store) Watch(ctx context.Context) (*Watch, error) {
 // catches up before it is told to read everything again. It is false when ctx ends.
 func (wt *watcher) next(ctx context.Context) (Change, bool) {
 	for {
-		if c, ok := wt.take(changeSize); ok {
+		if c, ok := wt.take(); ok {
 			return c, true
 		}
 		select {
 		case <-wt.ready:
 		case <-wt.kick:
-			if c, ok := wt.take(changeSize); ok {
+			if c, ok := wt.take(); ok {
 				signal(wt.kick) // the loss after what was buffered
 				return c, true
 			}
@@ -157,7 +157,7 @@ func (h *hub) publishChanges(batch []*op) {
 	}
 	offer := func(c Change) {
 		for _, wt := range h.watch.list {
-			wt.offer(c, 0)
+			wt.offer(c)
 		}
 	}
 	for _, o := range batch {

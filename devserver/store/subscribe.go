@@ -45,6 +45,7 @@ type liveBuffer[T any] struct {
 	ready  chan struct{} // one token: "there is something to take"
 	kick   chan struct{} // one token: "you are lagging"
 	lags   *atomic.Int64 // the store's count
+	sizeOf func(T) int64 // what maxLiveBytes counts of a value
 }
 
 // maxLiveBytes bounds the data a live reader may fall behind by, whatever the number of events:
@@ -55,12 +56,13 @@ const maxLiveBytes = 8 << 20
 // keptQueue is the most room an emptied buffer keeps for the next events; more is let go.
 const keptQueue = 64
 
-func newLiveBuffer[T any](size int, lags *atomic.Int64) liveBuffer[T] {
-	return liveBuffer[T]{max: size, ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), lags: lags}
+func newLiveBuffer[T any](size int, lags *atomic.Int64, sizeOf func(T) int64) liveBuffer[T] {
+	return liveBuffer[T]{max: size, ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), lags: lags, sizeOf: sizeOf}
 }
 
-// offer passes v, of size bytes, on, or marks the reader lagging.
-func (b *liveBuffer[T]) offer(v T, size int64) {
+// offer passes v on, or marks the reader lagging.
+func (b *liveBuffer[T]) offer(v T) {
+	size := b.sizeOf(v)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.lagged {
@@ -84,9 +86,8 @@ func (b *liveBuffer[T]) offer(v T, size int64) {
 	signal(b.ready)
 }
 
-// take is the oldest value the reader has not taken; false when there is none. sizeOf is the
-// size offer was told of it.
-func (b *liveBuffer[T]) take(sizeOf func(T) int64) (T, bool) {
+// take is the oldest value the reader has not taken; false when there is none.
+func (b *liveBuffer[T]) take() (T, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var v T
@@ -97,7 +98,7 @@ func (b *liveBuffer[T]) take(sizeOf func(T) int64) (T, bool) {
 	var zero T
 	b.queue[b.head] = zero // not held once taken
 	b.head++
-	b.bytes -= sizeOf(v)
+	b.bytes -= b.sizeOf(v)
 	if b.head == len(b.queue) {
 		b.head = 0
 		if cap(b.queue) > keptQueue {
@@ -169,7 +170,7 @@ func (h *hub) publish(batch []*op) {
 				job, subs = e.Job, h.subs[e.Job]
 			}
 			for _, sb := range subs {
-				sb.offer(e, eventSize(e))
+				sb.offer(e)
 			}
 		}
 	}
@@ -214,7 +215,7 @@ func (s *Store) Subscribe(ctx context.Context, job string, afterSeq int64) (*Sub
 	s.subsW.Add(1)
 	s.sendMu.RUnlock()
 
-	sb := &sub{job: job, liveBuffer: newLiveBuffer[Event](s.opts.LiveBuffer, &s.stats.lags)}
+	sb := &sub{job: job, liveBuffer: newLiveBuffer(s.opts.LiveBuffer, &s.stats.lags, eventSize)}
 	s.hub.add(sb) // before reading anything: see the comment at the top
 	n, st, err := s.jobRef(ctx, job)
 	if err != nil {
@@ -244,7 +245,7 @@ func (s *Store) Subscribe(ctx context.Context, job string, afterSeq int64) (*Sub
 	return sub, nil
 }
 
-// eventSize is an event's size as a live buffer counts it: its data.
+// eventSize is an event's size as a live buffer counts it (maxLiveBytes): its data.
 func eventSize(e Event) int64 { return int64(len(e.Data)) }
 
 var errEnded = errors.New("ended") // internal: the terminal event was delivered
@@ -302,7 +303,7 @@ func (s *Store) stream(ctx context.Context, sb *sub, n int64, endedBefore bool, 
 		select {
 		case <-sb.ready:
 			for {
-				e, ok := sb.take(eventSize)
+				e, ok := sb.take()
 				if !ok {
 					break
 				}

@@ -287,33 +287,32 @@ func TestSlowSubscriberBoundedInBytes(t *testing.T) {
 // maxLiveBytes, and lets go of a grown queue once emptied.
 func TestLiveBufferHoldsWhatIsPending(t *testing.T) {
 	var lags atomic.Int64
-	size := func(int) int64 { return 1 }
-	b := newLiveBuffer[int](100, &lags)
+	b := newLiveBuffer(100, &lags, func(int) int64 { return 1 })
 	if cap(b.queue) != 0 {
 		t.Fatalf("a new buffer holds room for %d values; want none", cap(b.queue))
 	}
 	for i := range 3 {
-		b.offer(i, 1)
+		b.offer(i)
 	}
 	if cap(b.queue) > 4 {
 		t.Errorf("3 pending values hold room for %d", cap(b.queue))
 	}
 	for want := range 3 {
-		if v, ok := b.take(size); !ok || v != want {
+		if v, ok := b.take(); !ok || v != want {
 			t.Fatalf("take = %d, %v; want %d, true", v, ok, want)
 		}
 	}
-	if _, ok := b.take(size); ok {
+	if _, ok := b.take(); ok {
 		t.Fatal("took a value from an empty buffer")
 	}
 
 	for i := range 100 { // grows to its bound
-		b.offer(i, 1)
+		b.offer(i)
 	}
 	if lags.Load() != 0 {
 		t.Fatalf("lagging at %d pending values of 100", len(b.queue)-b.head)
 	}
-	b.offer(100, 1) // one past it
+	b.offer(100) // one past it
 	if lags.Load() != 1 {
 		t.Fatalf("lags = %d past the bound; want 1", lags.Load())
 	}
@@ -322,27 +321,27 @@ func TestLiveBufferHoldsWhatIsPending(t *testing.T) {
 	default:
 		t.Fatal("a lagging reader was not kicked")
 	}
-	b.offer(101, 1) // lagging: sent nothing more
+	b.offer(101) // lagging: sent nothing more
 	for want := range 100 {
-		if v, ok := b.take(size); !ok || v != want {
+		if v, ok := b.take(); !ok || v != want {
 			t.Fatalf("take = %d, %v; want %d, true", v, ok, want)
 		}
 	}
-	if _, ok := b.take(size); ok {
+	if _, ok := b.take(); ok {
 		t.Fatal("a lagging reader was sent values past the bound")
 	}
 	if cap(b.queue) > keptQueue {
 		t.Errorf("an emptied buffer keeps room for %d values; want at most %d", cap(b.queue), keptQueue)
 	}
 	b.unlag()
-	b.offer(102, 1)
-	if v, ok := b.take(size); !ok || v != 102 {
+	b.offer(102)
+	if v, ok := b.take(); !ok || v != 102 {
 		t.Fatalf("after unlag, take = %d, %v; want 102, true", v, ok)
 	}
 
-	big := newLiveBuffer[int](100, &lags)
-	big.offer(1, maxLiveBytes)
-	big.offer(2, 1) // past the bytes' bound with one pending
+	big := newLiveBuffer(100, &lags, func(v int) int64 { return int64(v) })
+	big.offer(maxLiveBytes)
+	big.offer(1) // past the bytes' bound with one pending
 	if lags.Load() != 2 {
 		t.Fatalf("lags = %d past maxLiveBytes; want 2", lags.Load())
 	}

@@ -371,7 +371,7 @@ func (p *Pool) noFork(key, stamp string) {
 }
 
 func (p *Pool) forks(key string, spec supervisor.Spec) bool {
-	if !supervisor.IsPython(spec.Command[0]) || !p.policy.forks() {
+	if !p.policy.Forks(spec.Command) {
 		return false // Node cannot fork: its sessions are made ahead one at a time
 	}
 	p.mu.Lock()
